@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gen"
+)
+
+func runGen(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "gen")
+	var o gen.Options
+	fs.StringVar(&o.Out, "out", "", "output directory, absent or empty (required)")
+	fs.IntVar(&o.Events, "events", 2000, "number of events")
+	fs.Uint64Var(&o.Seed, "seed", 7, "seed; the same seed and options give bit-identical files")
+	fs.StringVar(&o.Variant, "variant", "", fmt.Sprintf("one defect to inject: %v", gen.Variants))
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if o.Out == "" {
+		return exitcode.UsageError(fmt.Errorf("gen: --out is required"))
+	}
+	exp, err := gen.Generate(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "generated %d events (seed %d, variant %q) in %s; expected figures in %s/expected.json\n",
+		exp.Events, exp.Seed, exp.Variant, o.Out, o.Out)
+	return nil
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"flag"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+)
+
+// jobFlags are the inputs and overrides shared by publish and explain. Each
+// maps to a config key; a flag that is set wins over the file.
+type jobFlags struct {
+	configPath string
+	jobID      string
+	dates      string
+	allowOld   bool
+	keyed      map[string]*string
+}
+
+var flagKeys = []struct{ flag, key, help string }{
+	{"warehouse", config.KeyWarehouse, "warehouse directory (pointer, staging, rejections)"},
+	{"raw", config.KeyRaw, "raw events root holding ingest_date=YYYY-MM-DD partitions"},
+	{"lessons", config.KeyLessons, "lesson manifest Parquet file or directory"},
+	{"enrollments", config.KeyEnrollments, "enrollment snapshot Parquet file or directory"},
+	{"manifest-id", config.KeyManifestID, "manifest pin to join (never 'latest')"},
+	{"enrollment-snapshot-id", config.KeyEnrollmentSnapshotID, "enrollment snapshot pin to join"},
+	{"unknown-cap", config.KeyUnknownCap, "largest unknown-lesson rate per date that may publish (default 0.02)"},
+	{"hot-courses", config.KeyHotCourses, "comma-separated course ids to salt (spark engine)"},
+	{"engine", config.KeyEngine, "duckdb (default) or spark"},
+	{"spark-remote", config.KeySparkRemote, "Spark Connect URL, sc://HOST:PORT"},
+	{"as-of", config.KeyAsOfDate, "run date for the freshness check (default: today, UTC)"},
+}
+
+func addJobFlags(fs *flag.FlagSet, withJobID bool) *jobFlags {
+	f := &jobFlags{keyed: map[string]*string{}}
+	fs.StringVar(&f.configPath, "config", "", "config file (Spark properties format)")
+	fs.StringVar(&f.dates, "dates", "", "comma-separated event dates YYYY-MM-DD (required)")
+	if withJobID {
+		fs.StringVar(&f.jobID, "job-id", "", "unique id of this attempt; names its staging prefix (required)")
+		fs.BoolVar(&f.allowOld, "allow-outside-horizon", false, "restate dates outside the restatement horizon (logged)")
+	}
+	for _, k := range flagKeys {
+		f.keyed[k.flag] = fs.String(k.flag, "", k.help)
+	}
+	return f
+}
+
+// resolve merges the config file and the flags that were set into a Job.
+func (f *jobFlags) resolve(fs *flag.FlagSet) (config.Job, error) {
+	var props *config.Properties
+	if f.configPath != "" {
+		p, err := config.ReadFile(f.configPath)
+		if err != nil {
+			return config.Job{}, exitcode.UsageError(err)
+		}
+		props = p
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	var overrides []config.Override
+	for _, k := range flagKeys {
+		if set[k.flag] {
+			overrides = append(overrides, config.Override{Key: k.key, Value: *f.keyed[k.flag]})
+		}
+	}
+	job, err := config.Resolve(props, overrides)
+	if err != nil {
+		return config.Job{}, err
+	}
+	ds, err := dates.ParseList(f.dates)
+	if err != nil {
+		return config.Job{}, exitcode.UsageError(err)
+	}
+	job.Dates, job.JobID, job.AllowOutsideHorizon = ds, f.jobID, f.allowOld
+	return job, nil
+}

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+)
+
+// openEngine starts the engine the job names.
+func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
+	switch j.Engine {
+	case "duckdb":
+		settings := map[string]string{}
+		for k, v := range j.DuckDB {
+			settings[k] = v
+		}
+		// DuckDB spills an in-memory database to ./.tmp by default; keep
+		// spill files out of the user's working directory.
+		if _, ok := settings["temp_directory"]; !ok && j.Warehouse != "" {
+			settings["temp_directory"] = filepath.Join(os.TempDir(), "engagement-duckdb-spill")
+		}
+		e, err := duckdb.Open(ctx, settings)
+		if err != nil {
+			return nil, exitcode.UsageError(err)
+		}
+		return e, nil
+	case "spark":
+		return nil, exitcode.UsageError(fmt.Errorf("%s spark: the Spark engine is not available in this build yet; use duckdb", config.KeyEngine))
+	}
+	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
+}
+
+func runPublish(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "publish")
+	jf := addJobFlags(fs, true)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	j, err := jf.resolve(fs)
+	if err != nil {
+		return err
+	}
+	if err := j.CheckPublish(); err != nil {
+		return err
+	}
+	eng, err := openEngine(ctx, j)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	p := &job.Publisher{Engine: eng, Store: localfs.New(j.Warehouse), Log: env.Log, Clock: time.Now}
+	res, err := p.Publish(ctx, j)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "published job_id=%s generation=%d\n", res.JobID, res.Pointer.Generation)
+	for _, d := range j.Dates {
+		e := res.Entries[d]
+		fmt.Fprintf(env.Stdout, "  %s event_count=%d unknown_lesson_count=%d unknown_lesson_rate=%.4f fact_files=%d course_day_files=%d\n",
+			d, e.EventCount, e.UnknownLessonCount, e.UnknownLessonRate, len(e.FactFiles), len(e.CourseDayFiles))
+	}
+	return nil
+}
+
+func runExplain(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "explain")
+	jf := addJobFlags(fs, false)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	j, err := jf.resolve(fs)
+	if err != nil {
+		return err
+	}
+	if err := j.CheckInputs(); err != nil {
+		return err
+	}
+	eng, err := openEngine(ctx, j)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	plan, err := eng.Explain(ctx, job.Spec(j))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(env.Stdout, plan)
+	return err
+}

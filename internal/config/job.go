@@ -1,0 +1,326 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+)
+
+// Job is everything one run needs, after the config file and the flags have
+// been merged and checked. Pins, dates and the job id are always explicit:
+// nothing is looked up as "latest".
+type Job struct {
+	JobID string
+	Dates []dates.Date
+
+	Engine      string // duckdb or spark
+	SparkRemote string
+	Warehouse   string
+	Raw         string
+	Lessons     string
+	Enrollments string
+
+	ManifestID           string
+	EnrollmentSnapshotID string
+
+	UnknownCap             float64
+	HotCourses             []string
+	SaltBuckets            int
+	RestatementHorizonDays int
+	LatenessDays           int
+	TargetFileBytes        int64
+	ProhibitedColumns      []string
+	FreshnessMaxDays       int // 0 turns the freshness check off
+	AsOf                   dates.Date
+	AsOfSet                bool // false: the command fills AsOf from the clock, outside the transform
+	AllowOutsideHorizon    bool
+
+	Spark  map[string]string // spark.* keys, passed to the Spark session as given
+	DuckDB map[string]string // duckdb.* keys without the prefix, applied with SET
+}
+
+// Key names of the job's own settings. Every one of them can also be given as
+// a flag, which wins over the file.
+const (
+	KeyEngine                 = "engagement.engine"
+	KeySparkRemote            = "engagement.sparkRemote"
+	KeyWarehouse              = "engagement.warehouse"
+	KeyRaw                    = "engagement.raw"
+	KeyLessons                = "engagement.lessons"
+	KeyEnrollments            = "engagement.enrollments"
+	KeyManifestID             = "engagement.manifestId"
+	KeyEnrollmentSnapshotID   = "engagement.enrollmentSnapshotId"
+	KeyUnknownCap             = "engagement.unknownCap"
+	KeyHotCourses             = "engagement.hotCourses"
+	KeySaltBuckets            = "engagement.saltBuckets"
+	KeyRestatementHorizonDays = "engagement.restatementHorizonDays"
+	KeyLatenessDays           = "engagement.latenessDays"
+	KeyTargetFileBytes        = "engagement.targetFileBytes"
+	KeyProhibitedColumns      = "engagement.prohibitedColumns"
+	KeyFreshnessMaxDays       = "engagement.freshnessMaxDays"
+	KeyAsOfDate               = "engagement.asOfDate"
+)
+
+// Defaults are the production values; the fixture config overrides what differs.
+var defaults = map[string]string{
+	KeyEngine:                 "duckdb",
+	KeySparkRemote:            "sc://127.0.0.1:15002",
+	KeyUnknownCap:             "0.02",
+	KeySaltBuckets:            "8",
+	KeyRestatementHorizonDays: "3",
+	KeyLatenessDays:           "2",
+	KeyTargetFileBytes:        "192MB",
+	KeyProhibitedColumns:      "email,payment_token,card_number,raw_ip",
+	KeyFreshnessMaxDays:       "2",
+}
+
+var pathKeys = map[string]bool{KeyWarehouse: true, KeyRaw: true, KeyLessons: true, KeyEnrollments: true}
+
+// KnownKeys lists every engagement.* key, sorted.
+func KnownKeys() []string {
+	keys := []string{KeyEngine, KeySparkRemote, KeyWarehouse, KeyRaw, KeyLessons, KeyEnrollments,
+		KeyManifestID, KeyEnrollmentSnapshotID, KeyUnknownCap, KeyHotCourses, KeySaltBuckets,
+		KeyRestatementHorizonDays, KeyLatenessDays, KeyTargetFileBytes, KeyProhibitedColumns,
+		KeyFreshnessMaxDays, KeyAsOfDate}
+	sort.Strings(keys)
+	return keys
+}
+
+// Override is one flag value for a config key. Paths given as flags are
+// relative to the working directory; paths in the file are relative to the
+// file, so a config works from any directory.
+type Override struct {
+	Key   string
+	Value string
+}
+
+// Resolve merges the file (may be nil) and the flag overrides into a Job. It
+// does not check the job id or dates; see CheckPublish.
+func Resolve(p *Properties, overrides []Override) (Job, error) {
+	values := map[string]string{}
+	from := map[string]string{}
+	for k, v := range defaults {
+		values[k] = v
+		from[k] = "default"
+	}
+	j := Job{Spark: map[string]string{}, DuckDB: map[string]string{}}
+	for _, k := range p.Keys() {
+		v, _ := p.Get(k)
+		if err := classify(k, p.where(k)); err != nil {
+			return Job{}, err
+		}
+		switch {
+		case strings.HasPrefix(k, "spark."):
+			j.Spark[k] = v
+		case strings.HasPrefix(k, "duckdb."):
+			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
+		default:
+			if pathKeys[k] && v != "" && !filepath.IsAbs(v) {
+				v = filepath.Join(filepath.Dir(p.File), v)
+			}
+			values[k] = v
+			from[k] = p.where(k)
+		}
+	}
+	for _, o := range overrides {
+		if err := classify(o.Key, "flag"); err != nil {
+			return Job{}, err
+		}
+		values[o.Key] = o.Value
+		from[o.Key] = "flag"
+	}
+	var errs []string
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Sprintf("%s (%s): %s", key, from[key], fmt.Sprintf(format, args...)))
+	}
+	j.Engine = values[KeyEngine]
+	if j.Engine != "duckdb" && j.Engine != "spark" {
+		bad(KeyEngine, "engine %q: want duckdb or spark", j.Engine)
+	}
+	j.SparkRemote = values[KeySparkRemote]
+	if !strings.HasPrefix(j.SparkRemote, "sc://") {
+		bad(KeySparkRemote, "%q: want sc://HOST:PORT", j.SparkRemote)
+	}
+	j.Warehouse, j.Raw, j.Lessons, j.Enrollments = values[KeyWarehouse], values[KeyRaw], values[KeyLessons], values[KeyEnrollments]
+	j.ManifestID, j.EnrollmentSnapshotID = values[KeyManifestID], values[KeyEnrollmentSnapshotID]
+
+	var err error
+	if j.UnknownCap, err = strconv.ParseFloat(values[KeyUnknownCap], 64); err != nil || math.IsNaN(j.UnknownCap) || j.UnknownCap < 0 || j.UnknownCap > 1 {
+		bad(KeyUnknownCap, "%q: want a fraction between 0 and 1", values[KeyUnknownCap])
+	}
+	j.HotCourses = splitList(values[KeyHotCourses])
+	j.ProhibitedColumns = splitList(values[KeyProhibitedColumns])
+	for i, c := range j.ProhibitedColumns {
+		j.ProhibitedColumns[i] = strings.ToLower(c)
+	}
+	ints := []struct {
+		key string
+		min int
+		dst *int
+	}{
+		{KeySaltBuckets, 1, &j.SaltBuckets},
+		{KeyRestatementHorizonDays, 1, &j.RestatementHorizonDays},
+		{KeyLatenessDays, 0, &j.LatenessDays},
+		{KeyFreshnessMaxDays, 0, &j.FreshnessMaxDays},
+	}
+	for _, f := range ints {
+		n, err := strconv.Atoi(values[f.key])
+		if err != nil || n < f.min || n > 100000 {
+			bad(f.key, "%q: want a whole number >= %d", values[f.key], f.min)
+			continue
+		}
+		*f.dst = n
+	}
+	if j.TargetFileBytes, err = ParseBytes(values[KeyTargetFileBytes]); err != nil || j.TargetFileBytes <= 0 {
+		bad(KeyTargetFileBytes, "%q: want a positive size such as 192MB", values[KeyTargetFileBytes])
+	}
+	if v := values[KeyAsOfDate]; v != "" {
+		if j.AsOf, err = dates.Parse(v); err != nil {
+			bad(KeyAsOfDate, "%v", err)
+		}
+		j.AsOfSet = true
+	}
+	if len(errs) > 0 {
+		return Job{}, exitcode.UsageError(fmt.Errorf("config: %s", strings.Join(errs, "; ")))
+	}
+	return j, nil
+}
+
+// classify accepts spark.*, duckdb.* and the known engagement.* keys; anything
+// else is refused with the nearest known key, because a misspelt key that is
+// silently ignored runs production with a default nobody chose.
+func classify(key, where string) error {
+	if strings.HasPrefix(key, "spark.") || (strings.HasPrefix(key, "duckdb.") && len(key) > len("duckdb.")) {
+		return nil
+	}
+	for _, k := range KnownKeys() {
+		if k == key {
+			return nil
+		}
+	}
+	msg := fmt.Sprintf("%s: unknown config key %q", where, key)
+	if near := nearest(key, KnownKeys()); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return exitcode.UsageError(fmt.Errorf("%s", msg))
+}
+
+func nearest(key string, known []string) string {
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		d := levenshtein(strings.ToLower(key), strings.ToLower(k))
+		if d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if bestD > len(key)/2+2 {
+		return ""
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// ParseBytes reads a byte size: a whole number, optionally with a KB, MB, GB
+// or TB suffix (powers of 1024, as Spark reads them).
+func ParseBytes(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return n * mult, nil
+}
+
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// CheckJobID refuses ids that cannot safely name a staging prefix.
+func CheckJobID(id string) error {
+	switch {
+	case id == "":
+		return exitcode.UsageError(fmt.Errorf("--job-id: empty job id; pass the orchestrator's run id, e.g. 20260303T0600Z"))
+	case len(id) > 128:
+		return exitcode.UsageError(fmt.Errorf("--job-id: %d characters, at most 128", len(id)))
+	case strings.Contains(id, ".."), strings.ContainsAny(id, `/\`):
+		return exitcode.UsageError(fmt.Errorf("--job-id %q: must not contain a path separator or '..'", id))
+	case !jobIDPattern.MatchString(id):
+		return exitcode.UsageError(fmt.Errorf("--job-id %q: use letters, digits, '.', '_' and '-' only", id))
+	}
+	return nil
+}
+
+// CheckPublish checks what publish needs beyond Resolve.
+func (j Job) CheckPublish() error {
+	if err := CheckJobID(j.JobID); err != nil {
+		return err
+	}
+	if j.Warehouse == "" {
+		return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", KeyWarehouse))
+	}
+	return j.CheckInputs()
+}
+
+// CheckInputs checks what any run over the inputs needs: paths, pins, dates.
+func (j Job) CheckInputs() error {
+	var missing []string
+	for _, kv := range [][2]string{
+		{KeyRaw, j.Raw}, {KeyLessons, j.Lessons}, {KeyEnrollments, j.Enrollments},
+		{KeyManifestID, j.ManifestID}, {KeyEnrollmentSnapshotID, j.EnrollmentSnapshotID},
+	} {
+		if kv[1] == "" {
+			missing = append(missing, kv[0])
+		}
+	}
+	if len(missing) > 0 {
+		return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", strings.Join(missing, ", ")))
+	}
+	if len(j.Dates) == 0 {
+		return exitcode.UsageError(fmt.Errorf("--dates: empty date list"))
+	}
+	return nil
+}

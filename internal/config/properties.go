@@ -1,0 +1,104 @@
+// Package config reads the job's configuration: a Spark-style properties file
+// (`key value`, `#` comments, a later line wins) merged with command-line
+// flags, which always win, into one validated Job.
+package config
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Properties is a parsed properties file. Keys keep the line they were last
+// set on so errors can point at it.
+type Properties struct {
+	File   string
+	values map[string]string
+	lines  map[string]int
+	order  []string
+}
+
+// ReadFile parses the properties file at path.
+func ReadFile(path string) (*Properties, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// Parse reads properties from r; name is used in errors. The format is the
+// subset of Spark's spark-defaults.conf that production configs use: one
+// `key value` pair a line (whitespace, `=` or `:` separates), blank lines and
+// lines starting with `#` or `!` ignored. A key given twice keeps the later
+// value, as in Spark.
+func Parse(r io.Reader, name string) (*Properties, error) {
+	p := &Properties{File: name, values: map[string]string{}, lines: map[string]int{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		key, value := splitLine(line)
+		if key == "" {
+			return nil, fmt.Errorf("%s:%d: line has no key", name, n)
+		}
+		if _, seen := p.values[key]; !seen {
+			p.order = append(p.order, key)
+		}
+		p.values[key] = value
+		p.lines[key] = n
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read config %s: %w", name, err)
+	}
+	return p, nil
+}
+
+func splitLine(line string) (key, value string) {
+	i := strings.IndexAny(line, " \t=:")
+	if i < 0 {
+		return line, ""
+	}
+	key = line[:i]
+	rest := strings.TrimLeft(line[i:], " \t")
+	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
+		rest = strings.TrimLeft(rest[1:], " \t")
+	}
+	return key, rest
+}
+
+// Get returns the value of key and whether it was set.
+func (p *Properties) Get(key string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	v, ok := p.values[key]
+	return v, ok
+}
+
+// Keys returns the keys in the order they first appeared.
+func (p *Properties) Keys() []string {
+	if p == nil {
+		return nil
+	}
+	return append([]string(nil), p.order...)
+}
+
+// where names the file and line a key came from, for error messages.
+func (p *Properties) where(key string) string {
+	if p == nil {
+		return "flag"
+	}
+	if n, ok := p.lines[key]; ok {
+		return fmt.Sprintf("%s:%d", p.File, n)
+	}
+	return p.File
+}

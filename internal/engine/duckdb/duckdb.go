@@ -1,0 +1,115 @@
+// Package duckdb runs the job on embedded DuckDB. It reads and writes the
+// local filesystem (httpfs is not available offline).
+package duckdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
+
+	"github.com/techlearningpro/engagement/internal/engine"
+)
+
+// Engine is the DuckDB implementation of engine.Engine. It holds one
+// connection because temporary tables and session settings are per
+// connection.
+type Engine struct {
+	db   *sql.DB
+	conn *sql.Conn
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+var settingName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// Open starts an in-memory DuckDB and applies settings (the duckdb.* keys of
+// the config, without the prefix). The session time zone is forced to UTC so
+// that event dates never depend on the machine's zone.
+func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("open duckdb: %w", err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open duckdb connection: %w", err)
+	}
+	e := &Engine{db: db, conn: conn}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !settingName.MatchString(k) {
+			e.Close()
+			return nil, fmt.Errorf("duckdb.%s: not a DuckDB setting name", k)
+		}
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", k, quote(settings[k]))); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("duckdb.%s = %q: %w", k, settings[k], err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "SET TimeZone = 'UTC'"); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("set duckdb time zone: %w", err)
+	}
+	return e, nil
+}
+
+// Name implements engine.Engine.
+func (e *Engine) Name() string { return "duckdb" }
+
+// Close releases the database.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.conn != nil {
+		errs = append(errs, e.conn.Close())
+	}
+	if e.db != nil {
+		errs = append(errs, e.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// DB exposes the connection for readers that share the engine's settings.
+func (e *Engine) DB() *sql.Conn { return e.conn }
+
+func (e *Engine) exec(ctx context.Context, what, q string) error {
+	if _, err := e.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// quote makes a SQL string literal. DuckDB's COPY and table functions take
+// literals, not parameters, so every value that reaches SQL goes through here.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// list makes a SQL list of string literals: ['a', 'b'].
+func list(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func abs(warehouse, rel string) string { return filepath.Join(warehouse, filepath.FromSlash(rel)) }
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}

@@ -1,0 +1,225 @@
+package duckdb
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
+)
+
+// column is a required input column and the DuckDB type families it may have.
+type column struct {
+	name  string
+	types []string // accepted type prefixes
+}
+
+var (
+	str        = []string{"VARCHAR"}
+	rawColumns = []column{
+		{"event_id", str}, {"learner_key", str}, {"lesson_id", str}, {"course_id", str},
+		{"event_time", []string{"TIMESTAMP"}},
+	}
+	manifestColumns   = []column{{"manifest_id", str}, {"lesson_id", str}, {"course_id", str}, {"lesson_title", str}}
+	enrollmentColumns = []column{{"learner_key", str}, {"course_id", str}, {"snapshot_id", str}}
+)
+
+// schema reads one Parquet file's column names and types. Reading the footer
+// of every file (not only the first) is what lets an error name the file.
+func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
+	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet(%s, hive_partitioning=false)", quote(file)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s file %s: not a readable Parquet file: %w", what, file, firstLine(err))
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, nil, err
+	}
+	types := map[string]string{}
+	var names []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, fmt.Errorf("%s file %s: schema: %w", what, file, err)
+		}
+		name, _ := vals[0].(string)
+		typ, _ := vals[1].(string)
+		types[name] = typ
+		names = append(names, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%s file %s: not a readable Parquet file: %w", what, file, firstLine(err))
+	}
+	return types, names, nil
+}
+
+// checkColumns verifies the required columns of every file of one input and
+// returns the union of the column names seen.
+func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []column) ([]string, error) {
+	seen := map[string]bool{}
+	var union []string
+	for _, f := range files {
+		types, names, err := e.schema(ctx, what, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range required {
+			typ, ok := types[c.name]
+			if !ok {
+				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.name)
+			}
+			if !hasPrefix(typ, c.types) {
+				return nil, fmt.Errorf("%s file %s: column %s has type %s, want %s", what, f, c.name, typ, strings.Join(c.types, " or "))
+			}
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				union = append(union, n)
+			}
+		}
+	}
+	return union, nil
+}
+
+func hasPrefix(typ string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Inspect implements engine.Engine.
+func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	var in engine.Inputs
+	parts, err := inputs.RawPartitions(spec.Raw)
+	if err != nil {
+		return in, err
+	}
+	for _, p := range parts {
+		in.IngestDates = append(in.IngestDates, p.IngestDate)
+	}
+	rawFiles := windowFiles(parts, spec)
+	in.Figures.RawFiles = len(rawFiles)
+	union, err := e.checkColumns(ctx, "raw", rawFiles, rawColumns)
+	if err != nil {
+		return in, err
+	}
+	in.Figures.RawColumns = union
+	prohibited := map[string]bool{}
+	for _, c := range spec.ProhibitedColumns {
+		prohibited[strings.ToLower(c)] = true
+	}
+	for _, c := range union {
+		if prohibited[strings.ToLower(c)] {
+			in.Figures.ProhibitedFound = append(in.Figures.ProhibitedFound, c)
+		}
+	}
+
+	lessons, err := inputs.ParquetPath("lessons", spec.Lessons)
+	if err != nil {
+		return in, err
+	}
+	if _, err := e.checkColumns(ctx, "lessons", lessons, manifestColumns); err != nil {
+		return in, err
+	}
+	enrollments, err := inputs.ParquetPath("enrollments", spec.Enrollments)
+	if err != nil {
+		return in, err
+	}
+	if _, err := e.checkColumns(ctx, "enrollments", enrollments, enrollmentColumns); err != nil {
+		return in, err
+	}
+
+	if in.Figures.ManifestRows, err = e.pinRows(ctx, "lessons", spec.Lessons, lessons, "manifest_id", spec.ManifestID, "--manifest-id"); err != nil {
+		return in, err
+	}
+	if in.Figures.EnrollmentRows, err = e.pinRows(ctx, "enrollments", spec.Enrollments, enrollments, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id"); err != nil {
+		return in, err
+	}
+	dupLessons, err := e.strings(ctx, fmt.Sprintf(
+		`SELECT lesson_id FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE manifest_id = %s
+		 GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20`, list(lessons), quote(spec.ManifestID)))
+	if err != nil {
+		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
+	}
+	in.Figures.DuplicateLessonIDs = dupLessons
+	dupPairs := fmt.Sprintf(`SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
+		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s
+		GROUP BY learner_key, course_id HAVING count(*) > 1`, list(enrollments), quote(spec.EnrollmentSnapshotID))
+	if err := e.conn.QueryRowContext(ctx, "SELECT count(*) FROM ("+dupPairs+")").Scan(&in.Figures.DuplicateEnrollCount); err != nil {
+		return in, fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
+	}
+	if in.Figures.DuplicateEnrollments, err = e.strings(ctx, dupPairs+" ORDER BY pair LIMIT 5"); err != nil {
+		return in, fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
+	}
+	return in, nil
+}
+
+// pinRows counts the rows of one pin. A pin with no rows is a wrong argument,
+// not an empty input: the error lists the pins that do exist.
+func (e *Engine) pinRows(ctx context.Context, what, path string, files []string, col, pin, flag string) (int64, error) {
+	var n int64
+	q := fmt.Sprintf("SELECT count(*) FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s = %s", list(files), col, quote(pin))
+	if err := e.conn.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read %s %s: %w", what, path, firstLine(err))
+	}
+	if n > 0 {
+		return n, nil
+	}
+	present, err := e.strings(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s IS NOT NULL ORDER BY 1 LIMIT 10", col, list(files), col))
+	if err != nil {
+		return 0, fmt.Errorf("read %s %s: %w", what, path, firstLine(err))
+	}
+	return 0, exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
+		flag, pin, col, pin, path, strings.Join(present, ", ")))
+}
+
+func (e *Engine) strings(ctx context.Context, q string) ([]string, error) {
+	rows, err := e.conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// windowFiles are the raw files whose ingest_date lies in the read window.
+func windowFiles(parts []inputs.Partition, spec engine.Spec) []string {
+	var files []string
+	for _, p := range parts {
+		if p.IngestDate >= spec.IngestFrom && p.IngestDate <= spec.IngestTo {
+			files = append(files, p.Files...)
+		}
+	}
+	sort.Strings(files)
+	return files
+}
+
+// firstLine keeps DuckDB's error to its first line; the rest is usually a
+// caret diagram of the generated SQL, which means nothing to the user.
+func firstLine(err error) error {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return fmt.Errorf("%s", s)
+}

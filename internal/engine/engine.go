@@ -1,0 +1,97 @@
+// Package engine is the seam between the job and the place it runs. Every
+// engine runs the same logical job and must publish identical table contents
+// for the same inputs; only the file layout may differ.
+package engine
+
+import (
+	"context"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// Table names, also the staging folder names.
+const (
+	FactTable      = "fact_lesson_engagement"
+	CourseDayTable = "course_day"
+)
+
+// FactColumns and CourseDayColumns are the published schemas, in order, with
+// event_date last because it lives in the partition path, not in the files.
+var (
+	FactColumns = []string{"learner_key", "lesson_id", "course_id", "manifest_id", "lesson_title",
+		"event_count", "first_event_time", "last_event_time", "enrolled", "enrollment_snapshot_id", "job_id", "event_date"}
+	CourseDayColumns = []string{"course_id", "event_count", "matched_lesson_count", "unknown_lesson_count",
+		"enrolled_event_count", "learner_count", "job_id", "event_date"}
+)
+
+// Spec is one attempt of the logical job. Every value is explicit; an engine
+// looks nothing up as "latest" and reads no clock.
+type Spec struct {
+	JobID                string
+	Dates                []dates.Date // sorted, unique
+	IngestFrom, IngestTo dates.Date   // raw read window, inclusive
+	Raw                  string       // root of the ingest_date=YYYY-MM-DD partitions
+	Lessons              string       // manifest Parquet file or directory
+	Enrollments          string       // enrollment Parquet file or directory
+	ManifestID           string
+	EnrollmentSnapshotID string
+	HotCourses           []string
+	SaltBuckets          int
+	ProhibitedColumns    []string // lower case
+	TargetFileBytes      int64
+	Settings             map[string]string // engine settings from the config (duckdb.* or spark.*)
+}
+
+// Inputs is what Inspect learned before any join.
+type Inputs struct {
+	IngestDates []dates.Date // every ingest_date partition present in raw, sorted
+	Figures     gate.InputFigures
+}
+
+// Staged describes one attempt's staging output. Paths are relative to the
+// warehouse, as the pointer stores them.
+type Staged struct {
+	Stage          map[dates.Date]gate.StageFigures
+	FactFiles      map[dates.Date][]pointer.File
+	CourseDayFiles map[dates.Date][]pointer.File
+}
+
+// Engine runs the job. Implementations must be deterministic: the same Spec
+// and inputs give the same table contents.
+type Engine interface {
+	// Name is "duckdb" or "spark".
+	Name() string
+	// Inspect lists raw partitions and reads the schemas and pins the job
+	// would use, computing the figures of gate checks 1 to 3. It fails with
+	// an error naming the file or column when an input is unusable.
+	Inspect(ctx context.Context, spec Spec) (Inputs, error)
+	// Stage writes both tables for spec.Dates under
+	// <warehouse>/<stagingDir>/<table>/event_date=<d>/ and returns the files.
+	Stage(ctx context.Context, spec Spec, warehouse, stagingDir string) (Staged, error)
+	// ReadBack computes the gate's figures from exactly the files listed in
+	// staged, read back from storage.
+	ReadBack(ctx context.Context, warehouse string, spec Spec, staged Staged) (map[dates.Date]gate.StagedFigures, error)
+	// Explain returns the formatted plan of the staging query with the
+	// manifest join and the enrollment join marked.
+	Explain(ctx context.Context, spec Spec) (string, error)
+	Close() error
+}
+
+// TargetFiles is the number of files for a date's output of numBytes,
+// aiming at targetBytes per file (192 MB by default, inside the 128-256 MB
+// band) and never fewer than one. It depends on bytes only, never on a
+// shuffle partition count.
+func TargetFiles(numBytes, targetBytes int64) int {
+	if targetBytes <= 0 {
+		targetBytes = DefaultTargetFileBytes
+	}
+	if numBytes <= 0 {
+		return 1
+	}
+	return int((numBytes + targetBytes - 1) / targetBytes)
+}
+
+// DefaultTargetFileBytes is 192 MB.
+const DefaultTargetFileBytes = 192 << 20

@@ -1,0 +1,63 @@
+// Package exitcode maps errors to the process exit codes of SPEC section 7,
+// so the packages that decide what went wrong never call os.Exit and the
+// command stays a thin mapping.
+package exitcode
+
+import "errors"
+
+// The exit codes a scheduler can branch on.
+const (
+	OK               = 0 // published
+	Error            = 1 // an error; pointer unchanged, a retry with a new job id is safe
+	Usage            = 2 // bad arguments, config or date list; nothing was attempted
+	GateRejected     = 3 // the gate failed; pointer unchanged, rejection record written
+	AlreadyPublished = 4 // the job id is named by the pointer or its history
+)
+
+// Sentinels for errors.Is: errors.Is(err, exitcode.ErrUsage) and so on.
+var (
+	ErrUsage            = errors.New("usage")
+	ErrGateRejected     = errors.New("gate rejected")
+	ErrAlreadyPublished = errors.New("job id already published")
+)
+
+type coded struct {
+	sentinel error
+	err      error
+}
+
+func (c coded) Error() string        { return c.err.Error() }
+func (c coded) Unwrap() error        { return c.err }
+func (c coded) Is(target error) bool { return target == c.sentinel }
+
+// UsageError marks err as a usage error (exit 2) without changing its text.
+func UsageError(err error) error { return mark(ErrUsage, err) }
+
+// GateError marks err as a gate rejection (exit 3).
+func GateError(err error) error { return mark(ErrGateRejected, err) }
+
+// PublishedError marks err as a refusal of an already published job id (exit 4).
+func PublishedError(err error) error { return mark(ErrAlreadyPublished, err) }
+
+func mark(sentinel, err error) error {
+	if err == nil {
+		return nil
+	}
+	return coded{sentinel: sentinel, err: err}
+}
+
+// Code returns the exit code for err: 0 for nil, 1 for anything unmarked.
+func Code(err error) int {
+	switch {
+	case err == nil:
+		return OK
+	case errors.Is(err, ErrUsage):
+		return Usage
+	case errors.Is(err, ErrGateRejected):
+		return GateRejected
+	case errors.Is(err, ErrAlreadyPublished):
+		return AlreadyPublished
+	default:
+		return Error
+	}
+}

@@ -1,0 +1,238 @@
+// Package gate decides whether a staged attempt may be published. It sees
+// only figures: the engines compute them from the inputs (checks 1 to 3,
+// before any join) and from the staged bytes read back (the rest), so the
+// same rules judge every engine.
+package gate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+)
+
+// Stable check names. They appear in _gate.json, in rejection records and in
+// monitor lines, so alerts can key on them; never rename one.
+const (
+	CheckProhibitedColumns      = "prohibited_columns"        // 1
+	CheckManifestUniqueLesson   = "manifest_unique_lesson_id" // 2
+	CheckEnrollmentUniquePair   = "enrollment_unique_pair"    // 3
+	CheckNullKeys               = "fact_null_keys"            // 4
+	CheckUnknownLessonCap       = "unknown_lesson_cap"        // 5
+	CheckMatchedPlusUnknown     = "matched_plus_unknown"      // 6
+	CheckFactEqualsCourseDay    = "fact_equals_course_day"    // 7
+	CheckDatesStaged            = "dates_staged"              // 8
+	CheckManifestCourseConflict = "manifest_course_conflict"
+	CheckFactRowCourseConflict  = "fact_row_course_conflict"
+	CheckInputEqualsFact        = "input_equals_fact"
+)
+
+// InputFigures are what the engine saw in the inputs before any join.
+type InputFigures struct {
+	RawFiles             int      `json:"raw_files"`
+	RawColumns           []string `json:"raw_columns"`
+	ProhibitedFound      []string `json:"prohibited_found"`
+	ManifestRows         int64    `json:"manifest_rows"`
+	DuplicateLessonIDs   []string `json:"duplicate_lesson_ids"`
+	EnrollmentRows       int64    `json:"enrollment_rows"`
+	DuplicateEnrollments []string `json:"duplicate_enrollments"` // learner_key|course_id, a sample
+	DuplicateEnrollCount int64    `json:"duplicate_enrollment_count"`
+}
+
+// StageFigures are per-date figures only the event-level pass can see.
+type StageFigures struct {
+	InputEvents             int64 `json:"input_events"`
+	ManifestCourseConflicts int64 `json:"manifest_course_conflicts"`
+	FactRowCourseConflicts  int64 `json:"fact_row_course_conflicts"`
+}
+
+// StagedFigures are per-date figures computed from the staged files read back.
+type StagedFigures struct {
+	FactRows             int64 `json:"fact_rows"`
+	FactEventSum         int64 `json:"fact_event_sum"`
+	FactNullKeyRows      int64 `json:"fact_null_key_rows"`
+	CourseDayRows        int64 `json:"course_day_rows"`
+	EventCount           int64 `json:"event_count"`
+	MatchedLessonCount   int64 `json:"matched_lesson_count"`
+	UnknownLessonCount   int64 `json:"unknown_lesson_count"`
+	EnrolledEventCount   int64 `json:"enrolled_event_count"`
+	IdentityViolatedRows int64 `json:"identity_violated_rows"` // course_day rows where matched + unknown != event_count
+}
+
+// Check is one verdict in the report.
+type Check struct {
+	Name    string         `json:"name"`
+	Date    string         `json:"date,omitempty"`
+	Passed  bool           `json:"passed"`
+	Warning bool           `json:"warning,omitempty"`
+	Detail  string         `json:"detail"`
+	Figures map[string]any `json:"figures,omitempty"`
+}
+
+// Report is the content of _gate.json.
+type Report struct {
+	JobID      string   `json:"job_id"`
+	Dates      []string `json:"dates"`
+	UnknownCap float64  `json:"unknown_cap"`
+	Passed     bool     `json:"passed"`
+	Checks     []Check  `json:"checks"`
+}
+
+// Failed returns the checks that failed.
+func (r Report) Failed() []Check {
+	var out []Check
+	for _, c := range r.Checks {
+		if !c.Passed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Reasons summarizes the failed checks in one line, for errors and logs.
+func (r Report) Reasons() string {
+	var parts []string
+	for _, c := range r.Failed() {
+		s := c.Name
+		if c.Date != "" {
+			s += "[" + c.Date + "]"
+		}
+		parts = append(parts, s+": "+c.Detail)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Finish sets Passed from the checks.
+func (r *Report) Finish() {
+	r.Passed = len(r.Checks) > 0 && len(r.Failed()) == 0
+}
+
+// InputChecks are checks 1 to 3. They run before any join so that a bad input
+// fails before the expensive part of the job, and they are still rejections:
+// the supplier has to fix the input, a retry will not.
+func InputChecks(in InputFigures) []Check {
+	return []Check{
+		{
+			Name:    CheckProhibitedColumns,
+			Passed:  len(in.ProhibitedFound) == 0,
+			Detail:  listDetail("prohibited columns in the raw schema read", in.ProhibitedFound),
+			Figures: map[string]any{"found": nonNil(in.ProhibitedFound), "raw_columns": nonNil(in.RawColumns)},
+		},
+		{
+			Name:    CheckManifestUniqueLesson,
+			Passed:  len(in.DuplicateLessonIDs) == 0,
+			Detail:  listDetail("lesson_id duplicated inside the manifest pin", in.DuplicateLessonIDs),
+			Figures: map[string]any{"manifest_rows": in.ManifestRows, "duplicated": nonNil(in.DuplicateLessonIDs)},
+		},
+		{
+			Name:   CheckEnrollmentUniquePair,
+			Passed: in.DuplicateEnrollCount == 0,
+			Detail: fmt.Sprintf("%d (learner_key, course_id) pairs duplicated inside the snapshot%s",
+				in.DuplicateEnrollCount, sample(in.DuplicateEnrollments)),
+			Figures: map[string]any{"enrollment_rows": in.EnrollmentRows, "duplicated_pairs": in.DuplicateEnrollCount},
+		},
+	}
+}
+
+// StagedChecks are checks 4 to 8 and the reconciliation checks, per date.
+// requested is the date list; stage holds the event-level figures and
+// staged the figures read back from the staged bytes.
+func StagedChecks(requested []dates.Date, unknownCap float64, stage map[dates.Date]StageFigures, staged map[dates.Date]StagedFigures) []Check {
+	if len(requested) == 0 {
+		return []Check{{Name: CheckDatesStaged, Passed: false, Detail: "the date list is empty"}}
+	}
+	var out []Check
+	for _, d := range requested {
+		ds := d.String()
+		in, sf := stage[d], staged[d]
+		add := func(c Check) {
+			c.Date = ds
+			out = append(out, c)
+		}
+		add(Check{
+			Name:    CheckNullKeys,
+			Passed:  sf.FactNullKeyRows == 0,
+			Detail:  fmt.Sprintf("%d staged fact rows with a null learner_key, lesson_id, course_id or event_date", sf.FactNullKeyRows),
+			Figures: map[string]any{"null_key_rows": sf.FactNullKeyRows, "fact_rows": sf.FactRows},
+		})
+		rate := Rate(sf.UnknownLessonCount, sf.EventCount)
+		add(Check{
+			Name:    CheckUnknownLessonCap,
+			Passed:  rate <= unknownCap,
+			Warning: rate > unknownCap/2,
+			Detail: fmt.Sprintf("unknown lesson rate %.4f (%d of %d events), cap %.4f",
+				rate, sf.UnknownLessonCount, sf.EventCount, unknownCap),
+			Figures: map[string]any{"rate": rate, "unknown_lesson_count": sf.UnknownLessonCount, "event_count": sf.EventCount, "cap": unknownCap},
+		})
+		add(Check{
+			Name:   CheckMatchedPlusUnknown,
+			Passed: sf.MatchedLessonCount+sf.UnknownLessonCount == sf.EventCount && sf.IdentityViolatedRows == 0,
+			Detail: fmt.Sprintf("matched %d + unknown %d vs event_count %d; %d course_day rows break the identity",
+				sf.MatchedLessonCount, sf.UnknownLessonCount, sf.EventCount, sf.IdentityViolatedRows),
+			Figures: map[string]any{"matched": sf.MatchedLessonCount, "unknown": sf.UnknownLessonCount, "event_count": sf.EventCount, "violating_rows": sf.IdentityViolatedRows},
+		})
+		add(Check{
+			Name:    CheckFactEqualsCourseDay,
+			Passed:  sf.FactEventSum == sf.EventCount,
+			Detail:  fmt.Sprintf("fact event_count sum %d vs course_day event_count sum %d", sf.FactEventSum, sf.EventCount),
+			Figures: map[string]any{"fact_event_sum": sf.FactEventSum, "course_day_event_sum": sf.EventCount},
+		})
+		add(Check{
+			Name:    CheckDatesStaged,
+			Passed:  in.InputEvents == 0 || sf.FactRows > 0,
+			Detail:  fmt.Sprintf("%d input events, %d staged fact rows", in.InputEvents, sf.FactRows),
+			Figures: map[string]any{"input_events": in.InputEvents, "fact_rows": sf.FactRows, "course_day_rows": sf.CourseDayRows},
+		})
+		add(Check{
+			Name:    CheckManifestCourseConflict,
+			Passed:  in.ManifestCourseConflicts == 0,
+			Detail:  fmt.Sprintf("%d events whose course_id differs from their manifest course_id", in.ManifestCourseConflicts),
+			Figures: map[string]any{"conflicting_events": in.ManifestCourseConflicts},
+		})
+		add(Check{
+			Name:    CheckFactRowCourseConflict,
+			Passed:  in.FactRowCourseConflicts == 0,
+			Detail:  fmt.Sprintf("%d fact rows whose events disagree on course_id", in.FactRowCourseConflicts),
+			Figures: map[string]any{"conflicting_fact_rows": in.FactRowCourseConflicts},
+		})
+		add(Check{
+			Name:    CheckInputEqualsFact,
+			Passed:  in.InputEvents == sf.FactEventSum,
+			Detail:  fmt.Sprintf("input events %d vs staged fact event_count sum %d", in.InputEvents, sf.FactEventSum),
+			Figures: map[string]any{"input_events": in.InputEvents, "fact_event_sum": sf.FactEventSum},
+		})
+	}
+	return out
+}
+
+// Rate is unknown/events, 0 for an empty day.
+func Rate(unknown, events int64) float64 {
+	if events == 0 {
+		return 0
+	}
+	return float64(unknown) / float64(events)
+}
+
+func listDetail(what string, items []string) string {
+	if len(items) == 0 {
+		return "none: " + what
+	}
+	s := append([]string(nil), items...)
+	sort.Strings(s)
+	return fmt.Sprintf("%s: %s", what, strings.Join(s, ", "))
+}
+
+func sample(items []string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return " (e.g. " + strings.Join(items, ", ") + ")"
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

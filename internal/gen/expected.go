@@ -1,0 +1,117 @@
+package gen
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+)
+
+// Expected is what the generator knows by construction about the inputs it
+// wrote. It is tallied in Go while rows are emitted, never by running the
+// product, so a test that compares the product's output against it is a
+// comparison and not a printout of the product's own numbers.
+//
+// Map keys are dates and course ids; encoding/json sorts map keys, so the file
+// is byte-stable for the same options.
+type Expected struct {
+	Seed    uint64 `json:"seed"`
+	Events  int    `json:"events"`
+	Variant string `json:"variant"`
+
+	ManifestID           string `json:"manifest_id"`
+	EnrollmentSnapshotID string `json:"enrollment_snapshot_id"`
+	// The previous pins are present in the same files so a job that forgets
+	// to filter by pin produces duplicates or wrong numbers; tests may name
+	// them to prove the filter.
+	PreviousManifestID           string `json:"previous_manifest_id"`
+	PreviousEnrollmentSnapshotID string `json:"previous_enrollment_snapshot_id"`
+	UnknownLessonID              string `json:"unknown_lesson_id"`
+
+	HotCourse string   `json:"hot_course"`
+	Courses   []string `json:"courses"`
+	// Rows, not distinct keys: the duplicate variants count their extra row.
+	LessonsInPin           int          `json:"lessons_in_pin"`
+	EnrollmentRowsInPin    int          `json:"enrollment_rows_in_pin"`
+	RestatementHorizonDays int          `json:"restatement_horizon_days"`
+	NewestIngestDate       dates.Date   `json:"newest_ingest_date"`
+	Dates                  []dates.Date `json:"dates"` // the restatable event dates, ascending
+
+	// LateEvents are the events ingested after their event date whose event
+	// date is restatable (exactly one in every shape).
+	LateEvents []LateEvent `json:"late_events"`
+	// UnrestatedLateEvents arrived late for a date outside the horizon; they
+	// must never show up in the figures of any restatable date.
+	UnrestatedLateEvents []LateEvent `json:"unrestated_late_events"`
+
+	// ByDate and ByDateCourse are keyed by event_date (UTC) and cover every
+	// event date present in raw, including the unrestatable one.
+	ByDate map[dates.Date]DayFigures `json:"by_date"`
+	// ByDateCourse omits events whose course_id is NULL (null-course
+	// variant), so its sum over courses can be below ByDate there.
+	ByDateCourse map[dates.Date]map[string]CourseFigures `json:"by_date_course"`
+
+	// Defects counts the one deliberate defect of a variant; nil for the base
+	// fixture.
+	Defects map[string]int `json:"defects,omitempty"`
+}
+
+// LateEvent is an event whose ingest_date is after its event_date.
+type LateEvent struct {
+	EventID    string     `json:"event_id"`
+	EventDate  dates.Date `json:"event_date"`
+	IngestDate dates.Date `json:"ingest_date"`
+}
+
+// DayFigures are the per-event-date totals. The first five match the
+// course_day measures summed over courses; FactRows is the number of distinct
+// (learner_key, lesson_id) pairs, i.e. fact_lesson_engagement rows.
+type DayFigures struct {
+	Events   int64 `json:"event_count"`
+	Unknown  int64 `json:"unknown_lesson_count"`
+	Matched  int64 `json:"matched_lesson_count"`
+	Enrolled int64 `json:"enrolled_event_count"`
+	// Learners is distinct over the whole day, so it is not the sum of the
+	// per-course learner counts.
+	Learners            int64 `json:"learner_count"`
+	FactRows            int64 `json:"fact_rows"`
+	SameDayIngestEvents int64 `json:"same_day_ingest_events"`
+}
+
+// CourseFigures are one course_day row's measures as the inputs imply them.
+type CourseFigures struct {
+	Events   int64 `json:"event_count"`
+	Unknown  int64 `json:"unknown_lesson_count"`
+	Matched  int64 `json:"matched_lesson_count"`
+	Enrolled int64 `json:"enrolled_event_count"`
+	Learners int64 `json:"learner_count"`
+}
+
+// ExpectedFile is the name of the figures file beside the generated inputs.
+const ExpectedFile = "expected.json"
+
+// ReadExpected loads an expected.json written by Generate.
+func ReadExpected(path string) (Expected, error) {
+	var e Expected
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return e, fmt.Errorf("read expected figures: %w", err)
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("parse expected figures %s: %w", path, err)
+	}
+	return e, nil
+}
+
+func writeExpected(path string, e Expected) error {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode expected figures for %s: %w", path, err)
+	}
+	b = append(b, '\n')
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write expected figures: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/monitor"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// maxFileBytes pages the layout signal: a file above 1 GB means the file
+// count stopped following the bytes.
+const maxFileBytes = 1 << 30
+
+// monitors collects the figures of one attempt and prints every signal of
+// the monitoring table once, at the end, whatever the outcome, so a failed
+// run is as visible as a good one.
+type monitors struct {
+	log      *slog.Logger
+	store    pointer.Store
+	job      config.Job
+	signals  []monitor.Signal
+	freshSig *monitor.Signal
+}
+
+func newMonitors(log *slog.Logger, store pointer.Store, job config.Job) *monitors {
+	return &monitors{log: log, store: store, job: job}
+}
+
+func (m *monitors) add(s monitor.Signal) { m.signals = append(m.signals, s) }
+
+// freshness fails the run before staging when the newest ingest partition is
+// older than the bound ingestion promised.
+func (m *monitors) freshness(ctx context.Context, job config.Job, ingest []dates.Date, now time.Time) error {
+	asOf := job.AsOf
+	if !job.AsOfSet {
+		asOf = dates.FromTime(now)
+	}
+	newest := ingest[len(ingest)-1]
+	age := int(asOf - newest)
+	s := monitor.Signal{Name: monitor.RawFreshness, Status: monitor.OK, Figures: map[string]any{
+		"newest_ingest_date": newest.String(), "as_of": asOf.String(), "age_days": age, "max_age_days": job.FreshnessMaxDays,
+	}}
+	m.freshSig = &s
+	if job.FreshnessMaxDays > 0 && age > job.FreshnessMaxDays {
+		s.Status = monitor.Page
+		m.freshSig = &s
+		return fmt.Errorf("raw %s is stale: newest ingest_date %s is %d days old on %s, bound %s %d",
+			job.Raw, newest, age, asOf, config.KeyFreshnessMaxDays, job.FreshnessMaxDays)
+	}
+	return nil
+}
+
+func (m *monitors) staged(st engine.Staged, figures map[dates.Date]gate.StagedFigures) {
+	for _, d := range m.job.Dates {
+		f, in := figures[d], st.Stage[d]
+		rate := gate.Rate(f.UnknownLessonCount, f.EventCount)
+		status := monitor.OK
+		switch {
+		case rate > m.job.UnknownCap:
+			status = monitor.Page
+		case rate > m.job.UnknownCap/2:
+			status = monitor.Warn
+		}
+		m.add(monitor.Signal{Name: monitor.UnknownLessonRate, Status: status, Date: d.String(), Figures: map[string]any{
+			"rate": rate, "unknown_lesson_count": f.UnknownLessonCount, "event_count": f.EventCount, "cap": m.job.UnknownCap,
+		}})
+		status = monitor.OK
+		if in.InputEvents != f.FactEventSum {
+			status = monitor.Page
+		}
+		m.add(monitor.Signal{Name: monitor.InputVsFact, Status: status, Date: d.String(), Figures: map[string]any{
+			"input_events": in.InputEvents, "fact_event_sum": f.FactEventSum,
+		}})
+		var maxBytes, total int64
+		for _, file := range st.FactFiles[d] {
+			maxBytes = max(maxBytes, file.Bytes)
+			total += file.Bytes
+		}
+		n := len(st.FactFiles[d])
+		status = monitor.OK
+		if maxBytes > maxFileBytes || n > engine.TargetFiles(total, m.job.TargetFileBytes) {
+			status = monitor.Page
+		}
+		m.add(monitor.Signal{Name: monitor.FileLayout, Status: status, Date: d.String(), Figures: map[string]any{
+			"fact_files": n, "fact_bytes": total, "max_file_bytes": maxBytes,
+			"target_files": engine.TargetFiles(total, m.job.TargetFileBytes), "course_day_files": len(st.CourseDayFiles[d]),
+		}})
+	}
+	// DuckDB runs no tasks, so the max/median task ratio and per-task spill
+	// of the capstone's table do not exist there; say so rather than print a
+	// made-up zero.
+	for _, name := range []string{monitor.EnrollmentSkew, monitor.EnrollmentSpill} {
+		m.add(monitor.Signal{Name: name, Status: monitor.Unavailable, Figures: map[string]any{
+			"engine": m.job.Engine, "reason": "the engine exposes no per-task durations or spill for the enrollment stage",
+		}})
+	}
+}
+
+func (m *monitors) finish(ctx context.Context, res Result, err error) {
+	if m.log == nil {
+		return
+	}
+	if m.freshSig != nil {
+		monitor.Emit(ctx, m.log, *m.freshSig)
+	}
+	for _, s := range m.signals {
+		monitor.Emit(ctx, m.log, s)
+	}
+	gateStatus := monitor.OK
+	if len(res.Report.Checks) > 0 && !res.Report.Passed {
+		gateStatus = monitor.Page
+	}
+	failed := []string{}
+	for _, c := range res.Report.Failed() {
+		failed = append(failed, c.Name)
+	}
+	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.GateRejection, Status: gateStatus, Figures: map[string]any{
+		"checks_run": len(res.Report.Checks), "failed_checks": failed, "reasons": res.Report.Reasons(),
+	}})
+	visible := res.Pointer
+	if !res.Published && m.store != nil {
+		// What readers see now is what the on-call needs after a failure.
+		if p, _, err := m.store.Load(ctx); err == nil {
+			visible = p
+		}
+	}
+	requested := dates.Strings(m.job.Dates)
+	inPointer, missing := []string{}, []string{}
+	for _, d := range m.job.Dates {
+		if e, ok := visible.Dates[d]; ok && e.JobID == m.job.JobID {
+			inPointer = append(inPointer, d.String())
+		} else {
+			missing = append(missing, d.String())
+		}
+	}
+	status := monitor.OK
+	if len(missing) > 0 {
+		status = monitor.Page
+	}
+	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.DatesInPointer, Status: status, Figures: map[string]any{
+		"requested": requested, "published_by_this_job": inPointer, "missing": missing,
+	}})
+	result, status := "published", monitor.OK
+	if err != nil {
+		result, status = "failed", monitor.Page
+	}
+	fig := map[string]any{"result": result, "job_id": m.job.JobID, "generation": visible.Generation}
+	if err != nil {
+		fig["error"] = err.Error()
+	}
+	jobIDs := map[string]string{}
+	for d, e := range visible.Dates {
+		jobIDs[d.String()] = e.JobID
+	}
+	fig["pointer_job_ids"] = jobIDs
+	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.JobResult, Status: status, Figures: fig})
+}

@@ -1,0 +1,266 @@
+// Package job runs one publish attempt end to end: inspect the inputs, stage
+// both tables under the job id, gate the staged bytes, and only then move the
+// pointer. It owns the order of those steps; engines own how a step runs and
+// package pointer owns how the pointer moves.
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/failpoint"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+// Attempt is the content of _attempt.json.
+type Attempt struct {
+	JobID                string            `json:"job_id"`
+	Engine               string            `json:"engine"`
+	Dates                []string          `json:"dates"`
+	IngestFrom           string            `json:"ingest_from"`
+	IngestTo             string            `json:"ingest_to"`
+	Raw                  string            `json:"raw"`
+	Lessons              string            `json:"lessons"`
+	Enrollments          string            `json:"enrollments"`
+	ManifestID           string            `json:"manifest_id"`
+	EnrollmentSnapshotID string            `json:"enrollment_snapshot_id"`
+	UnknownCap           float64           `json:"unknown_cap"`
+	HotCourses           []string          `json:"hot_courses"`
+	OutsideHorizon       bool              `json:"outside_horizon_override"`
+	StartedAt            time.Time         `json:"started_at"`
+	Settings             map[string]string `json:"settings"`
+}
+
+// Rejection is the content of rejections/job_id=<id>.json.
+type Rejection struct {
+	JobID   string       `json:"job_id"`
+	Reasons string       `json:"reasons"`
+	Failed  []gate.Check `json:"failed_checks"`
+	Report  string       `json:"gate_report"`
+}
+
+// Result is what a publish did.
+type Result struct {
+	JobID     string
+	Published bool
+	Pointer   pointer.Pointer // after the move, when published
+	Report    gate.Report
+	Entries   map[dates.Date]pointer.DateEntry
+}
+
+// Publisher runs attempts. Clock is read once per attempt, for the attempt
+// record and the freshness check, and never inside the transform.
+type Publisher struct {
+	Engine engine.Engine
+	Store  pointer.Store
+	Log    *slog.Logger
+	Clock  func() time.Time
+}
+
+// Publish runs one attempt for job. A returned error carries its exit code
+// (package exitcode); the pointer moves only when the error is nil.
+func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, err error) {
+	res.JobID = job.JobID
+	mon := newMonitors(p.Log, p.Store, job)
+	defer func() { mon.finish(ctx, res, err) }()
+
+	if err := job.CheckPublish(); err != nil {
+		return res, err
+	}
+	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
+	if err != nil {
+		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
+	}
+	if published {
+		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published (named by the pointer or its history); its staging is never rewritten: rerun with a new job id", job.JobID))
+	}
+	stagingRel := warehouse.StagingDir(job.JobID)
+	stagingAbs := warehouse.Abs(job.Warehouse, stagingRel)
+	if _, err := os.Stat(stagingAbs); err == nil {
+		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingAbs))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return res, fmt.Errorf("check staging %s: %w", stagingAbs, err)
+	}
+
+	spec := Spec(job)
+	in, err := p.Engine.Inspect(ctx, spec)
+	if err != nil {
+		return res, fmt.Errorf("inspect inputs: %w", err)
+	}
+	if err := checkHorizon(job, in.IngestDates, p.Log); err != nil {
+		return res, err
+	}
+	now := p.Clock().UTC()
+	if err := mon.freshness(ctx, job, in.IngestDates, now); err != nil {
+		return res, err
+	}
+
+	// Claim the prefix with an exclusive mkdir so two attempts racing on one
+	// job id cannot both write into it.
+	if err := os.MkdirAll(warehouse.Abs(job.Warehouse, warehouse.StagingRoot), 0o755); err != nil {
+		return res, fmt.Errorf("create staging root: %w", err)
+	}
+	if err := os.Mkdir(stagingAbs, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return res, exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingAbs))
+		}
+		return res, fmt.Errorf("create staging %s: %w", stagingAbs, err)
+	}
+	if err := warehouse.WriteJSON(job.Warehouse, warehouse.AttemptPath(job.JobID), attemptRecord(job, spec, p.Engine.Name(), now)); err != nil {
+		return res, err
+	}
+	failpoint.Hit(failpoint.AfterAttempt)
+
+	res.Report = gate.Report{JobID: job.JobID, Dates: dates.Strings(job.Dates), UnknownCap: job.UnknownCap}
+	res.Report.Checks = gate.InputChecks(in.Figures)
+	res.Report.Finish()
+	if !res.Report.Passed {
+		return res, p.reject(job, res.Report)
+	}
+
+	staged, err := p.Engine.Stage(ctx, spec, job.Warehouse, stagingRel)
+	if err != nil {
+		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
+	}
+	failpoint.Hit(failpoint.AfterStaging)
+	figures, err := p.Engine.ReadBack(ctx, job.Warehouse, spec, staged)
+	if err != nil {
+		return res, fmt.Errorf("gate read-back of job %s: %w", job.JobID, err)
+	}
+	res.Report.Checks = append(res.Report.Checks, gate.StagedChecks(job.Dates, job.UnknownCap, staged.Stage, figures)...)
+	res.Report.Finish()
+	mon.staged(staged, figures)
+	if !res.Report.Passed {
+		return res, p.reject(job, res.Report)
+	}
+	if err := warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), res.Report); err != nil {
+		return res, err
+	}
+	failpoint.Hit(failpoint.BeforePointer)
+
+	res.Entries = entries(job, staged, figures)
+	ptr, err := pointer.Publish(ctx, p.Store, job.JobID, res.Entries)
+	if err != nil {
+		return res, fmt.Errorf("move pointer for job %s: %w", job.JobID, err)
+	}
+	res.Published, res.Pointer = true, ptr
+	failpoint.Hit(failpoint.AfterPointer)
+	return res, nil
+}
+
+// Spec turns a job into the engine's view of it. The ingest read window is
+// [min(dates), max(dates) + latenessDays]: wide enough for events that land
+// after their event date, and no wider.
+func Spec(job config.Job) engine.Spec {
+	s := engine.Spec{
+		JobID:                job.JobID,
+		Dates:                job.Dates,
+		Raw:                  job.Raw,
+		Lessons:              job.Lessons,
+		Enrollments:          job.Enrollments,
+		ManifestID:           job.ManifestID,
+		EnrollmentSnapshotID: job.EnrollmentSnapshotID,
+		HotCourses:           job.HotCourses,
+		SaltBuckets:          job.SaltBuckets,
+		ProhibitedColumns:    job.ProhibitedColumns,
+		TargetFileBytes:      job.TargetFileBytes,
+		Settings:             job.DuckDB,
+	}
+	if job.Engine == "spark" {
+		s.Settings = job.Spark
+	}
+	if len(job.Dates) > 0 {
+		s.IngestFrom = job.Dates[0]
+		s.IngestTo = job.Dates[len(job.Dates)-1].AddDays(job.LatenessDays)
+	}
+	return s
+}
+
+// checkHorizon refuses dates outside the restatement horizon: with N the
+// newest ingest date and H the horizon, d is inside when N-(H-1) <= d <= N.
+// Outside it a date has settled (or has not happened yet), and restating it
+// needs a human's explicit override, which is logged.
+func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
+	if len(ingest) == 0 {
+		return fmt.Errorf("read raw %s: no ingest_date partition with Parquet files", job.Raw)
+	}
+	newest := ingest[len(ingest)-1]
+	oldest := newest.AddDays(-(job.RestatementHorizonDays - 1))
+	var outside []string
+	for _, d := range job.Dates {
+		if d < oldest || d > newest {
+			outside = append(outside, d.String())
+		}
+	}
+	if len(outside) == 0 {
+		return nil
+	}
+	if job.AllowOutsideHorizon {
+		log.Warn("restating dates outside the restatement horizon by explicit override",
+			"dates", outside, "horizon_from", oldest.String(), "horizon_to", newest.String(), "job_id", job.JobID)
+		return nil
+	}
+	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (newest ingest_date %s, %s %d); pass --allow-outside-horizon to restate them anyway",
+		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
+}
+
+func attemptRecord(job config.Job, spec engine.Spec, engineName string, now time.Time) Attempt {
+	return Attempt{
+		JobID: job.JobID, Engine: engineName, Dates: dates.Strings(job.Dates),
+		IngestFrom: spec.IngestFrom.String(), IngestTo: spec.IngestTo.String(),
+		Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments,
+		ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
+		UnknownCap: job.UnknownCap, HotCourses: job.HotCourses, OutsideHorizon: job.AllowOutsideHorizon,
+		StartedAt: now, Settings: spec.Settings,
+	}
+}
+
+// reject records a failed gate: the report in the staging prefix (kept for a
+// human to look at) and a rejection record the orchestrator can show.
+func (p *Publisher) reject(job config.Job, r gate.Report) error {
+	if err := warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), r); err != nil {
+		return err
+	}
+	rej := Rejection{JobID: job.JobID, Reasons: r.Reasons(), Failed: r.Failed(), Report: warehouse.GatePath(job.JobID)}
+	if err := warehouse.WriteJSON(job.Warehouse, warehouse.RejectionPath(job.JobID), rej); err != nil {
+		return err
+	}
+	return exitcode.GateError(fmt.Errorf("gate rejected job %s: %s", job.JobID, r.Reasons()))
+}
+
+func entries(job config.Job, st engine.Staged, figures map[dates.Date]gate.StagedFigures) map[dates.Date]pointer.DateEntry {
+	out := map[dates.Date]pointer.DateEntry{}
+	for _, d := range job.Dates {
+		f := figures[d]
+		out[d] = pointer.DateEntry{
+			JobID:                job.JobID,
+			ManifestID:           job.ManifestID,
+			EnrollmentSnapshotID: job.EnrollmentSnapshotID,
+			FactFiles:            nonNil(st.FactFiles[d]),
+			CourseDayFiles:       nonNil(st.CourseDayFiles[d]),
+			EventCount:           f.EventCount,
+			UnknownLessonCount:   f.UnknownLessonCount,
+			UnknownLessonRate:    gate.Rate(f.UnknownLessonCount, f.EventCount),
+			GateReport:           warehouse.GatePath(job.JobID),
+		}
+	}
+	return out
+}
+
+func nonNil(f []pointer.File) []pointer.File {
+	if f == nil {
+		return []pointer.File{}
+	}
+	return f
+}

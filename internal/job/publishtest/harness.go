@@ -1,0 +1,260 @@
+// Package publishtest is the one publish test suite every engine runs: the
+// capstone's test table (unknown lesson, cap, two job ids, crash before the
+// pointer, neighbour date, late event, duplicate enrollment, identities, no
+// helper column) plus the gate variants, the published-job-id refusal and the
+// appending publisher kept as a negative test. Expected numbers come from the
+// generator's expected.json, never from the job's own output.
+package publishtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2" // the tests read Parquet back with DuckDB, whatever engine wrote it
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+)
+
+// Harness is how the suite reaches one engine.
+type Harness struct {
+	// Engine is the --engine value for the real-process tests.
+	Engine string
+	// Open starts an engine for one in-process publish.
+	Open func(t *testing.T) engine.Engine
+	// Args are extra CLI flags for the real-process tests (e.g. --spark-remote).
+	Args []string
+}
+
+// Root is the module root, found from this source file.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Fixture is a committed input set and its expected figures.
+type Fixture struct {
+	Dir      string
+	Expected gen.Expected
+}
+
+// LoadFixture copies testdata/fixture (name "") or testdata/variants/<name>
+// into a temp dir, so no test can touch the committed bytes.
+func LoadFixture(t *testing.T, name string) Fixture {
+	t.Helper()
+	src := filepath.Join(Root(), "testdata", "fixture")
+	if name != "" {
+		src = filepath.Join(Root(), "testdata", "variants", name)
+	}
+	dst := filepath.Join(t.TempDir(), "inputs")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copy fixture %s: %v", src, err)
+	}
+	exp, err := gen.ReadExpected(filepath.Join(dst, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Fixture{Dir: dst, Expected: exp}
+}
+
+// Job resolves config/fixture.conf with the fixture's inputs and a warehouse.
+func (f Fixture) Job(t *testing.T, warehouse, jobID string, ds ...string) config.Job {
+	t.Helper()
+	props, err := config.ReadFile(filepath.Join(Root(), "config", "fixture.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := config.Resolve(props, []config.Override{
+		{Key: config.KeyRaw, Value: filepath.Join(f.Dir, "raw")},
+		{Key: config.KeyLessons, Value: filepath.Join(f.Dir, "lessons")},
+		{Key: config.KeyEnrollments, Value: filepath.Join(f.Dir, "enrollments")},
+		{Key: config.KeyWarehouse, Value: warehouse},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.JobID = jobID
+	for _, d := range ds {
+		j.Dates = append(j.Dates, dates.MustParse(d))
+	}
+	sort.Slice(j.Dates, func(a, b int) bool { return j.Dates[a] < j.Dates[b] })
+	return j
+}
+
+// Args are the CLI flags for the same job.
+func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
+	return []string{"publish", "--config", filepath.Join(Root(), "config", "fixture.conf"),
+		"--raw", filepath.Join(f.Dir, "raw"), "--lessons", filepath.Join(f.Dir, "lessons"),
+		"--enrollments", filepath.Join(f.Dir, "enrollments"), "--warehouse", warehouse,
+		"--job-id", jobID, "--dates", strings.Join(ds, ",")}
+}
+
+// Publish runs one attempt in-process.
+func (h Harness) Publish(t *testing.T, j config.Job) (job.Result, error) {
+	t.Helper()
+	return h.PublishWith(t, j, nil)
+}
+
+// PublishWith runs one attempt with the engine wrapped by wrap (for fault injection).
+func (h Harness) PublishWith(t *testing.T, j config.Job, wrap func(engine.Engine) engine.Engine) (job.Result, error) {
+	t.Helper()
+	eng := h.Open(t)
+	defer eng.Close()
+	if wrap != nil {
+		eng = wrap(eng)
+	}
+	p := &job.Publisher{
+		Engine: eng,
+		Store:  localfs.New(j.Warehouse),
+		Log:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Clock:  func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) },
+	}
+	return p.Publish(context.Background(), j)
+}
+
+// MustPublish fails the test unless the attempt publishes.
+func (h Harness) MustPublish(t *testing.T, j config.Job) job.Result {
+	t.Helper()
+	res, err := h.Publish(t, j)
+	if err != nil {
+		t.Fatalf("publish %s: %v", j.JobID, err)
+	}
+	return res
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/engagement once per test process.
+func Binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "engagement-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "engagement")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/engagement")
+		cmd.Dir = Root()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build engagement: %v", buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (b *buildError) Error() string { return b.err.Error() + ": " + b.out }
+
+// Run runs the real binary; it returns the exit code (-1 when killed by a
+// signal), stdout and stderr.
+func (h Harness) Run(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	args = append(args, h.Args...)
+	if h.Engine != "" && len(args) > 0 && args[0] == "publish" {
+		args = append(args, "--engine", h.Engine)
+	}
+	cmd := exec.Command(Binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run engagement: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	return code, out.String(), errb.String()
+}
+
+// LoadPointer reads the pointer the way readers do.
+func LoadPointer(t *testing.T, warehouse string) pointer.Pointer {
+	t.Helper()
+	p, _, err := localfs.New(warehouse).Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FileBytes returns a file's bytes, nil when absent.
+func FileBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TreeHash hashes every file under dir (names and bytes).
+func TreeHash(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		h.Write([]byte(rel + "\x00"))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// DB is a DuckDB connection for reading Parquet back in assertions.
+func DB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // session settings live on the one connection
+	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,0 +1,481 @@
+package publishtest
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/failpoint"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+const (
+	mon = "2026-03-02"
+	tue = "2026-03-03"
+)
+
+// Run runs the whole suite against one engine.
+func Run(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Harness)
+	}{
+		{"UnknownLessonSurvives", testUnknownLessonSurvives},
+		{"CapBlocksPointer", testCapBlocksPointer},
+		{"TwoJobIDsOneSum", testTwoJobIDsOneSum},
+		{"CrashBeforePointer", testCrashBeforePointer},
+		{"CrashMidPointer", testCrashMidPointer},
+		{"NeighborDate", testNeighborDate},
+		{"LateEvent", testLateEvent},
+		{"DuplicateEnrollmentFails", testDuplicateEnrollmentFails},
+		{"GateVariants", testGateVariants},
+		{"GateReadsStagedBytes", testGateReadsStagedBytes},
+		{"NoHelperColumn", testNoHelperColumn},
+		{"IdentitiesAndGroundTruth", testIdentitiesAndGroundTruth},
+		{"AppendingPublisherDoubles", testAppendingPublisherDoubles},
+		{"ConcurrentPublishersDifferentDates", testConcurrentDifferentDates},
+		{"PublishedJobIDRefused", testPublishedJobIDRefused},
+		{"TimeZoneIndependent", testTimeZoneIndependent},
+		{"EmptyDatePublishesZeros", testEmptyDate},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+	}
+}
+
+func d(s string) dates.Date { return dates.MustParse(s) }
+
+func testUnknownLessonSurvives(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "unknown-1", mon, tue))
+	unknownID := fx.Expected.UnknownLessonID
+	var unknownEvents = map[dates.Date]int64{}
+	for _, r := range Rows(Visible(t, wh, engine.FactTable)) {
+		if r["lesson_id"] != unknownID {
+			continue
+		}
+		if r["manifest_id"] != nil || r["lesson_title"] != nil {
+			t.Errorf("unknown lesson row has manifest_id %v, lesson_title %v; want both null", r["manifest_id"], r["lesson_title"])
+		}
+		unknownEvents[dateOf(t, r["event_date"])] += r["event_count"].(int64)
+	}
+	cd := VisibleCourseDay(t, wh)
+	for _, ds := range []string{mon, tue} {
+		want := fx.Expected.ByDate[d(ds)].Unknown
+		if want == 0 {
+			t.Fatalf("fixture has no unknown lesson on %s; the test would prove nothing", ds)
+		}
+		if unknownEvents[d(ds)] != want {
+			t.Errorf("%s: fact rows for %s carry %d events, want %d", ds, unknownID, unknownEvents[d(ds)], want)
+		}
+		var got int64
+		for _, row := range cd[d(ds)] {
+			got += row.Unknown
+		}
+		if got != want {
+			t.Errorf("%s: course_day unknown_lesson_count sum %d, want %d", ds, got, want)
+		}
+	}
+}
+
+func testCapBlocksPointer(t *testing.T, h Harness) {
+	good, bad := LoadFixture(t, ""), LoadFixture(t, "over-cap")
+	wh := t.TempDir()
+	j := good.Job(t, wh, "cap-good", mon, tue)
+	// The cap sits between the two fixtures' rates, so each side of it is tested.
+	for _, ds := range []string{mon, tue} {
+		g, b := good.Expected.ByDate[d(ds)], bad.Expected.ByDate[d(ds)]
+		gr, br := gate.Rate(g.Unknown, g.Events), gate.Rate(b.Unknown, b.Events)
+		if !(gr <= j.UnknownCap && br > j.UnknownCap) {
+			t.Fatalf("%s: fixture rates %.4f (good) and %.4f (over-cap) do not straddle the cap %.4f", ds, gr, br, j.UnknownCap)
+		}
+	}
+	h.MustPublish(t, j)
+	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	_, err := h.Publish(t, bad.Job(t, wh, "cap-bad", mon, tue))
+	if exitcode.Code(err) != exitcode.GateRejected {
+		t.Fatalf("over-cap publish: exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
+	}
+	if !strings.Contains(err.Error(), gate.CheckUnknownLessonCap) {
+		t.Errorf("error %q does not name %s", err, gate.CheckUnknownLessonCap)
+	}
+	if after := FileBytes(t, filepath.Join(wh, "pointer.json")); !bytes.Equal(before, after) {
+		t.Errorf("pointer.json changed after a rejected publish")
+	}
+	if FileBytes(t, warehouse.Abs(wh, warehouse.RejectionPath("cap-bad"))) == nil {
+		t.Errorf("no rejection record at %s", warehouse.RejectionPath("cap-bad"))
+	}
+	if sum := FactSum(t, wh); sum[d(mon)] != good.Expected.ByDate[d(mon)].Events {
+		t.Errorf("visible %s sum %d, want the good publish's %d", mon, sum[d(mon)], good.Expected.ByDate[d(mon)].Events)
+	}
+}
+
+func testTwoJobIDsOneSum(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "attempt-a", mon, tue))
+	h.MustPublish(t, fx.Job(t, wh, "attempt-b", mon, tue))
+	p := LoadPointer(t, wh)
+	sums := FactSum(t, wh)
+	for _, ds := range []string{mon, tue} {
+		if got := p.Dates[d(ds)].JobID; got != "attempt-b" {
+			t.Errorf("%s: pointer names %s, want attempt-b", ds, got)
+		}
+		if want := fx.Expected.ByDate[d(ds)].Events; sums[d(ds)] != want {
+			t.Errorf("%s: visible fact sum %d, want %d (the fixture once)", ds, sums[d(ds)], want)
+		}
+	}
+	if p.Generation != 2 {
+		t.Errorf("generation %d, want 2", p.Generation)
+	}
+	// The first attempt's staging is still there, abandoned and invisible.
+	if FileBytes(t, warehouse.Abs(wh, warehouse.GatePath("attempt-a"))) == nil {
+		t.Errorf("attempt-a's staging was removed; staging is only ever removed by gc")
+	}
+}
+
+func testCrashBeforePointer(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "before-crash", mon, tue))
+	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	rawHash := TreeHash(t, fx.Dir)
+	for _, point := range []string{failpoint.AfterAttempt, failpoint.MidStaging, failpoint.AfterStaging, failpoint.BeforePointer} {
+		id := "crash-" + point
+		code, _, stderr := h.Run(t, []string{failpoint.Env + "=" + point}, fx.Args(wh, id, mon, tue)...)
+		if code != -1 {
+			t.Fatalf("%s: process exited %d, want killed by SIGKILL; stderr: %s", point, code, stderr)
+		}
+		if after := FileBytes(t, filepath.Join(wh, "pointer.json")); !bytes.Equal(before, after) {
+			t.Errorf("%s: pointer.json changed by a process killed before the pointer write", point)
+		}
+		if FileBytes(t, warehouse.Abs(wh, warehouse.AttemptPath(id))) == nil {
+			t.Errorf("%s: no _attempt.json: it must be written before anything else", point)
+		}
+		if sums := FactSum(t, wh); sums[d(mon)] != fx.Expected.ByDate[d(mon)].Events {
+			t.Errorf("%s: visible sum %d after the crash, want the previous %d", point, sums[d(mon)], fx.Expected.ByDate[d(mon)].Events)
+		}
+	}
+	if TreeHash(t, fx.Dir) != rawHash {
+		t.Errorf("inputs changed")
+	}
+	// The retry is a new job id, and it publishes.
+	code, _, stderr := h.Run(t, nil, fx.Args(wh, "after-crash", mon, tue)...)
+	if code != 0 {
+		t.Fatalf("rerun after crashes: exit %d: %s", code, stderr)
+	}
+	if got := LoadPointer(t, wh).Dates[d(mon)].JobID; got != "after-crash" {
+		t.Errorf("pointer names %s after the rerun, want after-crash", got)
+	}
+}
+
+// testCrashMidPointer kills the process after the history copy of the new
+// generation is written and before pointer.json is replaced: readers keep
+// the old generation, and the next publish rolls the crashed one forward
+// before adding its own dates, so nothing is lost and nothing is mixed.
+func testCrashMidPointer(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "gen-1", mon, tue))
+	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	code, _, stderr := h.Run(t, []string{failpoint.Env + "=" + failpoint.MidPointer}, fx.Args(wh, "mid-pointer", mon)...)
+	if code != -1 {
+		t.Fatalf("exit %d, want killed; stderr: %s", code, stderr)
+	}
+	if !bytes.Equal(before, FileBytes(t, filepath.Join(wh, "pointer.json"))) {
+		t.Fatalf("pointer.json changed although the process died before replacing it")
+	}
+	if FileBytes(t, filepath.Join(wh, "pointer-history", "2.json")) == nil {
+		t.Fatalf("no history copy of generation 2")
+	}
+	h.MustPublish(t, fx.Job(t, wh, "after-mid", tue))
+	p := LoadPointer(t, wh)
+	if p.Generation != 3 {
+		t.Errorf("generation %d, want 3 (the crashed generation 2 rolled forward, then this one)", p.Generation)
+	}
+	if got := p.Dates[d(mon)].JobID; got != "mid-pointer" {
+		t.Errorf("%s names %s, want the rolled-forward mid-pointer", mon, got)
+	}
+	if got := p.Dates[d(tue)].JobID; got != "after-mid" {
+		t.Errorf("%s names %s, want after-mid", tue, got)
+	}
+	if sums := FactSum(t, wh); sums[d(mon)] != fx.Expected.ByDate[d(mon)].Events || sums[d(tue)] != fx.Expected.ByDate[d(tue)].Events {
+		t.Errorf("visible sums %v, want the fixture once", sums)
+	}
+}
+
+func testNeighborDate(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "both-days", mon, tue))
+	monBefore := VisibleCourseDay(t, wh)[d(mon)]
+	entryBefore := LoadPointer(t, wh).Dates[d(mon)]
+	h.MustPublish(t, fx.Job(t, wh, "tuesday-only", tue))
+	p := LoadPointer(t, wh)
+	if got := p.Dates[d(mon)].JobID; got != "both-days" {
+		t.Errorf("%s entry now names %s; publishing %s must leave it alone", mon, got, tue)
+	}
+	if !slices.Equal(p.Dates[d(mon)].FactFiles, entryBefore.FactFiles) {
+		t.Errorf("%s file list changed", mon)
+	}
+	if got := p.Dates[d(tue)].JobID; got != "tuesday-only" {
+		t.Errorf("%s entry names %s, want tuesday-only", tue, got)
+	}
+	after := VisibleCourseDay(t, wh)
+	for course, row := range monBefore {
+		if after[d(mon)][course] != row {
+			t.Errorf("%s %s: %+v became %+v", mon, course, row, after[d(mon)][course])
+		}
+	}
+	if len(after[d(mon)]) != len(monBefore) {
+		t.Errorf("%s has %d courses, had %d", mon, len(after[d(mon)]), len(monBefore))
+	}
+}
+
+func testLateEvent(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	if len(fx.Expected.LateEvents) != 1 {
+		t.Fatalf("fixture has %d late events, want exactly 1", len(fx.Expected.LateEvents))
+	}
+	late := fx.Expected.LateEvents[0]
+	if late.IngestDate <= late.EventDate {
+		t.Fatalf("late event %s is not late: event %s ingest %s", late.EventID, late.EventDate, late.IngestDate)
+	}
+	day := fx.Expected.ByDate[late.EventDate]
+
+	// Restated with the lateness allowance: the late event lands on its event date.
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "restate", late.EventDate.String()))
+	if got := FactSum(t, wh)[late.EventDate]; got != day.Events {
+		t.Errorf("restated %s: %d events, want %d including the late one", late.EventDate, got, day.Events)
+	}
+	if n := LoadPointer(t, wh).Dates[late.EventDate].EventCount; n != day.Events {
+		t.Errorf("pointer event_count %d, want %d", n, day.Events)
+	}
+
+	// A read filtered on ingest_date = event_date (no lateness allowance)
+	// misses exactly the late event.
+	wh2 := t.TempDir()
+	j := fx.Job(t, wh2, "same-day-only", late.EventDate.String())
+	j.LatenessDays = 0
+	h.MustPublish(t, j)
+	if got := FactSum(t, wh2)[late.EventDate]; got != day.SameDayIngestEvents || got != day.Events-1 {
+		t.Errorf("ingest_date = event_date read: %d events, want %d (= %d - the late one)", got, day.SameDayIngestEvents, day.Events)
+	}
+	// The late event is not on its ingest date.
+	if got := FactSum(t, wh)[late.IngestDate]; got != 0 {
+		t.Errorf("%s was not requested but shows %d events", late.IngestDate, got)
+	}
+}
+
+func testDuplicateEnrollmentFails(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "duplicate-enrollment")
+	wh := t.TempDir()
+	_, err := h.Publish(t, fx.Job(t, wh, "dup-enr", mon, tue))
+	if exitcode.Code(err) != exitcode.GateRejected || !strings.Contains(err.Error(), gate.CheckEnrollmentUniquePair) {
+		t.Fatalf("got exit %d (%v), want %d naming %s", exitcode.Code(err), err, exitcode.GateRejected, gate.CheckEnrollmentUniquePair)
+	}
+	if FileBytes(t, filepath.Join(wh, "pointer.json")) != nil {
+		t.Errorf("a rejected first publish created pointer.json")
+	}
+}
+
+func testGateVariants(t *testing.T, h Harness) {
+	cases := []struct{ variant, check string }{
+		{"over-cap", gate.CheckUnknownLessonCap},
+		{"duplicate-enrollment", gate.CheckEnrollmentUniquePair},
+		{"duplicate-lesson", gate.CheckManifestUniqueLesson},
+		{"course-conflict", gate.CheckManifestCourseConflict},
+		{"null-course", gate.CheckNullKeys},
+		{"prohibited-column", gate.CheckProhibitedColumns},
+	}
+	for _, tc := range cases {
+		t.Run(tc.variant, func(t *testing.T) {
+			fx := LoadFixture(t, tc.variant)
+			wh := t.TempDir()
+			raw := TreeHash(t, fx.Dir)
+			res, err := h.Publish(t, fx.Job(t, wh, "v-"+tc.variant, mon, tue))
+			if exitcode.Code(err) != exitcode.GateRejected {
+				t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
+			}
+			var failed []string
+			for _, c := range res.Report.Failed() {
+				failed = append(failed, c.Name)
+			}
+			if !slices.Contains(failed, tc.check) {
+				t.Errorf("failed checks %v do not include %s", failed, tc.check)
+			}
+			if FileBytes(t, filepath.Join(wh, "pointer.json")) != nil {
+				t.Errorf("pointer.json written by a rejected publish")
+			}
+			if FileBytes(t, warehouse.Abs(wh, warehouse.GatePath("v-"+tc.variant))) == nil {
+				t.Errorf("no _gate.json for the rejected attempt")
+			}
+			if TreeHash(t, fx.Dir) != raw {
+				t.Errorf("inputs changed")
+			}
+		})
+	}
+}
+
+func testNoHelperColumn(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	j := fx.Job(t, wh, "schema-1", mon, tue)
+	j.HotCourses = []string{fx.Expected.HotCourse} // salting on, where the engine salts
+	res := h.MustPublish(t, j)
+	want := map[string][]string{
+		engine.FactTable:      engine.FactColumns[:len(engine.FactColumns)-1],
+		engine.CourseDayTable: engine.CourseDayColumns[:len(engine.CourseDayColumns)-1],
+	}
+	for _, ds := range []string{mon, tue} {
+		e := res.Entries[d(ds)]
+		for table, list := range map[string][]pointer.File{engine.FactTable: e.FactFiles, engine.CourseDayTable: e.CourseDayFiles} {
+			if len(list) == 0 {
+				t.Fatalf("%s %s: no files", table, ds)
+			}
+			for _, f := range list {
+				if got := StagedSchema(t, wh, f); !slices.Equal(got, want[table]) {
+					t.Errorf("%s: columns %v, want exactly %v (event_date lives in the path)", f.Path, got, want[table])
+				}
+				if !strings.Contains(f.Path, "/"+table+"/event_date="+ds+"/") {
+					t.Errorf("%s is not under %s/event_date=%s/", f.Path, table, ds)
+				}
+			}
+		}
+	}
+}
+
+func testIdentitiesAndGroundTruth(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "truth-1", mon, tue))
+	cd := VisibleCourseDay(t, wh)
+	facts := FactSum(t, wh)
+	factRows := map[dates.Date]int64{}
+	for _, r := range Rows(Visible(t, wh, engine.FactTable)) {
+		factRows[dateOf(t, r["event_date"])]++
+	}
+	for _, ds := range []string{mon, tue} {
+		var total int64
+		largest, largestN := "", int64(0)
+		for course, row := range cd[d(ds)] {
+			if row.Matched+row.Unknown != row.Events {
+				t.Errorf("%s %s: matched %d + unknown %d != event_count %d", ds, course, row.Matched, row.Unknown, row.Events)
+			}
+			want := fx.Expected.ByDateCourse[d(ds)][course]
+			got := CourseDay{Events: row.Events, Matched: row.Matched, Unknown: row.Unknown, Enrolled: row.Enrolled, Learners: row.Learners, JobID: "truth-1"}
+			exp := CourseDay{Events: want.Events, Matched: want.Matched, Unknown: want.Unknown, Enrolled: want.Enrolled, Learners: want.Learners, JobID: "truth-1"}
+			if got != exp || row.JobID != "truth-1" {
+				t.Errorf("%s %s: got %+v, want %+v", ds, course, row, exp)
+			}
+			total += row.Events
+			if row.Events > largestN {
+				largest, largestN = course, row.Events
+			}
+		}
+		if len(cd[d(ds)]) != len(fx.Expected.ByDateCourse[d(ds)]) {
+			t.Errorf("%s: %d courses visible, want %d", ds, len(cd[d(ds)]), len(fx.Expected.ByDateCourse[d(ds)]))
+		}
+		if total != facts[d(ds)] {
+			t.Errorf("%s: course_day sum %d != fact sum %d", ds, total, facts[d(ds)])
+		}
+		if total != fx.Expected.ByDate[d(ds)].Events {
+			t.Errorf("%s: visible events %d, want %d", ds, total, fx.Expected.ByDate[d(ds)].Events)
+		}
+		if factRows[d(ds)] != fx.Expected.ByDate[d(ds)].FactRows {
+			t.Errorf("%s: %d fact rows, want %d", ds, factRows[d(ds)], fx.Expected.ByDate[d(ds)].FactRows)
+		}
+		if largest != fx.Expected.HotCourse {
+			t.Errorf("%s: largest course %s, want the hot course %s", ds, largest, fx.Expected.HotCourse)
+		}
+	}
+}
+
+func testConcurrentDifferentDates(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, ds := range []string{mon, tue} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.Publish(t, fx.Job(t, wh, "concurrent-"+ds, ds))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	p := LoadPointer(t, wh)
+	if p.Generation != 2 {
+		t.Errorf("generation %d, want 2", p.Generation)
+	}
+	for _, ds := range []string{mon, tue} {
+		if got := p.Dates[d(ds)].JobID; got != "concurrent-"+ds {
+			t.Errorf("%s names %q, want concurrent-%s: an update was lost", ds, got, ds)
+		}
+	}
+}
+
+func testPublishedJobIDRefused(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "once", mon, tue))
+	staging := TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("once")))
+	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	code, _, stderr := h.Run(t, nil, fx.Args(wh, "once", mon)...)
+	if code != exitcode.AlreadyPublished {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, exitcode.AlreadyPublished, stderr)
+	}
+	if !strings.Contains(stderr, "once") {
+		t.Errorf("stderr does not name the job id: %s", stderr)
+	}
+	if TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("once"))) != staging {
+		t.Errorf("published staging changed")
+	}
+	if !bytes.Equal(before, FileBytes(t, filepath.Join(wh, "pointer.json"))) {
+		t.Errorf("pointer changed")
+	}
+}
+
+func testTimeZoneIndependent(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	for _, tz := range []string{"America/Los_Angeles", "Asia/Tokyo"} {
+		wh := t.TempDir()
+		code, _, stderr := h.Run(t, []string{"TZ=" + tz}, fx.Args(wh, "tz-1", mon, tue)...)
+		if code != 0 {
+			t.Fatalf("TZ=%s: exit %d: %s", tz, code, stderr)
+		}
+		for ds, n := range FactSum(t, wh) {
+			if want := fx.Expected.ByDate[ds].Events; n != want {
+				t.Errorf("TZ=%s %s: %d events, want %d", tz, ds, n, want)
+			}
+		}
+	}
+}
+
+func testEmptyDate(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	// Inside the horizon only by override, and no event has this date: a
+	// valid publish of zeros.
+	j := fx.Job(t, wh, "empty-1", "2026-02-27")
+	j.AllowOutsideHorizon = true
+	res := h.MustPublish(t, j)
+	e := res.Entries[d("2026-02-27")]
+	if e.EventCount != 0 || len(e.FactFiles) != 0 || len(e.CourseDayFiles) != 0 {
+		t.Errorf("empty date entry %+v, want zero counts and empty file lists", e)
+	}
+}

@@ -1,0 +1,246 @@
+package localfs_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+)
+
+func TestConformance(t *testing.T) {
+	pointertest.Run(t, func(t *testing.T) pointer.Store {
+		return localfs.New(t.TempDir())
+	})
+}
+
+// A warehouse directory that does not exist yet reads as empty and is
+// created by the first publish.
+func TestCreatesWarehouse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "warehouse")
+	s := localfs.New(dir)
+	if p, v, err := s.Load(t.Context()); err != nil || v != pointer.NoVersion || p.Generation != 0 {
+		t.Fatalf("Load of a missing warehouse = %+v, %q, %v; want empty", p, v, err)
+	}
+	publish(t, s, "job-a", pointertest.Day0)
+	if _, err := os.Stat(filepath.Join(dir, "pointer-history", "1.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVersionIsGeneration(t *testing.T) {
+	s := localfs.New(t.TempDir())
+	for gen := int64(1); gen <= 3; gen++ {
+		publish(t, s, "job-"+strconv.FormatInt(gen, 10), pointertest.Day0)
+		_, v, err := s.Load(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := pointer.Version(strconv.FormatInt(gen, 10)); v != want {
+			t.Errorf("version = %q, want %q", v, want)
+		}
+	}
+}
+
+// A corrupt pointer.json is an error naming the file, never an empty
+// pointer: treating it as empty would let the next publish drop every date.
+func TestCorruptPointer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content string
+	}{
+		{"Truncated", `{"format_version": 1, "generation": 3, "upd`},
+		{"Empty", ``},
+		{"WrongVersion", `{"format_version": 2, "generation": 3, "updated_by_job_id": "j", "dates": {}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := localfs.New(dir)
+			path := filepath.Join(dir, "pointer.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := s.Load(t.Context())
+			if err == nil || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Load error = %v, want one naming %s", err, path)
+			}
+			_, err = pointer.Publish(t.Context(), s, "job-a", map[dates.Date]pointer.DateEntry{
+				pointertest.Day0: pointertest.Entry("job-a", pointertest.Day0),
+			})
+			if err == nil {
+				t.Fatalf("Publish over a corrupt pointer succeeded")
+			}
+			if got, _ := os.ReadFile(path); string(got) != tc.content {
+				t.Errorf("corrupt pointer.json was rewritten to %q", got)
+			}
+		})
+	}
+}
+
+// orphan leaves the state of a writer killed between its two writes:
+// history/<G+1>.json present, pointer.json still at G.
+func orphan(t *testing.T, dir string, cur pointer.Pointer, jobID string, d dates.Date) pointer.Pointer {
+	t.Helper()
+	p := pointer.Merge(cur, jobID, map[dates.Date]pointer.DateEntry{d: pointertest.Entry(jobID, d)})
+	b, err := pointer.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "pointer-history", strconv.FormatInt(p.Generation, 10)+".json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestOrphanHistoryRollsForward(t *testing.T) {
+	dir := t.TempDir()
+	s := localfs.New(dir)
+	d1, d2, d3 := pointertest.Day0, pointertest.Day0.AddDays(1), pointertest.Day0.AddDays(2)
+	p1 := publish(t, s, "job-a", d1)
+	orphan(t, dir, p1, "job-orphan", d2)
+
+	if cur, _, err := s.Load(t.Context()); err != nil || cur.Generation != 1 {
+		t.Fatalf("Load before roll forward = generation %d, %v; want 1", cur.Generation, err)
+	}
+	got := publish(t, s, "job-c", d3)
+	if got.Generation != 3 {
+		t.Errorf("publish landed on generation %d, want 3 (on top of the orphan)", got.Generation)
+	}
+	want := map[dates.Date]string{d1: "job-a", d2: "job-orphan", d3: "job-c"}
+	if len(got.Dates) != len(want) {
+		t.Errorf("dates = %v, want %v", got.Dates, want)
+	}
+	for d, job := range want {
+		if got.Dates[d].JobID != job {
+			t.Errorf("date %s names %q, want %q", d, got.Dates[d].JobID, job)
+		}
+	}
+	gens, err := s.Generations(t.Context())
+	if err != nil || !slices.Equal(gens, []int64{1, 2, 3}) {
+		t.Errorf("Generations = %v, %v; want [1 2 3]", gens, err)
+	}
+	if ok, err := pointer.JobPublished(t.Context(), s, "job-orphan"); err != nil || !ok {
+		t.Errorf("JobPublished(job-orphan) = %v, %v; want true", ok, err)
+	}
+}
+
+// A Swap that finds the orphan makes pointer.json equal to it byte for byte
+// and reports a conflict, so the caller re-merges on top of it.
+func TestSwapOntoOrphanRollsForwardAndConflicts(t *testing.T) {
+	dir := t.TempDir()
+	s := localfs.New(dir)
+	p1 := publish(t, s, "job-a", pointertest.Day0)
+	orphaned := orphan(t, dir, p1, "job-orphan", pointertest.Day0.AddDays(1))
+
+	_, v, err := s.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := pointer.Merge(p1, "job-c", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-c", pointertest.Day0)})
+	if err := s.Swap(t.Context(), v, next); !errors.Is(err, pointer.ErrConflict) {
+		t.Fatalf("Swap onto an orphan: error %v, want ErrConflict", err)
+	}
+	cur, v2, err := s.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2 != "2" || cur.UpdatedByJobID != "job-orphan" {
+		t.Errorf("after roll forward: version %q by %q, want 2 by job-orphan", v2, cur.UpdatedByJobID)
+	}
+	ptr, _ := os.ReadFile(filepath.Join(dir, "pointer.json"))
+	hist, _ := os.ReadFile(filepath.Join(dir, "pointer-history", "2.json"))
+	if !bytes.Equal(ptr, hist) {
+		t.Errorf("pointer.json differs from the orphan history copy")
+	}
+	if want, _ := pointer.Encode(orphaned); !bytes.Equal(hist, want) {
+		t.Errorf("history copy of the orphan was modified")
+	}
+}
+
+// Writes go through temp files that are renamed or linked into place, so a
+// successful publish leaves only the final names behind.
+func TestNoTempFilesLeft(t *testing.T) {
+	dir := t.TempDir()
+	s := localfs.New(dir)
+	for i, job := range []string{"job-a", "job-b", "job-c"} {
+		publish(t, s, job, pointertest.Day0.AddDays(i))
+	}
+	assertDir(t, dir, "pointer-history", "pointer.json", "pointer.lock")
+	assertDir(t, filepath.Join(dir, "pointer-history"), "1.json", "2.json", "3.json")
+	b, err := os.ReadFile(filepath.Join(dir, "pointer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Decode(b); err != nil {
+		t.Errorf("pointer.json: %v", err)
+	}
+}
+
+// Temp files of a writer that died mid-write are removed by the next
+// writer, and never mistaken for a generation.
+func TestCrashedWriterTempsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s := localfs.New(dir)
+	publish(t, s, "job-a", pointertest.Day0)
+	for _, name := range []string{".pointer.json.tmp-123", "pointer-history/.history.tmp-456"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(`{"trunc`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gens, err := s.Generations(t.Context())
+	if err != nil || !slices.Equal(gens, []int64{1}) {
+		t.Errorf("Generations with temps present = %v, %v; want [1]", gens, err)
+	}
+	publish(t, s, "job-b", pointertest.Day0)
+	assertDir(t, dir, "pointer-history", "pointer.json", "pointer.lock")
+	assertDir(t, filepath.Join(dir, "pointer-history"), "1.json", "2.json")
+}
+
+// Files written are readable by readers running as other users.
+func TestFileModes(t *testing.T) {
+	dir := t.TempDir()
+	s := localfs.New(dir)
+	publish(t, s, "job-a", pointertest.Day0)
+	for _, name := range []string{"pointer.json", "pointer-history/1.json"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s mode %v, want 0644", name, fi.Mode().Perm())
+		}
+	}
+}
+
+func publish(t *testing.T, s pointer.Store, jobID string, d dates.Date) pointer.Pointer {
+	t.Helper()
+	p, err := pointer.Publish(t.Context(), s, jobID, map[dates.Date]pointer.DateEntry{d: pointertest.Entry(jobID, d)})
+	if err != nil {
+		t.Fatalf("Publish %s: %v", jobID, err)
+	}
+	return p
+}
+
+func assertDir(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s holds %v, want %v", dir, got, want)
+	}
+}

@@ -1,0 +1,371 @@
+// Package pointer holds the one object readers follow: for every published
+// event date, the job whose staged files are visible. Moving it is a
+// compare-and-swap on its generation, behind the Store seam, so a job that
+// publishes Monday leaves Tuesday's entry alone and two jobs publishing at
+// once never lose each other's dates.
+package pointer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+)
+
+// FormatVersion is the only pointer format this build reads and writes.
+const FormatVersion = 1
+
+// File is one staged Parquet file a reader must read.
+type File struct {
+	Path  string `json:"path"` // relative to the warehouse, slash-separated
+	Bytes int64  `json:"bytes"`
+	Rows  int64  `json:"rows"`
+}
+
+// DateEntry names, for one event date, the job whose files readers see and
+// the figures its gate accepted. Both tables always come from the same job.
+type DateEntry struct {
+	JobID                string  `json:"job_id"`
+	ManifestID           string  `json:"manifest_id"`
+	EnrollmentSnapshotID string  `json:"enrollment_snapshot_id"`
+	FactFiles            []File  `json:"fact_files"`       // never null in JSON: encode empty as []
+	CourseDayFiles       []File  `json:"course_day_files"` // never null in JSON
+	EventCount           int64   `json:"event_count"`
+	UnknownLessonCount   int64   `json:"unknown_lesson_count"`
+	UnknownLessonRate    float64 `json:"unknown_lesson_rate"`
+	GateReport           string  `json:"gate_report"` // relative path of _gate.json
+}
+
+// Pointer is the whole stored pointer: one entry per published event date.
+type Pointer struct {
+	FormatVersion  int                      `json:"format_version"`
+	Generation     int64                    `json:"generation"`
+	UpdatedByJobID string                   `json:"updated_by_job_id"`
+	Dates          map[dates.Date]DateEntry `json:"dates"`
+}
+
+// Empty returns the pointer of a warehouse nothing has been published to:
+// generation 0 and an empty, non-nil date map.
+func Empty() Pointer {
+	return Pointer{FormatVersion: FormatVersion, Dates: map[dates.Date]DateEntry{}}
+}
+
+// Version is an opaque token naming one stored state of the pointer: the
+// generation on a local filesystem, an ETag on an object store. NoVersion
+// means no pointer has been written yet.
+type Version string
+
+// NoVersion is the version of a store that holds no pointer yet.
+const NoVersion Version = ""
+
+// ErrConflict: the stored pointer is no longer the version the caller read;
+// nothing was written.
+var ErrConflict = errors.New("pointer changed since it was read")
+
+// ErrOutcomeUnknown: a write failed in a way that leaves unknown whether it
+// landed, and a re-read could not tell.
+var ErrOutcomeUnknown = errors.New("pointer write outcome unknown")
+
+// Store is the seam every pointer backend implements (local filesystem now,
+// an object store with conditional PUT later: history object created with
+// If-None-Match:*, pointer replaced with If-Match).
+//
+// The history copy is the commit point: a generation is taken by whoever
+// creates pointer-history/<generation>.json first, and the pointer object is
+// then replaced to match it. A backend that finds the history copy of
+// generation G+1 already present while the pointer is still at G is looking
+// at a Swap that stopped between its two writes; it must make that copy
+// current before anything else moves, and report ErrConflict.
+type Store interface {
+	// Load returns the current pointer and its version; with no pointer yet,
+	// an empty Pointer (Generation 0, FormatVersion 1, empty non-nil Dates)
+	// and NoVersion. A stored pointer that does not decode is an error, never
+	// an empty pointer.
+	Load(ctx context.Context) (Pointer, Version, error)
+
+	// Swap makes next the current pointer only if the stored version is still
+	// expect, after first keeping an immutable copy of next under
+	// pointer-history/<next.Generation>.json. next.Generation must be the
+	// loaded generation + 1. Returns an error wrapping ErrConflict when it
+	// lost a race and wrote nothing (or only completed an interrupted earlier
+	// Swap); any other error means the outcome is unknown.
+	Swap(ctx context.Context, expect Version, next Pointer) error
+
+	// Generations lists the retained history generations, ascending. A store
+	// without history returns an empty list and no error.
+	Generations(ctx context.Context) ([]int64, error)
+
+	// LoadGeneration reads one retained history generation. A generation that
+	// is not retained is an error wrapping fs.ErrNotExist.
+	LoadGeneration(ctx context.Context, generation int64) (Pointer, error)
+}
+
+// wirePointer is Pointer as stored, with the date keys still text so a bad
+// key is reported as such rather than as a generic JSON error.
+type wirePointer struct {
+	FormatVersion  int                  `json:"format_version"`
+	Generation     int64                `json:"generation"`
+	UpdatedByJobID string               `json:"updated_by_job_id"`
+	Dates          map[string]DateEntry `json:"dates"`
+}
+
+// Decode parses and validates a stored pointer strictly: unknown, duplicate
+// or differently-cased fields are rejected, format_version must be 1,
+// generation >= 1, updated_by_job_id non-empty, every entry has a non-empty
+// job_id, every file path is relative, slash-separated, has no ".." element
+// and is not absolute, bytes/rows >= 0, counts >= 0, rate in [0,1] and not
+// NaN. Errors say which field and date are wrong. Empty or null file lists
+// decode as empty non-nil slices. Decode never panics.
+func Decode(b []byte) (Pointer, error) {
+	if !json.Valid(b) {
+		// Unmarshal would report the same, but Valid also rejects trailing
+		// data after the object, which a streaming Decoder accepts.
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+		}
+		return Pointer{}, errors.New("decode pointer: invalid JSON")
+	}
+	if err := checkKeys(b); err != nil {
+		return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var w wirePointer
+	if err := dec.Decode(&w); err != nil {
+		return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+	}
+	p := Pointer{
+		FormatVersion:  w.FormatVersion,
+		Generation:     w.Generation,
+		UpdatedByJobID: w.UpdatedByJobID,
+		Dates:          make(map[dates.Date]DateEntry, len(w.Dates)),
+	}
+	keys := make([]string, 0, len(w.Dates))
+	for k := range w.Dates {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		d, err := dates.Parse(k)
+		if err != nil {
+			return Pointer{}, fmt.Errorf("decode pointer: dates: key %q: %w", k, err)
+		}
+		p.Dates[d] = normalizeEntry(w.Dates[k])
+	}
+	if err := validate(p); err != nil {
+		return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+	}
+	return p, nil
+}
+
+// Encode returns the pointer as indented JSON (2 spaces) with a trailing
+// newline, dates in ascending order, so equal pointers give equal bytes. It
+// refuses a pointer Decode would reject: storing one would leave every later
+// Load failing.
+func Encode(p Pointer) ([]byte, error) {
+	if err := validate(p); err != nil {
+		return nil, fmt.Errorf("encode pointer: %w", err)
+	}
+	p = normalize(p)
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode pointer: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// normalize returns p with a non-nil date map and non-nil file lists, the
+// form Decode produces, so a pointer built in memory compares equal to the
+// same pointer read back. p itself is not modified.
+func normalize(p Pointer) Pointer {
+	out := p
+	out.Dates = make(map[dates.Date]DateEntry, len(p.Dates))
+	for d, e := range p.Dates {
+		out.Dates[d] = normalizeEntry(e)
+	}
+	return out
+}
+
+// normalizeEntry returns e with its own non-nil copies of the file lists.
+func normalizeEntry(e DateEntry) DateEntry {
+	e.FactFiles = cloneFiles(e.FactFiles)
+	e.CourseDayFiles = cloneFiles(e.CourseDayFiles)
+	return e
+}
+
+func cloneFiles(fs []File) []File {
+	out := make([]File, len(fs))
+	copy(out, fs)
+	return out
+}
+
+// validate checks every rule Decode enforces; dates are visited in order so
+// the reported error does not depend on map iteration.
+func validate(p Pointer) error {
+	if p.FormatVersion != FormatVersion {
+		return fmt.Errorf("format_version: got %d, want %d", p.FormatVersion, FormatVersion)
+	}
+	if p.Generation < 1 {
+		return fmt.Errorf("generation: got %d, want >= 1", p.Generation)
+	}
+	if p.UpdatedByJobID == "" {
+		return errors.New("updated_by_job_id: empty")
+	}
+	ds := make([]dates.Date, 0, len(p.Dates))
+	for d := range p.Dates {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	for _, d := range ds {
+		// A date outside years 0000-9999 would be written as a key Decode
+		// cannot read back.
+		if back, err := dates.Parse(d.String()); err != nil || back != d {
+			return fmt.Errorf("dates: key %s (day %d): not a YYYY-MM-DD date", d, int32(d))
+		}
+		if err := validateEntry(p.Dates[d]); err != nil {
+			return fmt.Errorf("dates[%s]: %w", d, err)
+		}
+	}
+	return nil
+}
+
+func validateEntry(e DateEntry) error {
+	if e.JobID == "" {
+		return errors.New("job_id: empty")
+	}
+	for _, list := range []struct {
+		name  string
+		files []File
+	}{{"fact_files", e.FactFiles}, {"course_day_files", e.CourseDayFiles}} {
+		for i, f := range list.files {
+			if err := validatePath(f.Path); err != nil {
+				return fmt.Errorf("%s[%d].path: %w", list.name, i, err)
+			}
+			if f.Bytes < 0 {
+				return fmt.Errorf("%s[%d].bytes: got %d, want >= 0", list.name, i, f.Bytes)
+			}
+			if f.Rows < 0 {
+				return fmt.Errorf("%s[%d].rows: got %d, want >= 0", list.name, i, f.Rows)
+			}
+		}
+	}
+	if e.EventCount < 0 {
+		return fmt.Errorf("event_count: got %d, want >= 0", e.EventCount)
+	}
+	if e.UnknownLessonCount < 0 {
+		return fmt.Errorf("unknown_lesson_count: got %d, want >= 0", e.UnknownLessonCount)
+	}
+	// Written as a negated range check so NaN fails too.
+	if !(e.UnknownLessonRate >= 0 && e.UnknownLessonRate <= 1) {
+		return fmt.Errorf("unknown_lesson_rate: got %v, want within [0, 1]", e.UnknownLessonRate)
+	}
+	// An entry may predate its gate report only in hand-built test pointers;
+	// when present it is a path like any other.
+	if e.GateReport != "" {
+		if err := validatePath(e.GateReport); err != nil {
+			return fmt.Errorf("gate_report: %w", err)
+		}
+	}
+	return nil
+}
+
+// validatePath accepts only canonical relative slash paths, because readers
+// join them onto the warehouse root: anything that could step outside it, or
+// that names the same file two ways, is refused.
+func validatePath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty")
+	case strings.ContainsRune(p, '\\'):
+		return fmt.Errorf("%q: contains a backslash, want slash-separated", p)
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("%q: contains a NUL byte", p)
+	case path.IsAbs(p):
+		return fmt.Errorf("%q: absolute, want relative to the warehouse", p)
+	}
+	for _, elem := range strings.Split(p, "/") {
+		switch elem {
+		case "..":
+			return fmt.Errorf("%q: has a \"..\" element", p)
+		case "", ".":
+			return fmt.Errorf("%q: not a clean path (empty or \".\" element)", p)
+		}
+	}
+	return nil
+}
+
+// checkKeys rejects duplicate object keys and keys other than lower-case
+// ASCII letters, digits, '_' and '-'. encoding/json keeps the last of two
+// duplicates and matches field names case-insensitively (with Unicode
+// folding), so without this two readers of one pointer could disagree on
+// what it says. b must already be valid JSON.
+func checkKeys(b []byte) error {
+	type frame struct {
+		object    bool
+		keys      map[string]bool
+		expectKey bool
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.object && top.expectKey {
+			if !isPlainKey(s) {
+				return fmt.Errorf("object key %q: want lower-case ASCII letters, digits, '_' or '-' (field names match exactly)", s)
+			}
+			if top.keys[s] {
+				return fmt.Errorf("object key %q: appears twice", s)
+			}
+			top.keys[s] = true
+			top.expectKey = false
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		// Any other token starts a value; inside an object the next token
+		// after it is a key again.
+		if top != nil && top.object {
+			top.expectKey = true
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		}
+	}
+}
+
+func isPlainKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+package reader
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Write prints t as table, csv or json.
+func Write(w io.Writer, t Table, format string) error {
+	switch format {
+	case "", "table":
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
+		for _, r := range t.Rows {
+			cells := make([]string, len(r))
+			for i, v := range r {
+				cells[i] = cell(t.Columns[i], v)
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		return tw.Flush()
+	case "csv":
+		cw := csv.NewWriter(w)
+		if err := cw.Write(t.Columns); err != nil {
+			return err
+		}
+		for _, r := range t.Rows {
+			cells := make([]string, len(r))
+			for i, v := range r {
+				if v != nil {
+					cells[i] = cell(t.Columns[i], v)
+				}
+			}
+			if err := cw.Write(cells); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	case "json":
+		enc := json.NewEncoder(w)
+		for _, r := range t.Rows {
+			obj := make(map[string]any, len(r))
+			for i, v := range r {
+				if tv, ok := v.(time.Time); ok {
+					v = cell(t.Columns[i], tv)
+				}
+				obj[t.Columns[i]] = v
+			}
+			if err := enc.Encode(obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("--format %q: want table, csv or json", format)
+}
+
+// cell formats one value; the driver returns DATE and TIMESTAMP alike as
+// time.Time, so the column name decides which one it is.
+func cell(col string, v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case time.Time:
+		if col == "event_date" {
+			return x.UTC().Format("2006-01-02")
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,135 @@
+// Package reader is what a consumer of the published tables does: load the
+// pointer, then read exactly the files it lists. It never lists or globs
+// staging/, so abandoned and rejected attempts stay invisible.
+package reader
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// Table is a result set with column names.
+type Table struct {
+	Columns []string
+	Rows    [][]any
+}
+
+// DateStatus is what readers see for one date.
+type DateStatus struct {
+	Date                 string  `json:"date"`
+	JobID                string  `json:"job_id"`
+	ManifestID           string  `json:"manifest_id"`
+	EnrollmentSnapshotID string  `json:"enrollment_snapshot_id"`
+	EventCount           int64   `json:"event_count"`
+	UnknownLessonCount   int64   `json:"unknown_lesson_count"`
+	UnknownLessonRate    float64 `json:"unknown_lesson_rate"`
+	FactFiles            int     `json:"fact_files"`
+	FactRows             int64   `json:"fact_rows"`
+}
+
+// Status lists the published dates of p, sorted.
+func Status(p pointer.Pointer) []DateStatus {
+	var out []DateStatus
+	for d, e := range p.Dates {
+		s := DateStatus{Date: d.String(), JobID: e.JobID, ManifestID: e.ManifestID, EnrollmentSnapshotID: e.EnrollmentSnapshotID,
+			EventCount: e.EventCount, UnknownLessonCount: e.UnknownLessonCount, UnknownLessonRate: e.UnknownLessonRate,
+			FactFiles: len(e.FactFiles)}
+		for _, f := range e.FactFiles {
+			s.FactRows += f.Rows
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Date < out[j].Date })
+	return out
+}
+
+// Query builds the SQL that reads one table as readers see it: the listed
+// files of each date (or of one date), with event_date restored from the
+// pointer entry rather than parsed from a path. It returns "" when no file
+// is listed.
+func Query(warehouse string, p pointer.Pointer, table string, only *dates.Date) (string, error) {
+	var cols []string
+	switch table {
+	case engine.FactTable:
+		cols = engine.FactColumns
+	case engine.CourseDayTable:
+		cols = engine.CourseDayColumns
+	default:
+		return "", fmt.Errorf("unknown table %q: want %s or %s", table, engine.FactTable, engine.CourseDayTable)
+	}
+	var ds []dates.Date
+	for d := range p.Dates {
+		if only == nil || *only == d {
+			ds = append(ds, d)
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	var parts []string
+	for _, d := range ds {
+		e := p.Dates[d]
+		files := e.FactFiles
+		if table == engine.CourseDayTable {
+			files = e.CourseDayFiles
+		}
+		if len(files) == 0 {
+			continue
+		}
+		var quoted []string
+		for _, f := range files {
+			quoted = append(quoted, quote(filepath.Join(warehouse, filepath.FromSlash(f.Path))))
+		}
+		parts = append(parts, fmt.Sprintf("SELECT %s, DATE %s AS event_date FROM read_parquet([%s], hive_partitioning=false)",
+			strings.Join(cols[:len(cols)-1], ", "), quote(d.String()), strings.Join(quoted, ", ")))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	order := "event_date, course_id"
+	if table == engine.FactTable {
+		order = "event_date, learner_key, lesson_id"
+	}
+	return "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY " + order, nil
+}
+
+// Read runs Query on conn.
+func Read(ctx context.Context, conn *sql.Conn, warehouse string, p pointer.Pointer, table string, only *dates.Date) (Table, error) {
+	q, err := Query(warehouse, p, table, only)
+	if err != nil {
+		return Table{}, err
+	}
+	cols := engine.FactColumns
+	if table == engine.CourseDayTable {
+		cols = engine.CourseDayColumns
+	}
+	t := Table{Columns: cols}
+	if q == "" {
+		return t, nil
+	}
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return Table{}, fmt.Errorf("read %s: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return Table{}, fmt.Errorf("read %s: %w", table, err)
+		}
+		t.Rows = append(t.Rows, vals)
+	}
+	return t, rows.Err()
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,0 +1,87 @@
+// Package warehouse names the places inside a warehouse and writes the small
+// JSON records (attempt, gate report, rejection) durably. The pointer itself
+// belongs to package pointer; this package never touches it.
+package warehouse
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+)
+
+// Relative, slash-separated locations inside a warehouse.
+const (
+	StagingRoot    = "staging"
+	RejectionsRoot = "rejections"
+)
+
+// StagingDir is the staging prefix of one job.
+func StagingDir(jobID string) string { return path.Join(StagingRoot, "job_id="+jobID) }
+
+// AttemptPath is written first by every attempt: arguments, pins, start time.
+func AttemptPath(jobID string) string { return path.Join(StagingDir(jobID), "_attempt.json") }
+
+// GatePath is the gate report of an attempt.
+func GatePath(jobID string) string { return path.Join(StagingDir(jobID), "_gate.json") }
+
+// RejectionPath is written when the gate rejects an attempt.
+func RejectionPath(jobID string) string {
+	return path.Join(RejectionsRoot, "job_id="+jobID+".json")
+}
+
+// Abs joins a relative warehouse location to the warehouse root.
+func Abs(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
+
+// WriteJSON writes v as indented JSON at root/rel durably: a temp file in the
+// same directory, fsync, rename, fsync of the directory. A reader sees the
+// old file or the whole new one, never a torn one.
+func WriteJSON(root, rel string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", rel, err)
+	}
+	return WriteFile(Abs(root, rel), append(b, '\n'))
+}
+
+// WriteFile writes b at p durably (see WriteJSON).
+func WriteFile(p string, b []byte) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("rename %s: %w", p, err)
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so a rename or create inside it survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
