@@ -90,7 +90,8 @@ func TargetFiles(numBytes, targetBytes int64) int {
 	if numBytes <= 0 {
 		return 1
 	}
-	return int((numBytes + targetBytes - 1) / targetBytes)
+	// (n-1)/t+1 is the ceiling without the overflow of (n+t-1)/t.
+	return int((numBytes-1)/targetBytes + 1)
 }
 
 // DefaultTargetFileBytes is 192 MB.

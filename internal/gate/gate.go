@@ -90,6 +90,15 @@ func (r Report) Failed() []Check {
 	return out
 }
 
+// FailedNames returns the names of the failed checks, in report order.
+func (r Report) FailedNames() []string {
+	names := []string{}
+	for _, c := range r.Failed() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
 // Reasons summarizes the failed checks in one line, for errors and logs.
 func (r Report) Reasons() string {
 	var parts []string

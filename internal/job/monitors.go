@@ -117,12 +117,8 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	if len(res.Report.Checks) > 0 && !res.Report.Passed {
 		gateStatus = monitor.Page
 	}
-	failed := []string{}
-	for _, c := range res.Report.Failed() {
-		failed = append(failed, c.Name)
-	}
 	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.GateRejection, Status: gateStatus, Figures: map[string]any{
-		"checks_run": len(res.Report.Checks), "failed_checks": failed, "reasons": res.Report.Reasons(),
+		"checks_run": len(res.Report.Checks), "failed_checks": res.Report.FailedNames(), "reasons": res.Report.Reasons(),
 	}})
 	visible := res.Pointer
 	if !res.Published && m.store != nil {

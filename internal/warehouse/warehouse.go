@@ -74,14 +74,22 @@ func WriteFile(p string, b []byte) error {
 }
 
 // SyncDir fsyncs a directory so a rename or create inside it survives a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return SyncFile(dir) }
+
+// SyncFile fsyncs a file (or directory) that was written by someone else,
+// such as an engine's COPY, before anything may name it: the pointer must
+// never point at bytes a power cut could take back.
+func SyncFile(p string) error {
+	f, err := os.Open(p)
 	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+		return fmt.Errorf("sync %s: %w", p, err)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", p, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // sources resolves the file lists of the three inputs for spec.
@@ -215,8 +216,8 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 // written as one hidden file; when TargetFiles says it is too big it is
 // rewritten into n files split by a hash of the grain, so a row's file is a
 // function of its key. query has a %s placeholder for that extra predicate.
-func (e *Engine) writeDate(ctx context.Context, warehouse, relDir, query string, target int64) ([]pointer.File, error) {
-	dir := abs(warehouse, relDir)
+func (e *Engine) writeDate(ctx context.Context, root, relDir, query string, target int64) ([]pointer.File, error) {
+	dir := abs(root, relDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create staging %s: %w", dir, err)
 	}
@@ -256,7 +257,7 @@ func (e *Engine) writeDate(ctx context.Context, warehouse, relDir, query string,
 	var files []pointer.File
 	for _, name := range names {
 		p := filepath.Join(dir, name)
-		if err := syncFile(p); err != nil {
+		if err := warehouse.SyncFile(p); err != nil {
 			return nil, err
 		}
 		size, err := fileSize(p)
@@ -269,7 +270,7 @@ func (e *Engine) writeDate(ctx context.Context, warehouse, relDir, query string,
 		}
 		files = append(files, pointer.File{Path: path.Join(relDir, name), Bytes: size, Rows: rows})
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDirs(dir); err != nil {
 		return nil, err
 	}
 	return files, nil
@@ -280,23 +281,11 @@ func (e *Engine) copy(ctx context.Context, query, file string) error {
 	return e.exec(ctx, "write "+file, q)
 }
 
-// syncFile makes a staged file durable before anything can name it: the
-// pointer must never point at bytes a power cut could take back.
-func syncFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", p, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", p, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
+// syncDirs fsyncs dir and its parents up to the staging root, so the new
+// directory entries survive a crash as well as the files.
+func syncDirs(dir string) error {
 	for d := dir; ; d = filepath.Dir(d) {
-		if err := syncFile(d); err != nil {
+		if err := warehouse.SyncFile(d); err != nil {
 			return err
 		}
 		if filepath.Base(d) == "staging" || filepath.Dir(d) == d {

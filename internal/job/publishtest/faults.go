@@ -100,12 +100,8 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 			if exitcode.Code(err) != exitcode.GateRejected {
 				t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
 			}
-			var failed []string
-			for _, c := range res.Report.Failed() {
-				failed = append(failed, c.Name)
-			}
-			if !slices.Contains(failed, tc.check) {
-				t.Errorf("failed checks %v, want %s among them", failed, tc.check)
+			if !slices.Contains(res.Report.FailedNames(), tc.check) {
+				t.Errorf("failed checks %v, want %s among them", res.Report.FailedNames(), tc.check)
 			}
 			if after := FileBytes(t, filepath.Join(wh, "pointer.json")); string(after) != string(before) {
 				t.Errorf("pointer changed after a rejected attempt")
@@ -130,12 +126,8 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 		if exitcode.Code(err) != exitcode.GateRejected {
 			t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
 		}
-		var failed []string
-		for _, c := range res.Report.Failed() {
-			failed = append(failed, c.Name)
-		}
-		if !slices.Contains(failed, gate.CheckFactRowCourseConflict) {
-			t.Errorf("failed checks %v, want %s", failed, gate.CheckFactRowCourseConflict)
+		if !slices.Contains(res.Report.FailedNames(), gate.CheckFactRowCourseConflict) {
+			t.Errorf("failed checks %v, want %s", res.Report.FailedNames(), gate.CheckFactRowCourseConflict)
 		}
 	})
 }

@@ -308,12 +308,8 @@ func testGateVariants(t *testing.T, h Harness) {
 			if exitcode.Code(err) != exitcode.GateRejected {
 				t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
 			}
-			var failed []string
-			for _, c := range res.Report.Failed() {
-				failed = append(failed, c.Name)
-			}
-			if !slices.Contains(failed, tc.check) {
-				t.Errorf("failed checks %v do not include %s", failed, tc.check)
+			if !slices.Contains(res.Report.FailedNames(), tc.check) {
+				t.Errorf("failed checks %v do not include %s", res.Report.FailedNames(), tc.check)
 			}
 			if FileBytes(t, filepath.Join(wh, "pointer.json")) != nil {
 				t.Errorf("pointer.json written by a rejected publish")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 const (
@@ -354,7 +355,7 @@ func replace(dir, path string, data []byte) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
-	return syncDir(dir)
+	return warehouse.SyncDir(dir)
 }
 
 // createExclusive durably creates path with data unless it already exists,
@@ -377,27 +378,10 @@ func createExclusive(dir, path string, data []byte) (created bool, err error) {
 	if linkErr != nil {
 		return false, fmt.Errorf("link %s to %s: %w", tmp, path, linkErr)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := warehouse.SyncDir(dir); err != nil {
 		return false, err
 	}
 	return true, nil
-}
-
-// syncDir fsyncs a directory so entries created, renamed or removed in it
-// are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("close directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // mkdirAll creates dir and any missing parents, fsyncing each parent after
@@ -423,5 +407,5 @@ func mkdirAll(dir string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create directory %s: %w", dir, err)
 	}
-	return syncDir(parent)
+	return warehouse.SyncDir(parent)
 }

@@ -1,0 +1,610 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+)
+
+func mustParse(t *testing.T, text, name string) *Properties {
+	t.Helper()
+	p, err := Parse(strings.NewReader(text), name)
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return p
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want map[string]string
+		keys []string // first-appearance order
+	}{
+		{name: "space separated", text: "a.b value\n", want: map[string]string{"a.b": "value"}, keys: []string{"a.b"}},
+		{name: "tab and many spaces", text: "a.b\t \t value with  inner   spaces  \n", want: map[string]string{"a.b": "value with  inner   spaces"}, keys: []string{"a.b"}},
+		{name: "equals", text: "a.b=value\n", want: map[string]string{"a.b": "value"}, keys: []string{"a.b"}},
+		{name: "equals with spaces", text: "a.b = value\n", want: map[string]string{"a.b": "value"}, keys: []string{"a.b"}},
+		{name: "colon", text: "a.b: value\n", want: map[string]string{"a.b": "value"}, keys: []string{"a.b"}},
+		{name: "colon no space", text: "a.b:value\n", want: map[string]string{"a.b": "value"}, keys: []string{"a.b"}},
+		{name: "value keeps colons", text: "spark.remote sc://host:15002\n", want: map[string]string{"spark.remote": "sc://host:15002"}, keys: []string{"spark.remote"}},
+		{name: "value keeps equals", text: "k a=b\n", want: map[string]string{"k": "a=b"}, keys: []string{"k"}},
+		{name: "key only", text: "k\n", want: map[string]string{"k": ""}, keys: []string{"k"}},
+		{name: "hash comment", text: "# a comment\na 1\n", want: map[string]string{"a": "1"}, keys: []string{"a"}},
+		{name: "bang comment", text: "! a comment\na 1\n", want: map[string]string{"a": "1"}, keys: []string{"a"}},
+		{name: "indented comment", text: "   # k v\n\t! k2 v2\na 1\n", want: map[string]string{"a": "1"}, keys: []string{"a"}},
+		{name: "blank lines", text: "\n\n   \n\t\na 1\n\nb 2\n", want: map[string]string{"a": "1", "b": "2"}, keys: []string{"a", "b"}},
+		{name: "later value wins", text: "a 1\nb 2\na 3\n", want: map[string]string{"a": "3", "b": "2"}, keys: []string{"a", "b"}},
+		{name: "later wins across separators", text: "a=1\na: 2\na 4\n", want: map[string]string{"a": "4"}, keys: []string{"a"}},
+		{name: "no trailing newline", text: "a 1", want: map[string]string{"a": "1"}, keys: []string{"a"}},
+		{name: "crlf", text: "a 1\r\nb 2\r\n", want: map[string]string{"a": "1", "b": "2"}, keys: []string{"a", "b"}},
+		{name: "empty file", text: "", want: map[string]string{}, keys: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustParse(t, tc.text, "test.conf")
+			for k, v := range tc.want {
+				got, ok := p.Get(k)
+				if !ok || got != v {
+					t.Errorf("Get(%q) = %q, %v; want %q", k, got, ok, v)
+				}
+			}
+			if got := p.Keys(); !reflect.DeepEqual(got, tc.keys) {
+				t.Errorf("Keys() = %q, want %q", got, tc.keys)
+			}
+			for _, k := range []string{"#", "!", "a comment", "k2"} {
+				if _, ok := p.Get(k); ok {
+					t.Errorf("comment text became key %q", k)
+				}
+			}
+		})
+	}
+}
+
+func TestParseLineNumbers(t *testing.T) {
+	p := mustParse(t, "# c\n\nengagement.unknownCap 0.01\nengagement.saltBuckets 4\nengagement.unknownCap abc\n", "x.conf")
+	if got := p.where(KeyUnknownCap); got != "x.conf:5" {
+		t.Errorf("where(unknownCap) = %q, want x.conf:5 (the later line)", got)
+	}
+	if got := p.where(KeySaltBuckets); got != "x.conf:4" {
+		t.Errorf("where(saltBuckets) = %q, want x.conf:4", got)
+	}
+	_, err := Resolve(p, nil)
+	if err == nil || !strings.Contains(err.Error(), "x.conf:5") || !strings.Contains(err.Error(), `"abc"`) {
+		t.Errorf("Resolve error %v: want it to name x.conf:5 and \"abc\"", err)
+	}
+}
+
+func TestParseNoKey(t *testing.T) {
+	_, err := Parse(strings.NewReader("a 1\n= value\n"), "x.conf")
+	if err == nil || !strings.Contains(err.Error(), "x.conf:2") {
+		t.Errorf("Parse of a line without key: err = %v, want x.conf:2", err)
+	}
+}
+
+func TestResolveDefaults(t *testing.T) {
+	j, err := Resolve(nil, nil)
+	if err != nil {
+		t.Fatalf("Resolve(nil, nil): %v", err)
+	}
+	if j.Engine != "duckdb" {
+		t.Errorf("Engine = %q, want duckdb", j.Engine)
+	}
+	if j.SparkRemote != "sc://127.0.0.1:15002" {
+		t.Errorf("SparkRemote = %q", j.SparkRemote)
+	}
+	if j.UnknownCap != 0.02 {
+		t.Errorf("UnknownCap = %v, want 0.02", j.UnknownCap)
+	}
+	if j.SaltBuckets != 8 || j.RestatementHorizonDays != 3 || j.LatenessDays != 2 || j.FreshnessMaxDays != 2 {
+		t.Errorf("ints = salt %d horizon %d lateness %d freshness %d, want 8 3 2 2",
+			j.SaltBuckets, j.RestatementHorizonDays, j.LatenessDays, j.FreshnessMaxDays)
+	}
+	if j.TargetFileBytes != 192*1024*1024 {
+		t.Errorf("TargetFileBytes = %d, want %d", j.TargetFileBytes, 192*1024*1024)
+	}
+	if want := []string{"email", "payment_token", "card_number", "raw_ip"}; !reflect.DeepEqual(j.ProhibitedColumns, want) {
+		t.Errorf("ProhibitedColumns = %q, want %q", j.ProhibitedColumns, want)
+	}
+	if j.Warehouse != "" || j.Raw != "" || j.ManifestID != "" || j.EnrollmentSnapshotID != "" || len(j.HotCourses) != 0 {
+		t.Errorf("unset settings got values: %+v", j)
+	}
+	if j.AsOfSet {
+		t.Errorf("AsOfSet without engagement.asOfDate")
+	}
+}
+
+func TestResolveFileAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	confPath := filepath.Join(dir, "conf", "job.conf")
+	text := strings.Join([]string{
+		"engagement.engine duckdb",
+		"engagement.warehouse ../wh",
+		"engagement.raw raw-data",
+		"engagement.lessons /abs/lessons",
+		"engagement.enrollments enr",
+		"engagement.manifestId dim-file",
+		"engagement.enrollmentSnapshotId enr-file",
+		"engagement.unknownCap 0.03",
+		"engagement.hotCourses course-a, course-b ,,",
+		"engagement.saltBuckets 4",
+		"engagement.restatementHorizonDays 2",
+		"engagement.latenessDays 0",
+		"engagement.targetFileBytes 128MB",
+		"engagement.prohibitedColumns Email, RAW_IP",
+		"engagement.freshnessMaxDays 0",
+		"engagement.asOfDate 2026-03-04",
+		"spark.sql.shuffle.partitions 8",
+		"spark.sql.session.timeZone UTC",
+		"duckdb.threads 2",
+		"duckdb.memory_limit 2GB",
+	}, "\n") + "\n"
+	p := mustParse(t, text, confPath)
+
+	j, err := Resolve(p, nil)
+	if err != nil {
+		t.Fatalf("Resolve(file): %v", err)
+	}
+	confDir := filepath.Join(dir, "conf")
+	checks := []struct{ name, got, want string }{
+		{"warehouse", j.Warehouse, filepath.Join(dir, "wh")},
+		{"raw", j.Raw, filepath.Join(confDir, "raw-data")},
+		{"lessons (absolute kept)", j.Lessons, "/abs/lessons"},
+		{"enrollments", j.Enrollments, filepath.Join(confDir, "enr")},
+		{"manifest", j.ManifestID, "dim-file"},
+		{"snapshot", j.EnrollmentSnapshotID, "enr-file"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("file %s = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if j.UnknownCap != 0.03 || j.SaltBuckets != 4 || j.RestatementHorizonDays != 2 || j.LatenessDays != 0 ||
+		j.FreshnessMaxDays != 0 || j.TargetFileBytes != 128<<20 {
+		t.Errorf("file numbers: cap %v salt %d horizon %d lateness %d freshness %d target %d",
+			j.UnknownCap, j.SaltBuckets, j.RestatementHorizonDays, j.LatenessDays, j.FreshnessMaxDays, j.TargetFileBytes)
+	}
+	if want := []string{"course-a", "course-b"}; !reflect.DeepEqual(j.HotCourses, want) {
+		t.Errorf("HotCourses = %q, want %q", j.HotCourses, want)
+	}
+	if want := []string{"email", "raw_ip"}; !reflect.DeepEqual(j.ProhibitedColumns, want) {
+		t.Errorf("ProhibitedColumns = %q, want %q (lower-cased)", j.ProhibitedColumns, want)
+	}
+	if !j.AsOfSet || j.AsOf != dates.MustParse("2026-03-04") {
+		t.Errorf("AsOf = %v set=%v, want 2026-03-04", j.AsOf, j.AsOfSet)
+	}
+	if want := map[string]string{"spark.sql.shuffle.partitions": "8", "spark.sql.session.timeZone": "UTC"}; !reflect.DeepEqual(j.Spark, want) {
+		t.Errorf("Spark = %v, want %v", j.Spark, want)
+	}
+	if want := map[string]string{"threads": "2", "memory_limit": "2GB"}; !reflect.DeepEqual(j.DuckDB, want) {
+		t.Errorf("DuckDB = %v, want %v", j.DuckDB, want)
+	}
+
+	// Flags win over the file; flag paths are kept exactly as given.
+	j, err = Resolve(p, []Override{
+		{KeyWarehouse, "rel/wh"},
+		{KeyRaw, "/flag/raw"},
+		{KeyManifestID, "dim-flag"},
+		{KeyUnknownCap, "0.05"},
+		{KeyHotCourses, "course-z"},
+		{KeyEngine, "spark"},
+		{KeySparkRemote, "sc://spark:15002"},
+		{KeyAsOfDate, "2026-03-10"},
+	})
+	if err != nil {
+		t.Fatalf("Resolve(file, flags): %v", err)
+	}
+	if j.Warehouse != "rel/wh" {
+		t.Errorf("flag warehouse = %q, want rel/wh as given", j.Warehouse)
+	}
+	if j.Raw != "/flag/raw" {
+		t.Errorf("flag raw = %q", j.Raw)
+	}
+	if j.Enrollments != filepath.Join(confDir, "enr") {
+		t.Errorf("file enrollments lost when other flags set: %q", j.Enrollments)
+	}
+	if j.ManifestID != "dim-flag" || j.EnrollmentSnapshotID != "enr-file" {
+		t.Errorf("pins = %q %q, want dim-flag enr-file", j.ManifestID, j.EnrollmentSnapshotID)
+	}
+	if j.UnknownCap != 0.05 {
+		t.Errorf("flag cap = %v, want 0.05", j.UnknownCap)
+	}
+	if !reflect.DeepEqual(j.HotCourses, []string{"course-z"}) {
+		t.Errorf("flag hot courses = %q", j.HotCourses)
+	}
+	if j.Engine != "spark" || j.SparkRemote != "sc://spark:15002" {
+		t.Errorf("engine %q remote %q", j.Engine, j.SparkRemote)
+	}
+	if j.AsOf != dates.MustParse("2026-03-10") {
+		t.Errorf("flag as-of = %v", j.AsOf)
+	}
+	if j.SaltBuckets != 4 {
+		t.Errorf("file saltBuckets lost: %d", j.SaltBuckets)
+	}
+}
+
+func TestResolveRelativeConfigFile(t *testing.T) {
+	// A config named by a relative path resolves its relative keys against
+	// its own directory, not the working directory.
+	p := mustParse(t, "engagement.raw ../testdata/fixture/raw\nengagement.warehouse wh\n", filepath.Join("config", "fixture.conf"))
+	j, err := Resolve(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join("testdata", "fixture", "raw"); j.Raw != want {
+		t.Errorf("Raw = %q, want %q", j.Raw, want)
+	}
+	if want := filepath.Join("config", "wh"); j.Warehouse != want {
+		t.Errorf("Warehouse = %q, want %q", j.Warehouse, want)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.conf")
+	if err := os.WriteFile(path, []byte("engagement.raw raw\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := p.Get(KeyRaw); v != "raw" {
+		t.Errorf("Get = %q", v)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "missing.conf")); err == nil || !strings.Contains(err.Error(), "missing.conf") {
+		t.Errorf("ReadFile(missing) = %v, want an error naming the file", err)
+	}
+}
+
+func TestResolveUnknownKey(t *testing.T) {
+	tests := []struct {
+		name    string
+		text    string
+		line    int
+		key     string
+		suggest string // "" for no suggestion
+	}{
+		{"one letter too many", "engagement.raw r\nengagement.unknownCapp 0.02\n", 2, "engagement.unknownCapp", KeyUnknownCap},
+		{"missing letter", "engagment.raw r\n", 1, "engagment.raw", KeyRaw},
+		{"wrong case", "engagement.saltbuckets 4\n", 1, "engagement.saltbuckets", KeySaltBuckets},
+		{"bare duckdb prefix", "# x\n\nduckdb. 1\n", 3, "duckdb.", ""},
+		{"far from everything", "zzz 1\n", 1, "zzz", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustParse(t, tc.text, "job.conf")
+			_, err := Resolve(p, nil)
+			if err == nil {
+				t.Fatalf("Resolve accepted unknown key %q", tc.key)
+			}
+			if code := exitcode.Code(err); code != exitcode.Usage {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			msg := err.Error()
+			for _, s := range []string{"job.conf:" + itoa(tc.line), `"` + tc.key + `"`} {
+				if !strings.Contains(msg, s) {
+					t.Errorf("error %q does not contain %q", msg, s)
+				}
+			}
+			if tc.suggest != "" {
+				if want := `did you mean "` + tc.suggest + `"`; !strings.Contains(msg, want) {
+					t.Errorf("error %q does not contain %q", msg, want)
+				}
+			} else if tc.key == "zzz" && strings.Contains(msg, "did you mean") {
+				t.Errorf("error %q suggests a key for a far-off name", msg)
+			}
+		})
+	}
+
+	// An unknown key given as an override is refused too, as coming from a flag.
+	_, err := Resolve(nil, []Override{{"engagement.unknownCapp", "0.1"}})
+	if err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "flag") ||
+		!strings.Contains(err.Error(), `did you mean "engagement.unknownCap"`) {
+		t.Errorf("Resolve(override with unknown key) = %v", err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestResolveBadValues(t *testing.T) {
+	tests := []struct {
+		key, value string
+	}{
+		{KeyUnknownCap, "abc"},
+		{KeyUnknownCap, "1.5"},
+		{KeyUnknownCap, "-0.1"},
+		{KeyUnknownCap, "NaN"},
+		{KeyUnknownCap, "Inf"},
+		{KeyUnknownCap, ""},
+		{KeySaltBuckets, "0"},
+		{KeySaltBuckets, "-3"},
+		{KeySaltBuckets, "2.5"},
+		{KeyRestatementHorizonDays, "x"},
+		{KeyRestatementHorizonDays, "0"},
+		{KeyLatenessDays, "-1"},
+		{KeyFreshnessMaxDays, "two"},
+		{KeyTargetFileBytes, "12XB"},
+		{KeyTargetFileBytes, "0"},
+		{KeyTargetFileBytes, "-5MB"},
+		{KeyEngine, "flink"},
+		{KeySparkRemote, "http://x:15002"},
+		{KeyAsOfDate, "2026-02-30"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			// From the file: the error names the key and file:line.
+			text := "# header\nengagement.engine duckdb\n" + tc.key + " " + tc.value + "\n"
+			p := mustParse(t, text, "bad.conf")
+			_, err := Resolve(p, nil)
+			if err == nil {
+				t.Fatalf("Resolve accepted %s = %q from the file", tc.key, tc.value)
+			}
+			if code := exitcode.Code(err); code != exitcode.Usage {
+				t.Errorf("file: exit code %d, want 2", code)
+			}
+			for _, s := range []string{tc.key, "bad.conf:3"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("file: error %q does not contain %q", err, s)
+				}
+			}
+
+			// From a flag: the error names the key and says flag.
+			_, err = Resolve(nil, []Override{{tc.key, tc.value}})
+			if err == nil {
+				t.Fatalf("Resolve accepted %s = %q from a flag", tc.key, tc.value)
+			}
+			if code := exitcode.Code(err); code != exitcode.Usage {
+				t.Errorf("flag: exit code %d, want 2", code)
+			}
+			for _, s := range []string{tc.key, "flag"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("flag: error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveGoodNumbers(t *testing.T) {
+	tests := []struct {
+		key, value string
+		check      func(Job) bool
+	}{
+		{KeyUnknownCap, "0", func(j Job) bool { return j.UnknownCap == 0 }},
+		{KeyUnknownCap, "1", func(j Job) bool { return j.UnknownCap == 1 }},
+		{KeyUnknownCap, "0.015", func(j Job) bool { return j.UnknownCap == 0.015 }},
+		{KeySaltBuckets, "1", func(j Job) bool { return j.SaltBuckets == 1 }},
+		{KeyLatenessDays, "0", func(j Job) bool { return j.LatenessDays == 0 }},
+		{KeyTargetFileBytes, "1", func(j Job) bool { return j.TargetFileBytes == 1 }},
+		{KeyTargetFileBytes, "256MB", func(j Job) bool { return j.TargetFileBytes == 256<<20 }},
+	}
+	for _, tc := range tests {
+		j, err := Resolve(nil, []Override{{tc.key, tc.value}})
+		if err != nil {
+			t.Errorf("Resolve(%s=%q): %v", tc.key, tc.value, err)
+			continue
+		}
+		if !tc.check(j) {
+			t.Errorf("Resolve(%s=%q) gave %+v", tc.key, tc.value, j)
+		}
+	}
+}
+
+func TestResolveReportsEveryBadValue(t *testing.T) {
+	p := mustParse(t, "engagement.unknownCap abc\nengagement.saltBuckets 0\n", "two.conf")
+	_, err := Resolve(p, nil)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, s := range []string{"two.conf:1", "two.conf:2", KeyUnknownCap, KeySaltBuckets} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"1", 1, true},
+		{"10", 10, true},
+		{"5B", 5, true},
+		{"1KB", 1024, true},
+		{"1kb", 1024, true},
+		{"192MB", 201326592, true},
+		{"192mb", 201326592, true},
+		{" 192 MB ", 201326592, true},
+		{"1GB", 1073741824, true},
+		{"20GB", 21474836480, true},
+		{"2TB", 2199023255552, true},
+		{"9223372036854775807", 9223372036854775807, true},
+		{"8589934591GB", 8589934591 * 1073741824, true}, // 2^63 - 2^30
+		{"8589934592GB", 0, false},                      // 2^63: overflows
+		{"9223372036854775808", 0, false},
+		{"", 0, false},
+		{"MB", 0, false},
+		{"12XB", 0, false},
+		{"1.5GB", 0, false},
+		{"-1", 0, false},
+		{"-5MB", 0, false},
+		{"192 M", 0, false},
+		{"192MiB", 0, false},
+		{"abc", 0, false},
+	}
+	for _, tc := range tests {
+		got, err := ParseBytes(tc.in)
+		if tc.ok {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("ParseBytes(%q) = %d, want an error", tc.in, got)
+		} else if !strings.Contains(err.Error(), tc.in) {
+			t.Errorf("ParseBytes(%q) error %q does not quote the input", tc.in, err)
+		}
+	}
+}
+
+func TestCheckJobID(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+		ok   bool
+	}{
+		{"empty", "", false},
+		{"slash", "a/b", false},
+		{"dot dot", "..", false},
+		{"dot dot inside", "a..b", false},
+		{"parent path", "../x", false},
+		{"backslash", `a\b`, false},
+		{"space", "has space", false},
+		{"10 KB", strings.Repeat("a", 10*1024), false},
+		{"129 chars", strings.Repeat("a", 129), false},
+		{"single dot", ".", false},
+		{"leading dash", "-rf", false},
+		{"leading dot", ".hidden", false},
+		{"newline", "a\nb", false},
+		{"nul", "a\x00b", false},
+		{"equals", "a=b", false},
+		{"non-ascii", "jöb", false},
+		{"ok", "ok-id_1.2", true},
+		{"timestamp", "20260303T0600Z", true},
+		{"single char", "a", true},
+		{"128 chars", strings.Repeat("a", 128), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckJobID(tc.id)
+			if tc.ok {
+				if err != nil {
+					t.Errorf("CheckJobID(%q) = %v, want nil", tc.id, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("CheckJobID(%q) accepted", tc.id)
+			}
+			if code := exitcode.Code(err); code != exitcode.Usage {
+				t.Errorf("CheckJobID(%q): exit code %d, want 2", tc.id, code)
+			}
+			if !errors.Is(err, exitcode.ErrUsage) {
+				t.Errorf("CheckJobID(%q): not errors.Is ErrUsage", tc.id)
+			}
+			if !strings.Contains(err.Error(), "--job-id") {
+				t.Errorf("CheckJobID(%q) error %q does not mention --job-id", tc.id, err)
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("CheckJobID error is %d bytes long; it should not echo a huge id", len(err.Error()))
+			}
+		})
+	}
+}
+
+func TestCheckPublish(t *testing.T) {
+	full := Job{
+		JobID: "job-1", Dates: []dates.Date{dates.MustParse("2026-03-02")},
+		Warehouse: "wh", Raw: "raw", Lessons: "lessons", Enrollments: "enr",
+		ManifestID: "dim", EnrollmentSnapshotID: "snap",
+	}
+	if err := full.CheckPublish(); err != nil {
+		t.Fatalf("CheckPublish(full) = %v", err)
+	}
+	tests := []struct {
+		name  string
+		edit  func(*Job)
+		wants []string
+		nots  []string
+	}{
+		{"warehouse", func(j *Job) { j.Warehouse = "" }, []string{KeyWarehouse}, []string{KeyRaw, KeyManifestID}},
+		{"raw", func(j *Job) { j.Raw = "" }, []string{KeyRaw}, []string{KeyWarehouse}},
+		{"lessons", func(j *Job) { j.Lessons = "" }, []string{KeyLessons}, nil},
+		{"enrollments", func(j *Job) { j.Enrollments = "" }, []string{KeyEnrollments}, nil},
+		{"manifest pin", func(j *Job) { j.ManifestID = "" }, []string{KeyManifestID}, []string{KeyEnrollmentSnapshotID}},
+		{"snapshot pin", func(j *Job) { j.EnrollmentSnapshotID = "" }, []string{KeyEnrollmentSnapshotID}, nil},
+		{"all five inputs", func(j *Job) { *j = Job{JobID: "job-1", Dates: j.Dates, Warehouse: "wh"} },
+			[]string{KeyRaw, KeyLessons, KeyEnrollments, KeyManifestID, KeyEnrollmentSnapshotID}, []string{KeyWarehouse}},
+		{"nothing set", func(j *Job) { *j = Job{JobID: "job-1", Dates: j.Dates} }, []string{"missing setting", "engagement."}, nil},
+		{"no dates", func(j *Job) { j.Dates = nil }, []string{"--dates"}, nil},
+		{"bad job id", func(j *Job) { j.JobID = "a/b" }, []string{"--job-id"}, nil},
+		{"empty job id", func(j *Job) { j.JobID = "" }, []string{"--job-id"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := full
+			j.Dates = append([]dates.Date(nil), full.Dates...)
+			tc.edit(&j)
+			err := j.CheckPublish()
+			if err == nil {
+				t.Fatal("CheckPublish accepted")
+			}
+			if code := exitcode.Code(err); code != exitcode.Usage {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			for _, s := range tc.wants {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %q", err, s)
+				}
+			}
+			for _, s := range tc.nots {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q names %q, which is set", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestKnownKeys(t *testing.T) {
+	keys := KnownKeys()
+	if len(keys) != 17 {
+		t.Errorf("KnownKeys has %d keys, want 17: %q", len(keys), keys)
+	}
+	for i := 1; i < len(keys); i++ {
+		if keys[i-1] >= keys[i] {
+			t.Errorf("KnownKeys not sorted/unique at %d: %q >= %q", i, keys[i-1], keys[i])
+		}
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "engagement.") {
+			t.Errorf("known key %q lacks the engagement. prefix", k)
+		}
+	}
+}
+
+func TestFixtureConfResolves(t *testing.T) {
+	p, err := ReadFile(filepath.Join("..", "..", "config", "fixture.conf"))
+	if err != nil {
+		t.Skipf("fixture.conf not readable: %v", err)
+	}
+	j, err := Resolve(p, nil)
+	if err != nil {
+		t.Fatalf("fixture.conf does not resolve: %v", err)
+	}
+	if j.RestatementHorizonDays != 2 {
+		t.Errorf("fixture horizon = %d, want 2 (SPEC section 9)", j.RestatementHorizonDays)
+	}
+	if j.UnknownCap != 0.02 {
+		t.Errorf("fixture cap = %v, want 0.02", j.UnknownCap)
+	}
+	if want := filepath.Join("..", "..", "testdata", "fixture", "raw"); j.Raw != want {
+		t.Errorf("fixture raw = %q, want %q (relative to the config file)", j.Raw, want)
+	}
+	if j.Spark["spark.sql.session.timeZone"] != "UTC" {
+		t.Errorf("fixture spark.sql.session.timeZone = %q, want UTC", j.Spark["spark.sql.session.timeZone"])
+	}
+}

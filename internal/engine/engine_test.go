@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"math"
+	"testing"
+)
+
+func TestTargetFiles(t *testing.T) {
+	const mb = 1024 * 1024
+	const gib = 1024 * 1024 * 1024
+	tests := []struct {
+		name          string
+		bytes, target int64
+		want          int
+	}{
+		// 20 GiB / 192 MiB = 20480/192 = 106.67, rounded up.
+		{"20 GiB at 192MB", 20 * gib, 192 * mb, 107},
+		{"zero bytes", 0, 192 * mb, 1},
+		{"negative bytes", -5, 192 * mb, 1},
+		{"most negative", -1 << 62, 192 * mb, 1},
+		{"one byte", 1, 192 * mb, 1},
+		{"exactly 192MB", 192 * mb, 192 * mb, 1},
+		{"192MB plus one byte", 192*mb + 1, 192 * mb, 2},
+		{"exactly two files", 2 * 192 * mb, 192 * mb, 2},
+		{"two files plus one byte", 2*192*mb + 1, 192 * mb, 3},
+		{"60M-event day, 12 GiB", 12 * gib, 192 * mb, 64},
+		// A non-positive target falls back to the 192 MB default.
+		{"zero target uses default", 192*mb + 1, 0, 2},
+		{"negative target uses default", 20 * gib, -1, 107},
+		{"128MB target", 256 * mb, 128 * mb, 2},
+		// Never fewer than one, even at the extremes of int64:
+		// (2^63-1) / (3*2^26) = 45812984490.67, rounded up.
+		{"max int64 bytes", math.MaxInt64, 192 * mb, 45812984491},
+		// engagement.targetFileBytes accepts up to 8589934591GB; two bytes
+		// at a huge target are one file.
+		{"huge target", 2, math.MaxInt64, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TargetFiles(tc.bytes, tc.target); got != tc.want {
+				t.Errorf("TargetFiles(%d, %d) = %d, want %d", tc.bytes, tc.target, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultTargetFileBytes(t *testing.T) {
+	if DefaultTargetFileBytes != 201326592 {
+		t.Errorf("DefaultTargetFileBytes = %d, want 192*1024*1024 = 201326592", DefaultTargetFileBytes)
+	}
+	if DefaultTargetFileBytes < 128<<20 || DefaultTargetFileBytes > 256<<20 {
+		t.Errorf("DefaultTargetFileBytes %d outside the 128-256 MB band", DefaultTargetFileBytes)
+	}
+}
+
+func TestPublishedColumns(t *testing.T) {
+	want := []string{"course_id", "event_count", "matched_lesson_count", "unknown_lesson_count",
+		"enrolled_event_count", "learner_count", "job_id", "event_date"}
+	if len(CourseDayColumns) != len(want) {
+		t.Fatalf("CourseDayColumns = %v, want %v", CourseDayColumns, want)
+	}
+	for i := range want {
+		if CourseDayColumns[i] != want[i] {
+			t.Errorf("CourseDayColumns[%d] = %q, want %q", i, CourseDayColumns[i], want[i])
+		}
+	}
+	for _, cols := range [][]string{FactColumns, CourseDayColumns} {
+		if cols[len(cols)-1] != "event_date" {
+			t.Errorf("%v: event_date must be last (it lives in the partition path)", cols)
+		}
+		for _, c := range cols {
+			if c == "_salt" || c == "salt" {
+				t.Errorf("%v holds a helper column %q", cols, c)
+			}
+		}
+	}
+}

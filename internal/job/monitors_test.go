@@ -1,0 +1,112 @@
+package job_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/monitor"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+)
+
+type line struct {
+	Msg     string         `json:"msg"`
+	Signal  string         `json:"signal"`
+	Domain  string         `json:"domain"`
+	Status  string         `json:"status"`
+	Date    string         `json:"date"`
+	Figures map[string]any `json:"figures"`
+}
+
+func publishLogged(t *testing.T, j config.Job) ([]line, error) {
+	t.Helper()
+	e, err := duckdb.Open(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var buf bytes.Buffer
+	p := &job.Publisher{Engine: e, Store: localfs.New(j.Warehouse), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
+	_, perr := p.Publish(context.Background(), j)
+	var lines []line
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("log line is not JSON: %s", sc.Text())
+		}
+		if l.Msg == "monitor" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, perr
+}
+
+// TestMonitorLines checks that a run prints every signal of the capstone's
+// monitoring table with its failure domain, per date where the table says so.
+func TestMonitorLines(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	lines, err := publishLogged(t, fx.Job(t, t.TempDir(), "mon-1", "2026-03-02", "2026-03-03"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l.Signal]++
+		if l.Domain != monitor.Domains[l.Signal] || l.Domain == "" {
+			t.Errorf("%s: domain %q, want %q", l.Signal, l.Domain, monitor.Domains[l.Signal])
+		}
+		if l.Signal == monitor.InputVsFact && l.Figures["input_events"] != l.Figures["fact_event_sum"] {
+			t.Errorf("input_vs_fact %s: %v", l.Date, l.Figures)
+		}
+		if l.Signal == monitor.JobResult && (l.Status != monitor.OK || l.Figures["result"] != "published") {
+			t.Errorf("job_result %s %v", l.Status, l.Figures)
+		}
+	}
+	perDate := map[string]bool{monitor.UnknownLessonRate: true, monitor.InputVsFact: true, monitor.FileLayout: true}
+	for name := range monitor.Domains {
+		want := 1
+		if perDate[name] {
+			want = 2
+		}
+		if count[name] != want {
+			t.Errorf("signal %s printed %d times, want %d", name, count[name], want)
+		}
+	}
+}
+
+func TestMonitorLinesOnRejection(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "over-cap")
+	lines, err := publishLogged(t, fx.Job(t, t.TempDir(), "mon-bad", "2026-03-02", "2026-03-03"))
+	if err == nil {
+		t.Fatal("over-cap publish succeeded")
+	}
+	seen := map[string]line{}
+	for _, l := range lines {
+		seen[l.Signal] = l
+	}
+	if l := seen[monitor.JobResult]; l.Status != monitor.Page || l.Figures["result"] != "failed" {
+		t.Errorf("job_result %+v, want page/failed", l)
+	}
+	g := seen[monitor.GateRejection]
+	failed, _ := g.Figures["failed_checks"].([]any)
+	if g.Status != monitor.Page || len(failed) == 0 || failed[0] != gate.CheckUnknownLessonCap {
+		t.Errorf("gate_rejection %+v, want page naming %s", g, gate.CheckUnknownLessonCap)
+	}
+	if l := seen[monitor.UnknownLessonRate]; l.Status != monitor.Page {
+		t.Errorf("unknown_lesson_rate status %s, want page", l.Status)
+	}
+	if l := seen[monitor.DatesInPointer]; l.Status != monitor.Page {
+		t.Errorf("dates_in_pointer status %s, want page", l.Status)
+	}
+}

@@ -1,0 +1,36 @@
+package reader
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWrite(t *testing.T) {
+	ts := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC) // midnight: a timestamp, not a date
+	tab := Table{
+		Columns: []string{"course_id", "first_event_time", "manifest_id", "event_date"},
+		Rows:    [][]any{{"course-k8s", ts, nil, ts}},
+	}
+	cases := []struct{ format, want string }{
+		{"csv", "course_id,first_event_time,manifest_id,event_date\ncourse-k8s,2026-03-02T00:00:00Z,,2026-03-02\n"},
+		{"json", `{"course_id":"course-k8s","event_date":"2026-03-02","first_event_time":"2026-03-02T00:00:00Z","manifest_id":null}` + "\n"},
+	}
+	for _, tc := range cases {
+		var b bytes.Buffer
+		if err := Write(&b, tab, tc.format); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("%s:\n%q\nwant\n%q", tc.format, b.String(), tc.want)
+		}
+	}
+	var b bytes.Buffer
+	if err := Write(&b, tab, "table"); err != nil || !strings.Contains(b.String(), "NULL") {
+		t.Errorf("table: %q %v", b.String(), err)
+	}
+	if err := Write(&b, tab, "xml"); err == nil {
+		t.Errorf("xml accepted")
+	}
+}
