@@ -46,8 +46,7 @@ type Spec struct {
 
 // Inputs is what Inspect learned before any join.
 type Inputs struct {
-	IngestDates []dates.Date // every ingest_date partition present in raw, sorted
-	Figures     gate.InputFigures
+	Figures gate.InputFigures
 }
 
 // Staged describes one attempt's staging output. Paths are relative to the
@@ -63,7 +62,11 @@ type Staged struct {
 type Engine interface {
 	// Name is "duckdb" or "spark".
 	Name() string
-	// Inspect lists raw partitions and reads the schemas and pins the job
+	// IngestDates lists the ingest_date partitions present under raw, sorted.
+	// It reads no file, so the restatement horizon can be checked before
+	// any input is opened.
+	IngestDates(ctx context.Context, raw string) ([]dates.Date, error)
+	// Inspect reads the schemas and pins the job
 	// would use, computing the figures of gate checks 1 to 3. It fails with
 	// an error naming the file or column when an input is unusable.
 	Inspect(ctx context.Context, spec Spec) (Inputs, error)

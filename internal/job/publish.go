@@ -94,16 +94,20 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 
 	spec := Spec(job)
-	in, err := p.Engine.Inspect(ctx, spec)
+	ingest, err := p.Engine.IngestDates(ctx, job.Raw)
 	if err != nil {
-		return res, fmt.Errorf("inspect inputs: %w", err)
+		return res, fmt.Errorf("list raw: %w", err)
 	}
-	if err := checkHorizon(job, in.IngestDates, p.Log); err != nil {
+	if err := checkHorizon(job, ingest, p.Log); err != nil {
 		return res, err
 	}
 	now := p.Clock().UTC()
-	if err := mon.freshness(ctx, job, in.IngestDates, now); err != nil {
+	if err := mon.freshness(ctx, job, ingest, now); err != nil {
 		return res, err
+	}
+	in, err := p.Engine.Inspect(ctx, spec)
+	if err != nil {
+		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 
 	// Claim the prefix with an exclusive mkdir so two attempts racing on one

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
@@ -99,15 +100,25 @@ func hasPrefix(typ string, prefixes []string) bool {
 	return false
 }
 
+// IngestDates implements engine.Engine.
+func (e *Engine) IngestDates(ctx context.Context, raw string) ([]dates.Date, error) {
+	parts, err := inputs.RawPartitions(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dates.Date, len(parts))
+	for i, p := range parts {
+		out[i] = p.IngestDate
+	}
+	return out, nil
+}
+
 // Inspect implements engine.Engine.
 func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
 	var in engine.Inputs
 	parts, err := inputs.RawPartitions(spec.Raw)
 	if err != nil {
 		return in, err
-	}
-	for _, p := range parts {
-		in.IngestDates = append(in.IngestDates, p.IngestDate)
 	}
 	rawFiles := windowFiles(parts, spec)
 	in.Figures.RawFiles = len(rawFiles)

@@ -3,6 +3,7 @@ package publishtest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		{"PublishedJobIDRefused", testPublishedJobIDRefused},
 		{"TimeZoneIndependent", testTimeZoneIndependent},
 		{"EmptyDatePublishesZeros", testEmptyDate},
+		{"FileCountFollowsBytes", testFileCountFollowsBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -473,5 +475,47 @@ func testEmptyDate(t *testing.T, h Harness) {
 	e := res.Entries[d("2026-02-27")]
 	if e.EventCount != 0 || len(e.FactFiles) != 0 || len(e.CourseDayFiles) != 0 {
 		t.Errorf("empty date entry %+v, want zero counts and empty file lists", e)
+	}
+}
+
+// testFileCountFollowsBytes shrinks the target file size so a fixture date
+// must be split: the count follows the bytes, and the split neither loses
+// nor repeats a fact row.
+func testFileCountFollowsBytes(t *testing.T, h Harness) {
+	fx := LoadFixture(t, "")
+	wh := t.TempDir()
+	j := fx.Job(t, wh, "small-files", mon, tue)
+	j.TargetFileBytes = 2 << 10
+	res := h.MustPublish(t, j)
+	rows := Rows(Visible(t, wh, engine.FactTable))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		k := fmt.Sprint(r["learner_key"], "|", r["lesson_id"], "|", r["event_date"])
+		if seen[k] {
+			t.Fatalf("fact row %s appears twice after the split", k)
+		}
+		seen[k] = true
+	}
+	for _, ds := range []string{mon, tue} {
+		files := res.Entries[d(ds)].FactFiles
+		var total, rowSum int64
+		for _, f := range files {
+			total += f.Bytes
+			rowSum += f.Rows
+			if f.Rows == 0 {
+				t.Errorf("%s: empty file %s", ds, f.Path)
+			}
+		}
+		if len(files) < 2 {
+			t.Errorf("%s: %d fact files of %d bytes at a %d-byte target, want a split", ds, len(files), total, j.TargetFileBytes)
+		}
+		if want := fx.Expected.ByDate[d(ds)].FactRows; rowSum != want {
+			t.Errorf("%s: listed rows %d, want %d", ds, rowSum, want)
+		}
+	}
+	for ds, n := range FactSum(t, wh) {
+		if n != fx.Expected.ByDate[ds].Events {
+			t.Errorf("%s: %d events after the split, want %d", ds, n, fx.Expected.ByDate[ds].Events)
+		}
 	}
 }
