@@ -21,6 +21,9 @@ func runGen(ctx context.Context, env Env, args []string) error {
 	if o.Out == "" {
 		return exitcode.UsageError(fmt.Errorf("gen: --out is required"))
 	}
+	if err := o.Validate(); err != nil {
+		return exitcode.UsageError(err)
+	}
 	exp, err := gen.Generate(ctx, o)
 	if err != nil {
 		return err

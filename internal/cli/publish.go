@@ -39,20 +39,27 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
 }
 
-func runPublish(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "publish")
-	jf := addJobFlags(fs, true)
+// jobAndEngine parses the shared job flags, checks the job with check and
+// starts its engine; the caller closes the engine.
+func jobAndEngine(ctx context.Context, env Env, name string, args []string, check func(config.Job) error) (config.Job, engine.Engine, error) {
+	fs := newFlags(env, name)
+	jf := addJobFlags(fs, name == "publish")
 	if err := parse(fs, args); err != nil {
-		return err
+		return config.Job{}, nil, err
 	}
 	j, err := jf.resolve(fs)
 	if err != nil {
-		return err
+		return config.Job{}, nil, err
 	}
-	if err := j.CheckPublish(); err != nil {
-		return err
+	if err := check(j); err != nil {
+		return config.Job{}, nil, err
 	}
 	eng, err := openEngine(ctx, j)
+	return j, eng, err
+}
+
+func runPublish(ctx context.Context, env Env, args []string) error {
+	j, eng, err := jobAndEngine(ctx, env, "publish", args, config.Job.CheckPublish)
 	if err != nil {
 		return err
 	}
@@ -72,19 +79,7 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 }
 
 func runExplain(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "explain")
-	jf := addJobFlags(fs, false)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	j, err := jf.resolve(fs)
-	if err != nil {
-		return err
-	}
-	if err := j.CheckInputs(); err != nil {
-		return err
-	}
-	eng, err := openEngine(ctx, j)
+	j, eng, err := jobAndEngine(ctx, env, "explain", args, config.Job.CheckInputs)
 	if err != nil {
 		return err
 	}

@@ -203,7 +203,7 @@ func Generate(ctx context.Context, opts Options) (Expected, error) {
 	if opts.Seed == 0 {
 		opts.Seed = DefaultSeed
 	}
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return Expected{}, err
 	}
 	if err := prepareOut(opts.Out); err != nil {
@@ -220,7 +220,9 @@ func Generate(ctx context.Context, opts Options) (Expected, error) {
 	return exp, nil
 }
 
-func (o Options) validate() error {
+// Validate refuses options that cannot make a dataset; the command maps its
+// error to a usage error.
+func (o Options) Validate() error {
 	if o.Out == "" {
 		return errors.New("gen: output directory is required")
 	}

@@ -183,26 +183,30 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 		if st.Stage[d].InputEvents == 0 {
 			continue
 		}
-		ds := quote(d.String())
-		factSQL := fmt.Sprintf(`SELECT learner_key, lesson_id, course_id, manifest_id, lesson_title, event_count,
+		day := "event_date = DATE " + quote(d.String())
+		fact := func(pred string) string {
+			return fmt.Sprintf(`SELECT learner_key, lesson_id, course_id, manifest_id, lesson_title, event_count,
 			first_event_time, last_event_time, enrolled, %s AS enrollment_snapshot_id, %s AS job_id
-			FROM fact_stage WHERE event_date = DATE %s%%s ORDER BY learner_key, lesson_id`,
-			quote(spec.EnrollmentSnapshotID), quote(spec.JobID), ds)
-		files, err := e.writeDate(ctx, warehouse, path.Join(stagingDir, engine.FactTable, "event_date="+d.String()), factSQL, spec.TargetFileBytes)
+			FROM fact_stage WHERE %s%s ORDER BY learner_key, lesson_id`,
+				quote(spec.EnrollmentSnapshotID), quote(spec.JobID), day, pred)
+		}
+		files, err := e.writeDate(ctx, warehouse, path.Join(stagingDir, engine.FactTable, "event_date="+d.String()), fact, "learner_key, lesson_id", spec.TargetFileBytes)
 		if err != nil {
 			return st, err
 		}
 		st.FactFiles[d] = files
 		failpoint.Hit(failpoint.MidStaging)
-		cdSQL := fmt.Sprintf(`SELECT course_id,
+		courseDay := func(pred string) string {
+			return fmt.Sprintf(`SELECT course_id,
 			sum(event_count)::BIGINT AS event_count,
 			coalesce(sum(event_count) FILTER (WHERE manifest_id IS NOT NULL), 0)::BIGINT AS matched_lesson_count,
 			coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0)::BIGINT AS unknown_lesson_count,
 			coalesce(sum(event_count) FILTER (WHERE enrolled), 0)::BIGINT AS enrolled_event_count,
 			count(DISTINCT learner_key) AS learner_count,
 			%s AS job_id
-			FROM fact_stage WHERE event_date = DATE %s%%s GROUP BY course_id ORDER BY course_id`, quote(spec.JobID), ds)
-		files, err = e.writeDate(ctx, warehouse, path.Join(stagingDir, engine.CourseDayTable, "event_date="+d.String()), cdSQL, spec.TargetFileBytes)
+			FROM fact_stage WHERE %s%s GROUP BY course_id ORDER BY course_id`, quote(spec.JobID), day, pred)
+		}
+		files, err = e.writeDate(ctx, warehouse, path.Join(stagingDir, engine.CourseDayTable, "event_date="+d.String()), courseDay, "course_id", spec.TargetFileBytes)
 		if err != nil {
 			return st, err
 		}
@@ -214,15 +218,16 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 // writeDate writes one date of one table into relDir. The file count comes
 // from the bytes written, never from a partition count: the date is first
 // written as one hidden file; when TargetFiles says it is too big it is
-// rewritten into n files split by a hash of the grain, so a row's file is a
-// function of its key. query has a %s placeholder for that extra predicate.
-func (e *Engine) writeDate(ctx context.Context, root, relDir, query string, target int64) ([]pointer.File, error) {
+// rewritten into n files split by a hash of splitKey (the table's grain), so
+// a row's file is a function of its key. query builds the SELECT with an
+// extra predicate appended to its WHERE clause.
+func (e *Engine) writeDate(ctx context.Context, root, relDir string, query func(pred string) string, splitKey string, target int64) ([]pointer.File, error) {
 	dir := abs(root, relDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create staging %s: %w", dir, err)
 	}
 	single := filepath.Join(dir, "_single.parquet")
-	if err := e.copy(ctx, fmt.Sprintf(query, ""), single); err != nil {
+	if err := e.copy(ctx, query(""), single); err != nil {
 		return nil, err
 	}
 	size, err := fileSize(single)
@@ -238,14 +243,10 @@ func (e *Engine) writeDate(ctx context.Context, root, relDir, query string, targ
 		}
 		names = []string{name}
 	} else {
-		key := "learner_key, lesson_id"
-		if strings.Contains(query, "GROUP BY course_id") {
-			key = "course_id"
-		}
 		for i := 0; i < n; i++ {
 			name := fmt.Sprintf("part-%05d.parquet", i)
-			pred := fmt.Sprintf(" AND hash(%s) %% %d = %d", key, n, i)
-			if err := e.copy(ctx, fmt.Sprintf(query, pred), filepath.Join(dir, name)); err != nil {
+			pred := fmt.Sprintf(" AND hash(%s) %% %d = %d", splitKey, n, i)
+			if err := e.copy(ctx, query(pred), filepath.Join(dir, name)); err != nil {
 				return nil, err
 			}
 			names = append(names, name)
