@@ -178,6 +178,9 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 		st.Stage[d] = f
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("count course conflicts: %w", firstLine(err))
+	}
 
 	for _, d := range spec.Dates {
 		if st.Stage[d].InputEvents == 0 {
