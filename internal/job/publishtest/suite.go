@@ -416,15 +416,38 @@ func testConcurrentDifferentDates(t *testing.T, h Harness) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	p := LoadPointer(t, wh)
-	if p.Generation != 2 {
-		t.Errorf("generation %d, want 2", p.Generation)
-	}
-	for _, ds := range []string{mon, tue} {
-		if got := p.Dates[d(ds)].JobID; got != "concurrent-"+ds {
-			t.Errorf("%s names %q, want concurrent-%s: an update was lost", ds, got, ds)
+	checkBoth := func(wh, prefix string, generation int64) {
+		t.Helper()
+		p := LoadPointer(t, wh)
+		if p.Generation != generation {
+			t.Errorf("generation %d, want %d", p.Generation, generation)
+		}
+		for _, ds := range []string{mon, tue} {
+			if got := p.Dates[d(ds)].JobID; got != prefix+ds {
+				t.Errorf("%s names %q, want %s%s: an update was lost", ds, got, prefix, ds)
+			}
 		}
 	}
+	checkBoth(wh, "concurrent-", 2)
+
+	// The same race between two real processes, which share nothing but the
+	// warehouse directory.
+	codes := make([]int, 2)
+	stderrs := make([]string, 2)
+	for i, ds := range []string{mon, tue} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, stderrs[i] = h.Run(t, nil, fx.Args(wh, "process-"+ds, ds)...)
+		}()
+	}
+	wg.Wait()
+	for i := range codes {
+		if codes[i] != 0 {
+			t.Fatalf("process %d: exit %d: %s", i, codes[i], stderrs[i])
+		}
+	}
+	checkBoth(wh, "process-", 4)
 }
 
 func testPublishedJobIDRefused(t *testing.T, h Harness) {
