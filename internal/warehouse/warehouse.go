@@ -51,26 +51,48 @@ func WriteFile(p string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
+	tmp, err := WriteTemp(dir, "."+filepath.Base(p)+".tmp-", b)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
+		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", p, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("rename %s: %w", p, err)
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rename %s to %s: %w", tmp, p, err)
 	}
 	return SyncDir(dir)
+}
+
+// WriteTemp writes data to a new temp file in dir whose name starts with
+// prefix, fsyncs and closes it, and returns its path; the caller renames or
+// links it into place. The file is readable by all: readers of the warehouse
+// may run as other users.
+func WriteTemp(dir, prefix string, data []byte) (path string, err error) {
+	f, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("create temp in %s: %w", dir, err)
+	}
+	path = f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(path)
+		}
+	}()
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return "", fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("close %s: %w", path, err)
+	}
+	return path, nil
 }
 
 // SyncDir fsyncs a directory so a rename or create inside it survives a crash.

@@ -312,42 +312,10 @@ func lock(ctx context.Context, path string) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// writeTemp writes data to a new temp file in dir and syncs it, returning
-// its path. The file is readable by all: readers of the warehouse may run as
-// other users.
-func writeTemp(dir, prefix string, data []byte) (path string, err error) {
-	f, err := os.CreateTemp(dir, prefix+"*")
-	if err != nil {
-		return "", fmt.Errorf("create temp in %s: %w", dir, err)
-	}
-	path = f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(path)
-		}
-	}()
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return "", fmt.Errorf("chmod %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("close %s: %w", path, err)
-	}
-	return path, nil
-}
-
 // replace durably replaces path with data: temp file, fsync, rename, fsync
 // of the directory so the rename itself survives a power loss.
 func replace(dir, path string, data []byte) error {
-	tmp, err := writeTemp(dir, pointerTempPrefix, data)
+	tmp, err := warehouse.WriteTemp(dir, pointerTempPrefix, data)
 	if err != nil {
 		return err
 	}
@@ -364,7 +332,7 @@ func replace(dir, path string, data []byte) error {
 // a generation can be taken only once, and the final name never shows a
 // partial file.
 func createExclusive(dir, path string, data []byte) (created bool, err error) {
-	tmp, err := writeTemp(dir, historyTempPrefix, data)
+	tmp, err := warehouse.WriteTemp(dir, historyTempPrefix, data)
 	if err != nil {
 		return false, err
 	}
