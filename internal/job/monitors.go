@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -150,6 +151,16 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	fig := map[string]any{"result": result, "job_id": m.job.JobID, "generation": visible.Generation}
 	if err != nil {
 		fig["error"] = err.Error()
+	}
+	// How the outcome of a failed pointer write was learned, so the on-call
+	// sees the store misbehaving even when the publish happened.
+	switch {
+	case res.LandedDespite != nil:
+		fig["pointer_write"], fig["store_error"] = "landed_despite_error", res.LandedDespite.Error()
+	case errors.Is(err, pointer.ErrNotWritten):
+		fig["pointer_write"] = "not_written"
+	case errors.Is(err, pointer.ErrOutcomeUnknown):
+		fig["pointer_write"] = "outcome_unknown"
 	}
 	jobIDs := map[string]string{}
 	for d, e := range visible.Dates {

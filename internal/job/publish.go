@@ -57,6 +57,9 @@ type Result struct {
 	Pointer   pointer.Pointer // after the move, when published
 	Report    gate.Report
 	Entries   map[dates.Date]pointer.DateEntry
+	// LandedDespite is the pointer store's error for this job's write when
+	// a re-read showed the write landed anyway (Published is then true).
+	LandedDespite error
 }
 
 // Publisher runs attempts. Clock is read once per attempt, for the attempt
@@ -154,13 +157,32 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	failpoint.Hit(failpoint.BeforePointer)
 
 	res.Entries = entries(job, staged, figures)
-	ptr, err := pointer.Publish(ctx, p.Store, job.JobID, res.Entries)
+	out, err := pointer.PublishOutcome(ctx, p.Store, job.JobID, res.Entries)
 	if err != nil {
-		return res, fmt.Errorf("move pointer for job %s: %w", job.JobID, err)
+		return res, pointerError(job, stagingRel, err)
 	}
-	res.Published, res.Pointer = true, ptr
+	res.Published, res.Pointer, res.LandedDespite = true, out.Pointer, out.LandedDespite
+	if out.LandedDespite != nil {
+		p.Log.Warn("the pointer store reported an error for this job's write, and re-reading the pointer and its history shows the write landed: published",
+			"job_id", job.JobID, "generation", out.Pointer.Generation, "store_error", out.LandedDespite.Error())
+	}
 	failpoint.Hit(failpoint.AfterPointer)
 	return res, nil
+}
+
+// pointerError says what a failed pointer move means for the orchestrator.
+// Every case exits 1 and keeps the staging prefix: the job never deletes
+// staging, and after an unknown outcome it may be the published bytes.
+func pointerError(job config.Job, stagingRel string, err error) error {
+	switch {
+	case errors.Is(err, pointer.ErrOutcomeUnknown):
+		return fmt.Errorf("move pointer for job %s: outcome unknown: the write failed and the pointer could not be re-read, so this job may or may not be published; "+
+			"run engagement status to see which job each date names; staging %s is kept; a rerun with a new job id is safe either way: %w", job.JobID, stagingRel, err)
+	case errors.Is(err, pointer.ErrNotWritten):
+		return fmt.Errorf("move pointer for job %s: not published: the write failed and re-reading the pointer shows it did not land; "+
+			"the pointer is unchanged and staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
+	}
+	return fmt.Errorf("move pointer for job %s: not published; staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
 }
 
 // Spec turns a job into the engine's view of it. The ingest read window is

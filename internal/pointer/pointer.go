@@ -73,6 +73,10 @@ var ErrConflict = errors.New("pointer changed since it was read")
 // landed, and a re-read could not tell.
 var ErrOutcomeUnknown = errors.New("pointer write outcome unknown")
 
+// ErrNotWritten: a write failed, and a re-read showed that it did not land;
+// the stored pointer is not this write, so a retry is safe.
+var ErrNotWritten = errors.New("pointer write did not land")
+
 // Store is the seam every pointer backend implements (local filesystem now,
 // an object store with conditional PUT later: history object created with
 // If-None-Match:*, pointer replaced with If-Match).

@@ -315,13 +315,14 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 		// The history copy landed but the pointer did not move: Publish
 		// succeeds and swaps once more so the store rolls it forward.
 		{"HistoryOnlyLanded", &fakeStore{cur: base, swapErr: errIO, history: map[int64]pointer.Pointer{5: mine}}, nil, 2},
-		{"OtherJobTookGeneration", &fakeStore{cur: base, after: &theirs, swapErr: errIO, history: map[int64]pointer.Pointer{5: theirs}}, []error{errIO}, 1},
+		{"OtherJobTookGeneration", &fakeStore{cur: base, after: &theirs, swapErr: errIO, history: map[int64]pointer.Pointer{5: theirs}}, []error{pointer.ErrNotWritten, errIO}, 1},
 		{"HistoryNotRetained", &fakeStore{cur: base, after: &later, swapErr: errIO}, []error{pointer.ErrOutcomeUnknown, errIO}, 1},
-		{"NotWritten", &fakeStore{cur: base, swapErr: errIO}, []error{errIO}, 1},
+		{"NotWritten", &fakeStore{cur: base, swapErr: errIO}, []error{pointer.ErrNotWritten, errIO}, 1},
 		{"HistoryUnreadable", &fakeStore{cur: base, swapErr: errIO, histErr: errors.New("503")}, []error{pointer.ErrOutcomeUnknown, errIO}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := pointer.Publish(t.Context(), tc.store, "job-x", entries)
+			out, err := pointer.PublishOutcome(t.Context(), tc.store, "job-x", entries)
+			got := out.Pointer
 			if tc.store.swaps != tc.wantSwaps {
 				t.Errorf("Swap called %d times, want %d", tc.store.swaps, tc.wantSwaps)
 			}
@@ -331,6 +332,9 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 				}
 				if !reflect.DeepEqual(got, mine) {
 					t.Errorf("Publish returned %+v, want %+v", got, mine)
+				}
+				if !errors.Is(out.LandedDespite, errIO) {
+					t.Errorf("LandedDespite = %v, want the Swap's error %v: the caller must learn the store misbehaved", out.LandedDespite, errIO)
 				}
 				return
 			}
@@ -344,6 +348,9 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 			}
 			if !slices.Contains(tc.wantErr, pointer.ErrOutcomeUnknown) && errors.Is(err, pointer.ErrOutcomeUnknown) {
 				t.Errorf("Publish error %v wraps ErrOutcomeUnknown, but the re-read could tell", err)
+			}
+			if !slices.Contains(tc.wantErr, pointer.ErrNotWritten) && errors.Is(err, pointer.ErrNotWritten) {
+				t.Errorf("Publish error %v wraps ErrNotWritten, but the re-read could not tell", err)
 			}
 		})
 	}

@@ -36,8 +36,25 @@ func Merge(cur Pointer, jobID string, entries map[dates.Date]DateEntry) Pointer 
 	return next
 }
 
+// Outcome is what Publish did, for a caller that reports more than success.
+type Outcome struct {
+	// Pointer is the pointer this job wrote.
+	Pointer Pointer
+	// LandedDespite is the error a Swap reported for the write that a
+	// re-read then showed had landed; nil when the Swap reported success.
+	// A caller reports it, because the store misbehaved even though the
+	// publish happened.
+	LandedDespite error
+}
+
 // Publish moves the pointer for this job's dates: Load, Merge, Swap, and
-// returns the pointer this job wrote.
+// returns the pointer this job wrote. See PublishOutcome.
+func Publish(ctx context.Context, s Store, jobID string, entries map[dates.Date]DateEntry) (Pointer, error) {
+	out, err := PublishOutcome(ctx, s, jobID, entries)
+	return out.Pointer, err
+}
+
+// PublishOutcome moves the pointer for this job's dates: Load, Merge, Swap.
 //
 // On ErrConflict it re-reads, re-merges only this job's dates and retries
 // (at most 64 attempts, short deterministic backoff, ctx respected); giving
@@ -46,43 +63,48 @@ func Merge(cur Pointer, jobID string, entries map[dates.Date]DateEntry) Pointer 
 //
 // On any other Swap error it re-reads to learn whether its write landed
 // (landed = the history generation it tried to write exists and names jobID
-// as updated_by_job_id). Then it returns the landed pointer with a nil error,
-// or the original error (wrapped) when the write certainly did not land, or
-// an error wrapping both ErrOutcomeUnknown and the original when the re-read
-// cannot tell.
-func Publish(ctx context.Context, s Store, jobID string, entries map[dates.Date]DateEntry) (Pointer, error) {
+// as updated_by_job_id). Then it returns the landed pointer with a nil error
+// and the Swap's error in LandedDespite, or an error wrapping ErrNotWritten
+// and the original when the write certainly did not land, or an error
+// wrapping both ErrOutcomeUnknown and the original when the re-read cannot
+// tell.
+func PublishOutcome(ctx context.Context, s Store, jobID string, entries map[dates.Date]DateEntry) (Outcome, error) {
 	if jobID == "" {
-		return Pointer{}, errors.New("publish: empty job id")
+		return Outcome{}, errors.New("publish: empty job id")
 	}
 	for attempt := 0; attempt < maxPublishAttempts; attempt++ {
 		if attempt > 0 {
 			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return Pointer{}, fmt.Errorf("publish %s: %w", jobID, err)
+				return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return Pointer{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 		}
 		cur, ver, err := s.Load(ctx)
 		if err != nil {
-			return Pointer{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 		}
 		next := Merge(cur, jobID, entries)
 		// A pointer the store would refuse to encode is a caller bug; catch
 		// it here so it is not mistaken for a write of unknown outcome.
 		if err := validate(next); err != nil {
-			return Pointer{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 		}
 		err = s.Swap(ctx, ver, next)
 		if err == nil {
-			return next, nil
+			return Outcome{Pointer: next}, nil
 		}
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
-		return resolve(ctx, s, jobID, next, ver, err)
+		landed, rerr := resolve(ctx, s, jobID, next, ver, err)
+		if rerr != nil {
+			return Outcome{}, rerr
+		}
+		return Outcome{Pointer: landed, LandedDespite: err}, nil
 	}
-	return Pointer{}, fmt.Errorf("publish %s: gave up after %d attempts: %w", jobID, maxPublishAttempts, ErrConflict)
+	return Outcome{}, fmt.Errorf("publish %s: gave up after %d attempts: %w", jobID, maxPublishAttempts, ErrConflict)
 }
 
 // resolve decides, after a Swap failed with an error other than a conflict,
@@ -95,7 +117,7 @@ func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Ve
 			jobID, next.Generation, ErrOutcomeUnknown, swapErr, reason)
 	}
 	notLanded := func() error {
-		return fmt.Errorf("publish %s generation %d (not written): %w", jobID, next.Generation, swapErr)
+		return fmt.Errorf("publish %s generation %d: %w (learned by re-reading): %w", jobID, next.Generation, ErrNotWritten, swapErr)
 	}
 	// The failed Swap may have been cancelled with ctx, but learning the
 	// outcome is worth a re-read even then.

@@ -1,0 +1,166 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/monitor"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+// TestUnknownPointerOutcome runs whole publishes against pointer stores
+// whose write fails after (or instead of) writing. The job must re-read
+// before it answers, report what really happened with the right exit code,
+// and delete no staging, neither its own nor an earlier job's.
+func TestUnknownPointerOutcome(t *testing.T) {
+	const mon, tue = "2026-03-02", "2026-03-03"
+	for _, tc := range []struct {
+		name      string
+		wrap      func(pointer.Store) pointer.Store
+		landed    bool   // the job's generation is in the store afterwards
+		code      int    // exit code the job reports
+		says      string // what the report must say
+		sentinel  error  // what the error wraps
+		reRunCode int    // the same job id run again, once the store is back
+	}{
+		{"LostReplyLanded", func(s pointer.Store) pointer.Store { return pointertest.LostReply{Store: s} },
+			true, exitcode.OK, "re-reading the pointer and its history shows the write landed", nil, exitcode.AlreadyPublished},
+		{"FailedWithoutWriting", func(s pointer.Store) pointer.Store { return pointertest.FailingSwap{Store: s} },
+			false, exitcode.Error, "not published: the write failed and re-reading the pointer shows it did not land", pointer.ErrNotWritten, exitcode.Usage},
+		{"BlackoutNotLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s} },
+			false, exitcode.Error, "outcome unknown", pointer.ErrOutcomeUnknown, exitcode.Usage},
+		{"BlackoutLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s, Lands: true} },
+			true, exitcode.Error, "outcome unknown", pointer.ErrOutcomeUnknown, exitcode.AlreadyPublished},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, "")
+			wh := t.TempDir()
+			seed := publishWith(t, localfs.New(wh), fx.Job(t, wh, "seed", mon, tue))
+			if seed.err != nil {
+				t.Fatal(seed.err)
+			}
+			seedStaging := publishtest.TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("seed")))
+			before := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
+
+			got := publishWith(t, tc.wrap(localfs.New(wh)), fx.Job(t, wh, "faulty", mon))
+
+			if code := exitcode.Code(got.err); code != tc.code {
+				t.Fatalf("exit %d (%v), want %d", code, got.err, tc.code)
+			}
+			if tc.sentinel != nil && !errors.Is(got.err, tc.sentinel) {
+				t.Errorf("error %v does not wrap %v", got.err, tc.sentinel)
+			}
+			report := got.log
+			if got.err != nil {
+				report = got.err.Error()
+				if !strings.Contains(report, "staging "+warehouse.StagingDir("faulty")+" is kept") || !strings.Contains(report, "new job id") {
+					t.Errorf("error does not say staging is kept and a new job id is the rerun: %s", report)
+				}
+			}
+			if !strings.Contains(report, tc.says) {
+				t.Errorf("report does not say %q:\n%s", tc.says, report)
+			}
+			if got.result.Published != (got.err == nil) {
+				t.Errorf("Result.Published %v with error %v", got.result.Published, got.err)
+			}
+			if tc.code == exitcode.OK && got.monitor["pointer_write"] != "landed_despite_error" {
+				t.Errorf("job_result monitor %v does not report the store's error", got.monitor)
+			}
+
+			// The truth, read without the faulty wrapper.
+			p := publishtest.LoadPointer(t, wh)
+			if tc.landed {
+				if p.Generation != 2 || p.Dates[dates.MustParse(mon)].JobID != "faulty" || p.Dates[dates.MustParse(tue)].JobID != "seed" {
+					t.Errorf("pointer generation %d, %s by %s, %s by %s; want 2, faulty, seed", p.Generation,
+						mon, p.Dates[dates.MustParse(mon)].JobID, tue, p.Dates[dates.MustParse(tue)].JobID)
+				}
+				if tc.code == exitcode.OK && got.result.Pointer.Generation != p.Generation {
+					t.Errorf("reported generation %d, stored %d", got.result.Pointer.Generation, p.Generation)
+				}
+			} else if !bytes.Equal(before, publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))) {
+				t.Errorf("pointer.json changed although the write did not land")
+			}
+			for ds, n := range publishtest.FactSum(t, wh) {
+				if want := fx.Expected.ByDate[ds].Events; n != want {
+					t.Errorf("%s: visible %d events, want %d", ds, n, want)
+				}
+			}
+
+			// No staging deleted: every file the job staged (and listed for
+			// the pointer) is there with its bytes, the attempt record and
+			// the gate report too; the earlier job's staging is untouched.
+			for _, rel := range []string{warehouse.AttemptPath("faulty"), warehouse.GatePath("faulty")} {
+				if publishtest.FileBytes(t, warehouse.Abs(wh, rel)) == nil {
+					t.Errorf("%s is gone", rel)
+				}
+			}
+			e := got.result.Entries[dates.MustParse(mon)]
+			if len(e.FactFiles) == 0 || len(e.CourseDayFiles) == 0 {
+				t.Fatalf("job staged no files for %s: %+v", mon, e)
+			}
+			for _, f := range append(append([]pointer.File{}, e.FactFiles...), e.CourseDayFiles...) {
+				fi, err := os.Stat(warehouse.Abs(wh, f.Path))
+				if err != nil || fi.Size() != f.Bytes {
+					t.Errorf("staged %s: %v (size %v, listed %d)", f.Path, err, fi, f.Bytes)
+				}
+			}
+			if publishtest.TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("seed"))) != seedStaging {
+				t.Errorf("the earlier job's staging changed")
+			}
+
+			// Once the store is reachable, the same job id tells the
+			// orchestrator the truth too: refused as published when it
+			// landed, refused for its kept staging prefix when it did not.
+			again := publishWith(t, localfs.New(wh), fx.Job(t, wh, "faulty", mon))
+			if code := exitcode.Code(again.err); code != tc.reRunCode {
+				t.Errorf("same job id again: exit %d (%v), want %d", code, again.err, tc.reRunCode)
+			}
+		})
+	}
+}
+
+type published struct {
+	result  job.Result
+	err     error
+	log     string
+	monitor map[string]any // figures of the job_result line
+}
+
+// publishWith runs one in-process publish against store and keeps its log.
+func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
+	t.Helper()
+	e, err := duckdb.Open(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var buf bytes.Buffer
+	p := &job.Publisher{Engine: e, Store: store, Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
+	res, perr := p.Publish(context.Background(), j)
+	out := published{result: res, err: perr, log: buf.String()}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		var m line
+		if json.Unmarshal([]byte(l), &m) == nil && m.Signal == monitor.JobResult {
+			out.monitor = m.Figures
+		}
+	}
+	return out
+}
