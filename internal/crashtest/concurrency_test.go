@@ -277,4 +277,3 @@ func keys(m map[string][]string) []string {
 	slices.Sort(out)
 	return out
 }
-
