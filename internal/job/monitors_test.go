@@ -15,6 +15,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/monitor"
+	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 )
 
@@ -29,16 +30,41 @@ type line struct {
 
 func publishLogged(t *testing.T, j config.Job) ([]line, error) {
 	t.Helper()
+	r := publishWith(t, localfs.New(j.Warehouse), j)
+	return r.lines, r.err
+}
+
+// published is one in-process publish and what it logged.
+type published struct {
+	result job.Result
+	err    error
+	log    string
+	lines  []line // the monitor lines
+}
+
+// jobResult returns the figures of the job_result monitor line.
+func (p published) jobResult() map[string]any {
+	for _, l := range p.lines {
+		if l.Signal == monitor.JobResult {
+			return l.Figures
+		}
+	}
+	return nil
+}
+
+// publishWith runs one in-process publish against store and keeps its log.
+func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
+	t.Helper()
 	e, err := duckdb.Open(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	var buf bytes.Buffer
-	p := &job.Publisher{Engine: e, Store: localfs.New(j.Warehouse), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+	p := &job.Publisher{Engine: e, Store: store, Log: slog.New(slog.NewJSONHandler(&buf, nil)),
 		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
-	_, perr := p.Publish(context.Background(), j)
-	var lines []line
+	res, perr := p.Publish(context.Background(), j)
+	out := published{result: res, err: perr, log: buf.String()}
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {
 		var l line
@@ -46,10 +72,10 @@ func publishLogged(t *testing.T, j config.Job) ([]line, error) {
 			t.Fatalf("log line is not JSON: %s", sc.Text())
 		}
 		if l.Msg == "monitor" {
-			lines = append(lines, l)
+			out.lines = append(out.lines, l)
 		}
 	}
-	return lines, perr
+	return out
 }
 
 // TestMonitorLines checks that a run prints every signal of the capstone's

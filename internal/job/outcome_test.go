@@ -2,23 +2,15 @@ package job_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
-	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
-	"github.com/techlearningpro/engagement/internal/monitor"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
@@ -80,8 +72,8 @@ func TestUnknownPointerOutcome(t *testing.T) {
 			if got.result.Published != (got.err == nil) {
 				t.Errorf("Result.Published %v with error %v", got.result.Published, got.err)
 			}
-			if tc.code == exitcode.OK && got.monitor["pointer_write"] != "landed_despite_error" {
-				t.Errorf("job_result monitor %v does not report the store's error", got.monitor)
+			if tc.code == exitcode.OK && got.jobResult()["pointer_write"] != "landed_despite_error" {
+				t.Errorf("job_result monitor %v does not report the store's error", got.jobResult())
 			}
 
 			// The truth, read without the faulty wrapper.
@@ -134,33 +126,4 @@ func TestUnknownPointerOutcome(t *testing.T) {
 			}
 		})
 	}
-}
-
-type published struct {
-	result  job.Result
-	err     error
-	log     string
-	monitor map[string]any // figures of the job_result line
-}
-
-// publishWith runs one in-process publish against store and keeps its log.
-func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
-	t.Helper()
-	e, err := duckdb.Open(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	var buf bytes.Buffer
-	p := &job.Publisher{Engine: e, Store: store, Log: slog.New(slog.NewJSONHandler(&buf, nil)),
-		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
-	res, perr := p.Publish(context.Background(), j)
-	out := published{result: res, err: perr, log: buf.String()}
-	for _, l := range strings.Split(buf.String(), "\n") {
-		var m line
-		if json.Unmarshal([]byte(l), &m) == nil && m.Signal == monitor.JobResult {
-			out.monitor = m.Figures
-		}
-	}
-	return out
 }
