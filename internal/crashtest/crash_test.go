@@ -26,7 +26,6 @@ const (
 
 // tally counts kills and invariant violations for the summary line.
 type tally struct {
-	t          *testing.T
 	named      map[string]int
 	random     map[string]int // by the phase the kill landed in
 	finished   int            // random moments after the process had exited
@@ -64,7 +63,7 @@ func (c *tally) summary(seed uint64) string {
 func TestCrashMatrix(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")
 	db := publishtest.DB(t)
-	c := &tally{t: t, named: map[string]int{}, random: map[string]int{}}
+	c := &tally{named: map[string]int{}, random: map[string]int{}}
 	both, monOnly := []string{mon, tue}, []string{mon}
 
 	// Named points: the process kills itself there. Each point is hit on a
