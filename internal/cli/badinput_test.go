@@ -213,32 +213,6 @@ func (w *biWS) rewriteParquet(rel, query string) {
 	}
 }
 
-// biParquetColumnTypes reads the column types from a Parquet file, to prove a
-// rewritten fixture file has the shape the case needs.
-func biParquetColumnTypes(t *testing.T, path string) map[string]string {
-	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query("SELECT name, type FROM parquet_schema(" + biSQLQuote(path) + ")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var name string
-		var typ sql.NullString
-		if err := rows.Scan(&name, &typ); err != nil {
-			t.Fatal(err)
-		}
-		out[name] = typ.String
-	}
-	return out
-}
-
 func biSQLQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func biWriteFile(t *testing.T, path string, b []byte) {

@@ -28,7 +28,14 @@ const (
 	CheckInputEqualsFact        = "input_equals_fact"
 	CheckEventTimePresent       = "raw_event_time_present"
 	CheckEventIDUnique          = "raw_event_id_unique"
+	CheckManifestTitleLength    = "manifest_title_length"
 )
+
+// MaxTitleBytes bounds a lesson_title. The title is copied into every fact
+// row of its lesson, so a runaway title multiplies by the lesson's rows in
+// memory and output (a 10 MiB title took the fixture's publish from 68 MB to
+// 1.1 GB peak RSS); no human-readable title needs more than 64 KiB.
+const MaxTitleBytes = 64 << 10
 
 // InputFigures are what the engine saw in the inputs before any join.
 type InputFigures struct {
@@ -46,6 +53,9 @@ type InputFigures struct {
 	NullEventIDs           int64    `json:"null_event_ids"`
 	DuplicateEventIDs      int64    `json:"duplicate_event_ids"`
 	DuplicateEventIDSample []string `json:"duplicate_event_id_sample"`
+	// The longest lesson_title in the manifest pin, in bytes, and its lesson.
+	LongestTitleBytes  int64  `json:"longest_title_bytes"`
+	LongestTitleLesson string `json:"longest_title_lesson"`
 }
 
 // StageFigures are per-date figures only the event-level pass can see.
@@ -166,6 +176,13 @@ func InputChecks(in InputFigures) []Check {
 			Detail: fmt.Sprintf("%d repeated and %d null event_id among the events of the requested dates%s",
 				in.DuplicateEventIDs, in.NullEventIDs, sample(in.DuplicateEventIDSample)),
 			Figures: map[string]any{"duplicate_event_ids": in.DuplicateEventIDs, "null_event_ids": in.NullEventIDs},
+		},
+		{
+			Name:   CheckManifestTitleLength,
+			Passed: in.LongestTitleBytes <= MaxTitleBytes,
+			Detail: fmt.Sprintf("longest lesson_title in the manifest pin: %d bytes (lesson %q), at most %d",
+				in.LongestTitleBytes, in.LongestTitleLesson, MaxTitleBytes),
+			Figures: map[string]any{"longest_title_bytes": in.LongestTitleBytes, "lesson_id": in.LongestTitleLesson, "max_bytes": MaxTitleBytes},
 		},
 	}
 }

@@ -172,6 +172,22 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
 	}
 	in.Figures.DuplicateLessonIDs = dupLessons
+	titles, err := e.conn.QueryContext(ctx, fmt.Sprintf(
+		`SELECT lesson_id, strlen(lesson_title) FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)
+		 WHERE manifest_id = %s AND lesson_title IS NOT NULL ORDER BY 2 DESC, 1 LIMIT 1`, list(lessons), quote(spec.ManifestID)))
+	if err != nil {
+		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+	}
+	for titles.Next() {
+		if err := titles.Scan(&in.Figures.LongestTitleLesson, &in.Figures.LongestTitleBytes); err != nil {
+			titles.Close()
+			return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
+		}
+	}
+	titles.Close()
+	if err := titles.Err(); err != nil {
+		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+	}
 	dupPairs := fmt.Sprintf(`SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
 		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s
 		GROUP BY learner_key, course_id HAVING count(*) > 1`, list(enrollments), quote(spec.EnrollmentSnapshotID))
