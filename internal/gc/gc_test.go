@@ -370,3 +370,34 @@ func TestGCReportsARacingPublisher(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// gc decides and deletes under the pointer's writer lock, so a Swap cannot
+// land in between; a dry run deletes nothing and does not wait for it.
+func TestGCHoldsThePointerLock(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("failed-old", old, old)
+	unlock, err := w.store.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := gc.Options{Warehouse: w.dir, Store: w.store, Now: now, MinAge: gc.DefaultMinAge}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := gc.Run(ctx, opts); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("gc while a writer holds the lock: err = %v, want it to wait until the deadline", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=failed-old")); err != nil {
+		t.Fatalf("gc deleted without the lock: %v", err)
+	}
+	dry := opts
+	dry.DryRun = true
+	if rep, err := gc.Run(context.Background(), dry); err != nil || len(rep.Deleted()) != 1 {
+		t.Fatalf("dry run under a held lock: %v %+v", err, rep.Deleted())
+	}
+	unlock()
+	if rep, err := gc.Run(context.Background(), opts); err != nil || len(rep.Deleted()) != 1 {
+		t.Fatalf("gc after the lock was released: %v %+v", err, rep.Deleted())
+	}
+}
