@@ -19,6 +19,12 @@ go vet ./...
 echo "== go test"
 go test -count=1 -timeout 20m ./...
 
+echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
+for target in "FuzzDecode ./internal/pointer" "FuzzConfig ./internal/config" "FuzzJobArgs ./internal/cli"; do
+  set -- $target
+  go test -run '^$' -fuzz "^$1\$" -fuzztime 10s "$2"
+done
+
 echo "== the README's fixture publish, into a scratch warehouse"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

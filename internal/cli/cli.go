@@ -23,6 +23,7 @@ Commands:
   engagement status   --warehouse W [--format table|json]
   engagement read     TABLE --warehouse W [--date D] [--format table|csv|json]
   engagement gen      --out DIR [--events N] [--seed S] [--variant V]
+  engagement gc       --warehouse W [--dry-run] [--min-age 24h]   delete unreferenced staging only
 
 Exit codes: 0 published, 1 error (pointer unchanged, retry with a new job id is safe),
 2 usage, 3 gate rejected, 4 job id already published.
@@ -66,11 +67,13 @@ func Run(ctx context.Context, env Env, args []string) error {
 		return runRead(ctx, env, rest)
 	case "gen":
 		return runGen(ctx, env, rest)
+	case "gc":
+		return runGC(ctx, env, rest)
 	case "help", "-h", "--help":
 		fmt.Fprint(env.Stdout, usage)
 		return nil
 	}
-	return exitcode.UsageError(fmt.Errorf("unknown command %q (want publish, explain, status, read or gen)", cmd))
+	return exitcode.UsageError(fmt.Errorf("unknown command %q (want publish, explain, status, read, gen or gc)", cmd))
 }
 
 // newFlags makes a flag set whose parse errors are usage errors.

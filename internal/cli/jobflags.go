@@ -46,6 +46,25 @@ func addJobFlags(fs *flag.FlagSet, withJobID bool) *jobFlags {
 	return f
 }
 
+// parseJob parses the shared job flags of command name and checks the job
+// with check, touching nothing but the config file: every refusal is a
+// usage error before an engine starts (FuzzJobArgs holds it to that).
+func parseJob(env Env, name string, args []string, check func(config.Job) error) (config.Job, error) {
+	fs := newFlags(env, name)
+	jf := addJobFlags(fs, name == "publish")
+	if err := parse(fs, args); err != nil {
+		return config.Job{}, err
+	}
+	j, err := jf.resolve(fs)
+	if err != nil {
+		return config.Job{}, err
+	}
+	if err := check(j); err != nil {
+		return config.Job{}, err
+	}
+	return j, nil
+}
+
 // resolve merges the config file and the flags that were set into a Job.
 func (f *jobFlags) resolve(fs *flag.FlagSet) (config.Job, error) {
 	var props *config.Properties

@@ -42,16 +42,8 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 // jobAndEngine parses the shared job flags, checks the job with check and
 // starts its engine; the caller closes the engine.
 func jobAndEngine(ctx context.Context, env Env, name string, args []string, check func(config.Job) error) (config.Job, engine.Engine, error) {
-	fs := newFlags(env, name)
-	jf := addJobFlags(fs, name == "publish")
-	if err := parse(fs, args); err != nil {
-		return config.Job{}, nil, err
-	}
-	j, err := jf.resolve(fs)
+	j, err := parseJob(env, name, args, check)
 	if err != nil {
-		return config.Job{}, nil, err
-	}
-	if err := check(j); err != nil {
 		return config.Job{}, nil, err
 	}
 	eng, err := openEngine(ctx, j)

@@ -13,6 +13,7 @@ var allChecks = []string{
 	CheckProhibitedColumns, CheckManifestUniqueLesson, CheckEnrollmentUniquePair,
 	CheckNullKeys, CheckUnknownLessonCap, CheckMatchedPlusUnknown, CheckFactEqualsCourseDay,
 	CheckDatesStaged, CheckManifestCourseConflict, CheckFactRowCourseConflict, CheckInputEqualsFact,
+	CheckEventTimePresent, CheckEventIDUnique, CheckManifestTitleLength,
 }
 
 var day = dates.MustParse("2026-03-02")
@@ -116,6 +117,15 @@ func TestEachCheckTripsAlone(t *testing.T) {
 		{CheckManifestCourseConflict, func(f *figures) { f.stage.ManifestCourseConflicts = 5 }, []string{"5 "}},
 		{CheckFactRowCourseConflict, func(f *figures) { f.stage.FactRowCourseConflicts = 4 }, []string{"4 "}},
 		{CheckInputEqualsFact, func(f *figures) { f.stage.InputEvents = 103 }, []string{"103", "100"}},
+		{CheckEventTimePresent, func(f *figures) { f.in.NullEventTimes = 6 }, []string{"6 "}},
+		{CheckEventIDUnique, func(f *figures) {
+			f.in.DuplicateEventIDs = 2
+			f.in.DuplicateEventIDSample = []string{"ev-000007"}
+		}, []string{"2 repeated", "ev-000007"}},
+		{CheckEventIDUnique + " (null)", func(f *figures) { f.in.NullEventIDs = 3 }, []string{"3 null"}},
+		{CheckManifestTitleLength, func(f *figures) {
+			f.in.LongestTitleBytes, f.in.LongestTitleLesson = MaxTitleBytes+1, "lesson-go-01"
+		}, []string{"65537 bytes", "lesson-go-01"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.check, func(t *testing.T) {
@@ -330,9 +340,9 @@ func TestReasonsNamesChecksAndDates(t *testing.T) {
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("Failed() = %v, want %v", names, want)
 	}
-	// Checks per date: 8 staged checks for each of the two dates plus 3 input checks.
-	if len(r.Checks) != 3+2*8 {
-		t.Errorf("report has %d checks, want 19", len(r.Checks))
+	// Checks per date: 8 staged checks for each of the two dates plus 6 input checks.
+	if len(r.Checks) != 6+2*8 {
+		t.Errorf("report has %d checks, want 22", len(r.Checks))
 	}
 }
 

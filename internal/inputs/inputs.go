@@ -108,3 +108,44 @@ func parquetFiles(dir string) ([]string, error) {
 }
 
 func skip(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+
+// parquetMagic opens and closes every Parquet file.
+const parquetMagic = "PAR1"
+
+// CheckMagic refuses a file that does not start and end with the Parquet
+// magic. Readers differ in how much of a damaged file they accept (DuckDB
+// reads a file whose leading magic is wrong, from its footer), and two
+// engines must agree on which inputs exist, so the check is made here, once,
+// before any engine opens the file. It reads eight bytes and never writes.
+func CheckMagic(what, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	// The smallest Parquet file is the two magics around a 4-byte footer length.
+	if st.Size() < 3*int64(len(parquetMagic)) {
+		return fmt.Errorf("%s file %s: not a Parquet file: %d bytes, too small", what, path, st.Size())
+	}
+	head := make([]byte, len(parquetMagic))
+	tail := make([]byte, len(parquetMagic))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
+		return fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	for _, m := range []struct {
+		where string
+		got   []byte
+	}{{"leading", head}, {"trailing", tail}} {
+		if string(m.got) != parquetMagic {
+			return fmt.Errorf("%s file %s: not a Parquet file: %s magic bytes %q, want %q (truncated or damaged?)", what, path, m.where, m.got, parquetMagic)
+		}
+	}
+	return nil
+}

@@ -77,3 +77,32 @@ func TestParquetPath(t *testing.T) {
 		t.Errorf("single file: %v %v", files, err)
 	}
 }
+
+func TestCheckMagic(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, content, want string // want "" accepts
+	}{
+		{"smallest", "PAR1\x00\x00\x00\x00PAR1", ""},
+		{"empty", "", "0 bytes, too small"},
+		{"eleven bytes", "PAR1abcPAR1", "11 bytes, too small"},
+		{"leading", "PAR0\x00\x00\x00\x00PAR1", `leading magic bytes "PAR0"`},
+		{"trailing", "PAR1\x00\x00\x00\x00\x00PAR", `trailing magic bytes "\x00PAR"`},
+		{"text", "event_id,learner_key\n", `leading magic bytes "even"`},
+	} {
+		p := filepath.Join(dir, tc.name+".parquet")
+		if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := CheckMagic("raw", p)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "raw file "+p)):
+			t.Errorf("%s: err = %v, want it to name the file and %q", tc.name, err, tc.want)
+		}
+	}
+	if err := CheckMagic("raw", filepath.Join(dir, "missing.parquet")); err == nil {
+		t.Error("a missing file passed")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
@@ -31,6 +32,9 @@ var (
 // schema reads one Parquet file's column names and types. Reading the footer
 // of every file (not only the first) is what lets an error name the file.
 func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
+	if err := inputs.CheckMagic(what, file); err != nil {
+		return nil, nil, err
+	}
 	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet(%s, hive_partitioning=false)", quote(file)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s file %s: not a readable Parquet file: %w", what, file, firstLine(err))
@@ -127,6 +131,9 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	in.Figures.RawColumns = union
+	if err := e.eventIdentity(ctx, spec, rawFiles, &in.Figures); err != nil {
+		return in, err
+	}
 	prohibited := map[string]bool{}
 	for _, c := range spec.ProhibitedColumns {
 		prohibited[strings.ToLower(c)] = true
@@ -165,6 +172,22 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
 	}
 	in.Figures.DuplicateLessonIDs = dupLessons
+	titles, err := e.conn.QueryContext(ctx, fmt.Sprintf(
+		`SELECT lesson_id, strlen(lesson_title) FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)
+		 WHERE manifest_id = %s AND lesson_title IS NOT NULL ORDER BY 2 DESC, 1 LIMIT 1`, list(lessons), quote(spec.ManifestID)))
+	if err != nil {
+		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+	}
+	for titles.Next() {
+		if err := titles.Scan(&in.Figures.LongestTitleLesson, &in.Figures.LongestTitleBytes); err != nil {
+			titles.Close()
+			return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
+		}
+	}
+	titles.Close()
+	if err := titles.Err(); err != nil {
+		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+	}
 	dupPairs := fmt.Sprintf(`SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
 		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s
 		GROUP BY learner_key, course_id HAVING count(*) > 1`, list(enrollments), quote(spec.EnrollmentSnapshotID))
@@ -175,6 +198,36 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
 	}
 	return in, nil
+}
+
+// eventIdentity counts, before any join, the raw events that cannot be
+// placed or counted once: a null event_time anywhere in the read window (its
+// event date is unknown, so every requested date may be missing it) and a
+// null or repeated event_id among the events of the requested dates (an
+// at-least-once producer's redelivery would otherwise be counted twice).
+func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles []string, f *gate.InputFigures) error {
+	if len(rawFiles) == 0 {
+		return nil
+	}
+	src := fmt.Sprintf(`SELECT event_id, event_time, %s IN %s AS requested
+		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)`, eventDateExpr, dateList(spec.Dates), list(rawFiles))
+	q := `SELECT count(*) FILTER (WHERE event_time IS NULL),
+		count(*) FILTER (WHERE requested AND event_id IS NULL),
+		count(event_id) FILTER (WHERE requested) - count(DISTINCT event_id) FILTER (WHERE requested)
+		FROM (` + src + `)`
+	if err := e.conn.QueryRowContext(ctx, q).Scan(&f.NullEventTimes, &f.NullEventIDs, &f.DuplicateEventIDs); err != nil {
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
+	}
+	if f.DuplicateEventIDs == 0 {
+		return nil
+	}
+	sample, err := e.strings(ctx, `SELECT event_id FROM (`+src+`) WHERE requested AND event_id IS NOT NULL
+		GROUP BY event_id HAVING count(*) > 1 ORDER BY event_id LIMIT 5`)
+	if err != nil {
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
+	}
+	f.DuplicateEventIDSample = sample
+	return nil
 }
 
 // pinRows counts the rows of one pin. A pin with no rows is a wrong argument,

@@ -50,6 +50,10 @@ func dateList(ds []dates.Date) string {
 // derives event_date from event_time in UTC (timezone('UTC', …) does not
 // depend on the session zone) and keeps the requested dates. Every other raw
 // column is dropped here, before any join.
+// eventDateExpr derives event_date from event_time in UTC; timezone('UTC', …)
+// does not depend on the session zone.
+const eventDateExpr = `CAST(timezone('UTC', CAST(event_time AS TIMESTAMPTZ)) AS DATE)`
+
 func eventsQuery(spec engine.Spec, raw []string) string {
 	if len(raw) == 0 {
 		return `SELECT NULL::VARCHAR AS event_id, NULL::VARCHAR AS learner_key, NULL::VARCHAR AS lesson_id,
@@ -59,13 +63,13 @@ func eventsQuery(spec engine.Spec, raw []string) string {
 FROM (
   SELECT event_id, learner_key, lesson_id, course_id,
          CAST(event_time AS TIMESTAMPTZ) AS event_time,
-         CAST(timezone('UTC', CAST(event_time AS TIMESTAMPTZ)) AS DATE) AS event_date,
+         %s AS event_date,
          CAST(regexp_extract(filename, 'ingest_date=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$', 1) AS DATE) AS ingest_date
   FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=true)
 )
 WHERE ingest_date BETWEEN DATE %s AND DATE %s
   AND event_date IN %s`,
-		list(raw), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
+		eventDateExpr, list(raw), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
 }
 
 // factQuery is the event-level plan: events LEFT JOIN the manifest pin on

@@ -377,3 +377,11 @@ func mkdirAll(dir string) error {
 	}
 	return warehouse.SyncDir(parent)
 }
+
+// Lock takes the lock that serialises Swap and returns its release. It is
+// for callers that act on what the pointer names and must keep it still
+// meanwhile (gc deciding which staging prefixes nothing names); a Swap
+// waits until the release.
+func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
+	return lock(ctx, s.lockPath())
+}

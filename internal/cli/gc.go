@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gc"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+)
+
+func runGC(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "gc")
+	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	dryRun := fs.Bool("dry-run", false, "list what would be deleted; delete nothing")
+	minAge := fs.Duration("min-age", gc.DefaultMinAge, "delete only prefixes idle at least this long")
+	force := fs.Bool("force-min-age", false, fmt.Sprintf("accept a --min-age below %s (only when no attempt is running)", gc.MinAgeFloor))
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *wh == "" {
+		return exitcode.UsageError(fmt.Errorf("gc: --warehouse is required"))
+	}
+	rep, err := gc.Run(ctx, gc.Options{
+		Warehouse: *wh, Store: localfs.New(*wh), Now: time.Now(),
+		MinAge: *minAge, Force: *force, DryRun: *dryRun,
+	})
+	verb := "deleted"
+	if *dryRun {
+		verb = "would delete"
+	}
+	var n int
+	var bytes int64
+	for _, v := range rep.Verdicts {
+		if v.Delete {
+			n++
+			bytes += v.Bytes
+			fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
+		} else {
+			fmt.Fprintf(env.Stdout, "kept %s: %s\n", v.Path, v.Reason)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "gc: pointer generation %d; %s %d staging prefixes (%d bytes), kept %d\n",
+		rep.Generation, verb, n, bytes, len(rep.Verdicts)-n)
+	return nil
+}

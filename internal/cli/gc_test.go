@@ -1,0 +1,78 @@
+package cli_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+)
+
+// TestCLIGC runs gc on a warehouse made by real publishes: good-1 is
+// published, failed-1 was rejected by the gate and left its staging.
+func TestCLIGC(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	if r := biRun(t, w.publishArgs("failed-1", biGoodDates, "--unknown-cap", "0.001")...); r.code != 3 {
+		t.Fatalf("failed-1: exit %d, want 3\n%s", r.code, r.stderr)
+	}
+	failed := filepath.Join(w.warehouse, "staging", "job_id=failed-1")
+	pointerBefore := w.pointerBytes()
+	inputsBefore := w.inputHashes()
+	goodBefore := biHashTree(t, filepath.Join(w.warehouse, "staging", "job_id="+biGoodJob))
+	keptBefore := biHashTree(t, filepath.Join(w.warehouse, "pointer-history"), filepath.Join(w.warehouse, "rejections"))
+
+	steps := []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  []string
+		errLine string
+		gone    bool // failed-1 deleted after this step
+	}{
+		{"no --warehouse", []string{"gc"}, 2, nil, "engagement: gc: --warehouse is required", false},
+		{"min-age below the floor", []string{"gc", "--warehouse", w.warehouse, "--min-age", "10m"}, 2, nil,
+			"engagement: gc: --min-age 10m0s is below the floor 1h0m0s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", false},
+		{"bad duration", []string{"gc", "--warehouse", w.warehouse, "--min-age", "soon"}, 2, nil, `engagement: invalid value "soon" for flag -min-age: parse error`, false},
+		{"no pointer: a mistyped warehouse", []string{"gc", "--warehouse", w.dir}, 2, nil,
+			"engagement: gc: " + w.dir + " has no pointer.json (no such file or directory): refusing to collect a warehouse nothing was published to; check --warehouse", false},
+		{"default min-age keeps the fresh failure", []string{"gc", "--warehouse", w.warehouse}, 0,
+			[]string{"kept staging/job_id=failed-1: last activity", "younger than --min-age 24h0m0s", "kept staging/job_id=good-1: named by the current pointer (generation 1)", "deleted 0 staging prefixes"}, "", false},
+		{"dry run lists and deletes nothing", []string{"gc", "--warehouse", w.warehouse, "--dry-run", "--min-age", "0s", "--force-min-age"}, 0,
+			[]string{"would delete staging/job_id=failed-1 (named by no retained generation", "would delete 1 staging prefixes"}, "", false},
+		{"forced short min-age deletes the failure", []string{"gc", "--warehouse", w.warehouse, "--min-age", "0s", "--force-min-age"}, 0,
+			[]string{"deleted staging/job_id=failed-1 (named by no retained generation", "kept staging/job_id=good-1: named by the current pointer (generation 1)", "deleted 1 staging prefixes"}, "", true},
+	}
+	for _, s := range steps {
+		r := biRun(t, s.args...)
+		if r.code != s.code {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", s.name, r.code, s.code, r.stdout, r.stderr)
+		}
+		if s.code != 0 {
+			if line := r.errLine(t); line != s.errLine {
+				t.Errorf("%s: error line\n got %q\nwant %q", s.name, line, s.errLine)
+			}
+		}
+		for _, want := range s.stdout {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%s: stdout lacks %q:\n%s", s.name, want, r.stdout)
+			}
+		}
+		if _, err := os.Stat(failed); (err != nil) != s.gone {
+			t.Fatalf("%s: failed-1 staging present = %v, want %v", s.name, err == nil, !s.gone)
+		}
+		if !bytes.Equal(w.pointerBytes(), pointerBefore) {
+			t.Fatalf("%s: pointer.json changed", s.name)
+		}
+		biDiffTrees(t, s.name+": inputs", inputsBefore, w.inputHashes())
+		biDiffTrees(t, s.name+": staging/job_id=good-1", goodBefore, biHashTree(t, filepath.Join(w.warehouse, "staging", "job_id="+biGoodJob)))
+		biDiffTrees(t, s.name+": history and rejections", keptBefore, biHashTree(t, filepath.Join(w.warehouse, "pointer-history"), filepath.Join(w.warehouse, "rejections")))
+	}
+	// Readers still read the published dates in full.
+	r := biRun(t, "read", engine.CourseDayTable, "--warehouse", w.warehouse, "--format", "csv")
+	if r.code != 0 || strings.Count(r.stdout, "\n") < 3 {
+		t.Errorf("read after gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,456 @@
+package cli_test
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// The hostile-input corpus: one directory per case under testdata/hostile,
+// each with a case.json (what to break, what to run, the one outcome it must
+// have and why) and any small broken file it needs. Large inputs (a 10 MB
+// title, a 10 KB job id) are recipes in the case file, built at test time.
+var hostileDir = filepath.Join("..", "..", "testdata", "hostile")
+
+// hostileCase is the schema of case.json; unknown fields are refused so a
+// misspelt expectation cannot silently assert nothing.
+type hostileCase struct {
+	// Why records the decision: what a data engineer expects and why.
+	Why   string    `json:"why"`
+	Setup []setupOp `json:"setup"`
+	// Args are appended to the base publish of the workspace (config,
+	// --job-id bad-1, the two fixture dates, the input and warehouse
+	// flags); a repeated flag wins over the base one.
+	Args []string `json:"args"`
+	Exit int      `json:"exit"`
+	// Error is the whole "engagement: ..." line; '*' matches any run of
+	// characters and stands only for parts that are not ours (a DuckDB
+	// message). Placeholders: {dir} {raw} {lessons} {enrollments}
+	// {warehouse} {conf} {case}, and {src} (the pristine fixture) in queries.
+	Error string `json:"error"`
+	// GateChecks are the failed checks the rejection record must list,
+	// exactly, for exit 3.
+	GateChecks []string `json:"gate_checks"`
+	// Published are the dates an exit-0 case publishes; their entries and
+	// course_day rows must equal the fixture's expected.json.
+	Published []string `json:"published"`
+	// CourseRename maps a published course_id to the fixture course whose
+	// expected figures it must carry.
+	CourseRename map[string]string `json:"course_rename"`
+	// Log is a substring the stderr log must contain.
+	Log string `json:"log"`
+	// Kept is a job id whose staging prefix existed before the run and
+	// must be byte-identical after it.
+	Kept string `json:"kept"`
+	// Absent are workspace paths the run must not create.
+	Absent []string `json:"absent"`
+}
+
+// setupOp breaks the workspace before the run. Paths are relative to the
+// workspace copy of the fixture.
+type setupOp struct {
+	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish
+	// copy: From (in the case directory) to Path. truncate: keep Keep
+	// bytes of Path (negative: drop that many from the end). patch: write
+	// Bytes at Offset (negative: from the end). sql: replace the Parquet
+	// file Path with Query over the pristine file (view src). text: write
+	// Content repeated Repeat times (at least once). publish: run a publish
+	// with Args appended to the base; it must exit Exit.
+	Path    string   `json:"path"`
+	From    string   `json:"from"`
+	Keep    int64    `json:"keep"`
+	Offset  int64    `json:"offset"`
+	Bytes   string   `json:"bytes"`
+	Query   string   `json:"query"`
+	Content string   `json:"content"`
+	Repeat  int      `json:"repeat"`
+	Args    []string `json:"args"`
+	Exit    int      `json:"exit"`
+}
+
+func readHostileCase(t *testing.T, dir string) hostileCase {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "case.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c hostileCase
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%s/case.json: %v", dir, err)
+	}
+	switch {
+	case strings.TrimSpace(c.Why) == "":
+		t.Fatalf("%s/case.json: no why: every case documents its decision", dir)
+	case c.Exit == 0 && len(c.Published) == 0:
+		t.Fatalf("%s/case.json: an accepted case must name the dates it publishes", dir)
+	case c.Exit != 0 && c.Error == "":
+		t.Fatalf("%s/case.json: a refused case must give its error line", dir)
+	case (c.Exit == 3) != (len(c.GateChecks) > 0):
+		t.Fatalf("%s/case.json: gate_checks go with exit 3 and only with it", dir)
+	}
+	return c
+}
+
+var repeatPlaceholder = regexp.MustCompile(`\{repeat:(.):([0-9]+)\}`)
+
+// expand fills the placeholders of s for workspace w and case directory dir.
+func (w *biWS) expand(s, dir string) string {
+	s = repeatPlaceholder.ReplaceAllStringFunc(s, func(m string) string {
+		sub := repeatPlaceholder.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[2])
+		return strings.Repeat(sub[1], n)
+	})
+	return strings.NewReplacer("{dir}", w.dir, "{raw}", w.raw, "{lessons}", w.lessons,
+		"{enrollments}", w.enrollments, "{warehouse}", w.warehouse, "{conf}", w.conf, "{case}", dir, "{src}", w.src).Replace(s)
+}
+
+func (w *biWS) expandAll(args []string, dir string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = w.expand(a, dir)
+	}
+	return out
+}
+
+// apply runs one setup step.
+func (w *biWS) apply(op setupOp, dir string) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, filepath.FromSlash(op.Path))
+	switch op.Op {
+	case "copy":
+		b, err := os.ReadFile(filepath.Join(dir, op.From))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		biWriteFile(w.t, p, b)
+	case "truncate":
+		b := w.read(p)
+		keep := op.Keep
+		if keep < 0 {
+			keep += int64(len(b))
+		}
+		if keep < 0 || keep >= int64(len(b)) {
+			w.t.Fatalf("truncate %s to %d of %d bytes", op.Path, keep, len(b))
+		}
+		biWriteFile(w.t, p, b[:keep])
+	case "patch":
+		b := w.read(p)
+		off := op.Offset
+		if off < 0 {
+			off += int64(len(b))
+		}
+		if off < 0 || off+int64(len(op.Bytes)) > int64(len(b)) {
+			w.t.Fatalf("patch %s at %d: out of range", op.Path, op.Offset)
+		}
+		copy(b[off:], op.Bytes)
+		biWriteFile(w.t, p, b)
+	case "sql":
+		w.rewriteParquet(op.Path, w.expand(op.Query, dir))
+	case "text":
+		biWriteFile(w.t, p, []byte(strings.Repeat(w.expand(op.Content, dir), max(op.Repeat, 1))))
+	case "mkdir":
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			w.t.Fatal(err)
+		}
+	case "publish":
+		args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(op.Args, dir)...)
+		if r := biRun(w.t, args...); r.code != op.Exit {
+			w.t.Fatalf("setup publish %v: exit %d, want %d\n%s", op.Args, r.code, op.Exit, r.stderr)
+		}
+	default:
+		w.t.Fatalf("unknown setup op %q", op.Op)
+	}
+}
+
+func (w *biWS) read(p string) []byte {
+	w.t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return b
+}
+
+// globMatch reports whether line matches pattern, where '*' matches any run
+// of characters and everything else matches itself.
+func globMatch(pattern, line string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == line
+	}
+	if !strings.HasPrefix(line, parts[0]) {
+		return false
+	}
+	line = line[len(parts[0]):]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(line, p)
+		if i < 0 {
+			return false
+		}
+		line = line[i+len(p):]
+	}
+	return strings.HasSuffix(line, parts[len(parts)-1])
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, line string
+		want          bool
+	}{
+		{"a", "a", true}, {"a", "ab", false}, {"a*", "ab", true}, {"*b", "ab", true},
+		{"a*c*e", "abcde", true}, {"a*c*e", "abcd", false}, {"a*a", "a", false}, {"*", "", true},
+	} {
+		if got := globMatch(tc.pattern, tc.line); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.pattern, tc.line, got)
+		}
+	}
+}
+
+// lastFlag is the value of the last --name in args.
+func lastFlag(args []string, name string) string {
+	v := ""
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--"+name {
+			v = args[i+1]
+		}
+	}
+	return v
+}
+
+func TestHostileInput(t *testing.T) {
+	entries, err := os.ReadDir(hostileDir)
+	if err != nil {
+		t.Fatalf("hostile corpus: %v", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) < 40 {
+		t.Fatalf("hostile corpus has %d cases; the corpus went missing", len(names))
+	}
+	for _, name := range names {
+		dir, err := filepath.Abs(filepath.Join(hostileDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runHostileCase(t, dir, readHostileCase(t, dir))
+		})
+	}
+}
+
+func runHostileCase(t *testing.T, dir string, tc hostileCase) {
+	w := biNewWS(t)
+	w.goodPublish()
+	for _, op := range tc.Setup {
+		w.apply(op, dir)
+	}
+	args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(tc.Args, dir)...)
+	jobID := lastFlag(args, "job-id")
+
+	pointerBefore := w.pointerBytes()
+	inputsBefore := w.inputHashes()
+	whBefore := biHashTree(t, w.warehouse)
+	stagingRoot := filepath.Join(w.warehouse, "staging")
+	var keptBefore map[string]string
+	if tc.Kept != "" {
+		keptBefore = biHashTree(t, filepath.Join(stagingRoot, "job_id="+tc.Kept))
+	}
+	goodStaging := biHashTree(t, filepath.Join(stagingRoot, "job_id="+biGoodJob))
+
+	r := biRun(t, args...)
+
+	if r.code != tc.Exit {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.Exit, r.stdout, r.stderr)
+	}
+	if tc.Exit != 0 {
+		line := r.errLine(t)
+		if want := w.expand(tc.Error, dir); !globMatch(want, line) {
+			t.Errorf("error line\n got %q\nwant %q", line, want)
+		}
+		if strings.Contains(r.stdout, "published") {
+			t.Errorf("stdout of a refused publish says published: %q", r.stdout)
+		}
+		if after := w.pointerBytes(); !bytes.Equal(after, pointerBefore) {
+			t.Errorf("pointer.json changed:\nbefore %s\nafter  %s", pointerBefore, after)
+		}
+		whAfter := biHashTree(t, w.warehouse)
+		if tc.Exit == 3 {
+			checkRejection(t, w, jobID, tc.GateChecks, whAfter)
+		}
+		biDiffTrees(t, "warehouse", whBefore, whAfter)
+	} else {
+		checkPublished(t, w, tc, jobID, pointerBefore)
+	}
+	if tc.Log != "" && !strings.Contains(r.stderr, tc.Log) {
+		t.Errorf("stderr does not log %q:\n%s", tc.Log, r.stderr)
+	}
+	biDiffTrees(t, "inputs", inputsBefore, w.inputHashes())
+	biDiffTrees(t, "staging/job_id="+biGoodJob, goodStaging, biHashTree(t, filepath.Join(stagingRoot, "job_id="+biGoodJob)))
+	if tc.Kept != "" {
+		biDiffTrees(t, "staging/job_id="+tc.Kept, keptBefore, biHashTree(t, filepath.Join(stagingRoot, "job_id="+tc.Kept)))
+	}
+	for _, a := range tc.Absent {
+		if p := w.expand(a, dir); fileExists(p) {
+			t.Errorf("%s was created", p)
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// checkRejection asserts a gate rejection left exactly its records: the
+// rejection file naming the failed checks and the job's own staging prefix,
+// which it then removes from after so the rest of the warehouse can be
+// compared byte for byte.
+func checkRejection(t *testing.T, w *biWS, jobID string, want []string, after map[string]string) {
+	t.Helper()
+	rel := filepath.Join(w.warehouse, "rejections", "job_id="+jobID+".json")
+	var rej struct {
+		Failed []struct {
+			Name string `json:"name"`
+		} `json:"failed_checks"`
+	}
+	if err := json.Unmarshal(w.read(rel), &rej); err != nil {
+		t.Fatalf("rejection record: %v", err)
+	}
+	var got []string
+	for _, c := range rej.Failed {
+		if !slices.Contains(got, c.Name) {
+			got = append(got, c.Name)
+		}
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("rejection record lists failed checks %v, want %v", got, want)
+	}
+	if !fileExists(filepath.Join(w.warehouse, "staging", "job_id="+jobID, "_gate.json")) {
+		t.Errorf("no _gate.json in the rejected job's staging prefix")
+	}
+	staging := filepath.Join(w.warehouse, "staging", "job_id="+jobID)
+	for p := range after {
+		if p == rel || p == filepath.Join(w.warehouse, "rejections")+"/" || p == staging+"/" || strings.HasPrefix(p, staging+"/") {
+			delete(after, p)
+		}
+	}
+}
+
+// checkPublished asserts an accepted case moved the pointer by one
+// generation, for exactly its dates, with the fixture's ground truth.
+func checkPublished(t *testing.T, w *biWS, tc hostileCase, jobID string, before []byte) {
+	t.Helper()
+	old, err := pointer.Decode(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := pointer.Decode(w.pointerBytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Generation != old.Generation+1 {
+		t.Errorf("generation %d after %d", cur.Generation, old.Generation)
+	}
+	exp := biReadExpected(t, w.src)
+	published := map[dates.Date]bool{}
+	for _, ds := range tc.Published {
+		d := dates.MustParse(ds)
+		published[d] = true
+		e, ok := cur.Dates[d]
+		if !ok || e.JobID != jobID {
+			t.Fatalf("pointer entry for %s = %+v, want job %s", d, e, jobID)
+		}
+		want := exp.ByDate[d]
+		if want.Events == 0 {
+			t.Fatalf("expected.json has no events for %s", d)
+		}
+		if e.EventCount != want.Events || e.UnknownLessonCount != want.Unknown {
+			t.Errorf("%s: pointer says %d events, %d unknown; expected.json %d, %d", d, e.EventCount, e.UnknownLessonCount, want.Events, want.Unknown)
+		}
+		checkCourseDay(t, w.warehouse, d, e, exp.ByDateCourse[d], tc.CourseRename)
+	}
+	for d, e := range old.Dates {
+		if !published[d] && !equalEntries(e, cur.Dates[d]) {
+			t.Errorf("publishing %v changed the entry of %s", tc.Published, d)
+		}
+	}
+}
+
+func equalEntries(a, b pointer.DateEntry) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// checkCourseDay compares the course_day rows the pointer names for d with
+// the generator's per-course figures.
+func checkCourseDay(t *testing.T, warehouse string, d dates.Date, e pointer.DateEntry, want map[string]gen.CourseFigures, rename map[string]string) {
+	t.Helper()
+	var files []string
+	for _, f := range e.CourseDayFiles {
+		files = append(files, biSQLQuote(filepath.Join(warehouse, filepath.FromSlash(f.Path))))
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s: no course_day files", d)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT course_id, event_count, unknown_lesson_count, matched_lesson_count, enrolled_event_count, learner_count
+		FROM read_parquet([` + strings.Join(files, ", ") + `])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]gen.CourseFigures{}
+	for rows.Next() {
+		var c string
+		var f gen.CourseFigures
+		if err := rows.Scan(&c, &f.Events, &f.Unknown, &f.Matched, &f.Enrolled, &f.Learners); err != nil {
+			t.Fatal(err)
+		}
+		if orig, ok := rename[c]; ok {
+			c = orig
+		} else if len(rename) > 0 && slices.Contains(mapValues(rename), c) {
+			t.Errorf("%s: course_day still has the renamed course %q", d, c)
+		}
+		got[c] = f
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: course_day\n got %v\nwant %v (expected.json)", d, got, want)
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,403 @@
+package gc_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gc"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+)
+
+var (
+	now  = time.Date(2026, 3, 10, 6, 0, 0, 0, time.UTC)
+	old  = now.Add(-48 * time.Hour)
+	day1 = dates.MustParse("2026-03-02")
+)
+
+// wh is a real local warehouse: pointer generations written by the local
+// store, staging prefixes with attempt records, and the neighbours gc must
+// never touch (raw kept inside the warehouse on purpose, rejections).
+type wh struct {
+	t     *testing.T
+	dir   string
+	store *localfs.Store
+}
+
+func newWH(t *testing.T) *wh {
+	t.Helper()
+	w := &wh{t: t, dir: t.TempDir()}
+	w.store = localfs.New(w.dir)
+	w.file("raw/ingest_date=2026-03-02/part-0.parquet", "raw bytes", old)
+	w.file("rejections/job_id=failed-old.json", `{"job_id":"failed-old"}`, old)
+	return w
+}
+
+func (w *wh) file(rel, content string, mtime time.Time) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	w.touch(rel, mtime)
+}
+
+func (w *wh) touch(rel string, mtime time.Time) {
+	w.t.Helper()
+	if err := os.Chtimes(filepath.Join(w.dir, rel), mtime, mtime); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// prefix writes a staging prefix as an attempt leaves it: the attempt
+// record started at start, one staged file, everything last modified at
+// mtime.
+func (w *wh) prefix(id string, start, mtime time.Time) {
+	w.t.Helper()
+	rel := "staging/job_id=" + id
+	b, _ := json.Marshal(map[string]any{"job_id": id, "started_at": start})
+	w.file(rel+"/_attempt.json", string(b), mtime)
+	w.file(rel+"/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", "staged "+id, mtime)
+	for _, d := range []string{rel + "/fact_lesson_engagement/event_date=2026-03-02", rel + "/fact_lesson_engagement", rel} {
+		w.touch(d, mtime)
+	}
+}
+
+// publish moves the pointer to name job id for day1.
+func (w *wh) publish(id string) {
+	w.t.Helper()
+	rel := "staging/job_id=" + id
+	e := pointer.DateEntry{JobID: id, ManifestID: "m", EnrollmentSnapshotID: "e",
+		FactFiles:      []pointer.File{{Path: rel + "/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", Bytes: 1, Rows: 1}},
+		CourseDayFiles: []pointer.File{}, EventCount: 1, GateReport: rel + "/_gate.json"}
+	if _, err := pointer.Publish(context.Background(), w.store, id, map[dates.Date]pointer.DateEntry{day1: e}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// tree hashes every entry under the warehouse; symlinks by their target.
+func (w *wh) tree() map[string]string {
+	w.t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(w.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(w.dir, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, lerr := os.Readlink(p)
+			if lerr != nil {
+				return lerr
+			}
+			out[rel] = "link:" + target
+		case d.IsDir():
+			out[rel+"/"] = "dir"
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(b)
+			out[rel] = hex.EncodeToString(sum[:])
+		}
+		return err
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return out
+}
+
+func (w *wh) run(o gc.Options) (gc.Report, error) {
+	o.Warehouse, o.Store, o.Now = w.dir, w.store, now
+	if o.MinAge == 0 && !o.Force {
+		o.MinAge = gc.DefaultMinAge
+	}
+	return gc.Run(context.Background(), o)
+}
+
+// populated builds the warehouse every verdict case lives in.
+func populated(t *testing.T) (*wh, string) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.prefix("pub-2", old, old)
+	w.publish("pub-1")
+	w.publish("pub-2") // pub-1 is now named only by history generation 1
+	w.prefix("failed-old", old, old)
+	w.prefix("young", now.Add(-2*time.Hour), now.Add(-2*time.Hour))
+	w.prefix("still-writing", old, old)
+	w.file("staging/job_id=still-writing/course_day/event_date=2026-03-02/part-00000.parquet", "new", now.Add(-time.Minute))
+	w.touch("staging/job_id=still-writing/course_day/event_date=2026-03-02", old)
+	w.touch("staging/job_id=still-writing/course_day", old)
+	w.touch("staging/job_id=still-writing", old)
+	w.prefix("no-attempt", old, old)
+	os.Remove(filepath.Join(w.dir, "staging/job_id=no-attempt/_attempt.json"))
+	w.touch("staging/job_id=no-attempt", old)
+	w.prefix("bad-attempt", old, old)
+	w.file("staging/job_id=bad-attempt/_attempt.json", "{not json", old)
+	w.prefix("other-attempt", old, old)
+	w.file("staging/job_id=other-attempt/_attempt.json", `{"job_id":"someone-else","started_at":"2026-03-01T00:00:00Z"}`, old)
+	w.prefix("future-start", now.Add(time.Hour), old) // a clock ahead of ours: young
+	w.prefix("inner-link", old, old)
+	if err := os.Symlink(filepath.Join(w.dir, "raw"), filepath.Join(w.dir, "staging/job_id=inner-link/raw-link")); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	w.file("../"+filepath.Base(outside)+"/precious", "x", old)
+	if err := os.Symlink(outside, filepath.Join(w.dir, "staging/job_id=escape")); err != nil {
+		t.Fatal(err)
+	}
+	w.file("staging/notes.txt", "hands off", old)
+	w.file("staging/scratch/file", "hands off", old)
+	return w, outside
+}
+
+var wantVerdicts = []struct {
+	path   string
+	delete bool
+	reason string
+}{
+	{"staging/job_id=bad-attempt", false, "does not record job_id"},
+	{"staging/job_id=escape", false, "a symlink"},
+	{"staging/job_id=failed-old", true, "named by no retained generation, idle 48h0m0s"},
+	{"staging/job_id=future-start", false, "younger than --min-age"},
+	{"staging/job_id=inner-link", false, "holds a symlink"},
+	{"staging/job_id=no-attempt", false, "no readable _attempt.json"},
+	{"staging/job_id=other-attempt", false, "does not record job_id"},
+	{"staging/job_id=pub-1", false, "named by history generation 1"},
+	{"staging/job_id=pub-2", false, "named by the current pointer (generation 2)"},
+	{"staging/job_id=still-writing", false, "last activity 1m0s ago"},
+	{"staging/job_id=young", false, "last activity 2h0m0s ago, younger than --min-age 24h0m0s"},
+	{"staging/notes.txt", false, "not a job_id=<id> staging prefix"},
+	{"staging/scratch", false, "not a job_id=<id> staging prefix"},
+}
+
+func checkVerdicts(t *testing.T, rep gc.Report) {
+	t.Helper()
+	if len(rep.Verdicts) != len(wantVerdicts) {
+		t.Fatalf("%d verdicts, want %d: %+v", len(rep.Verdicts), len(wantVerdicts), rep.Verdicts)
+	}
+	for i, want := range wantVerdicts {
+		got := rep.Verdicts[i]
+		if got.Path != want.path || got.Delete != want.delete || !strings.Contains(got.Reason, want.reason) {
+			t.Errorf("verdict %d = %+v, want %s delete=%v reason ~%q", i, got, want.path, want.delete, want.reason)
+		}
+	}
+	if rep.Generation != 2 {
+		t.Errorf("judged against generation %d, want 2", rep.Generation)
+	}
+}
+
+func TestGCDeletesOnlyOldUnreferencedPrefixes(t *testing.T) {
+	w, outside := populated(t)
+	before := w.tree()
+	outsideBefore, _ := os.ReadFile(filepath.Join(outside, "precious"))
+
+	rep, err := w.run(gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVerdicts(t, rep)
+	after := w.tree()
+	for p, h := range before {
+		gone := strings.HasPrefix(p, "staging/job_id=failed-old/")
+		if _, ok := after[p]; ok == gone {
+			t.Errorf("%s: present after gc = %v, want %v", p, ok, !gone)
+		} else if ok && after[p] != h {
+			t.Errorf("%s changed", p)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok && p != "pointer.lock" {
+			t.Errorf("gc created %s", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "precious")); err != nil || string(b) != string(outsideBefore) {
+		t.Errorf("the symlink's target outside staging changed: %q %v", b, err)
+	}
+	if d := rep.Deleted(); len(d) != 1 || d[0].Bytes != int64(len("staged failed-old")+len(`{"job_id":"failed-old","started_at":"2026-03-08T06:00:00Z"}`)) {
+		t.Errorf("deleted %+v", d)
+	}
+
+	// A second run finds nothing more to delete.
+	rep, err = w.run(gc.Options{})
+	if err != nil || len(rep.Deleted()) != 0 {
+		t.Errorf("second run: %v, deleted %+v", err, rep.Deleted())
+	}
+}
+
+func TestGCDryRunDeletesNothing(t *testing.T) {
+	w, _ := populated(t)
+	before := w.tree()
+	rep, err := w.run(gc.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVerdicts(t, rep)
+	sameTree(t, "dry run", before, w.tree())
+}
+
+// sameTree reports every entry added, removed or changed between two
+// trees; pointer.lock, which gc may create to hold the pointer still, aside.
+func sameTree(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	for p, h := range before {
+		if after[p] != h {
+			t.Errorf("%s changed or removed %s", what, p)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok && p != "pointer.lock" {
+			t.Errorf("%s created %s", what, p)
+		}
+	}
+}
+
+func TestGCFinishesAnInterruptedDelete(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.file("staging/.gc-deleting-job_id=gone/fact_lesson_engagement/x.parquet", "half", old)
+	rep, err := w.run(gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rep.Deleted(); len(d) != 1 || d[0].Path != "staging/.gc-deleting-job_id=gone" {
+		t.Fatalf("deleted %+v", d)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/.gc-deleting-job_id=gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("leftover still there: %v", err)
+	}
+}
+
+func TestGCRefusals(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(w *wh)
+		opts  gc.Options
+		usage bool
+		want  string
+	}{
+		{"no pointer: maybe the wrong --warehouse", func(w *wh) {}, gc.Options{}, true, "has no pointer.json"},
+		{"min-age below the floor", func(w *wh) { w.publish("pub-1") }, gc.Options{MinAge: 59 * time.Minute}, true, "below the floor 1h0m0s"},
+		{"negative min-age", func(w *wh) { w.publish("pub-1") }, gc.Options{MinAge: -time.Hour, Force: true}, true, "must not be negative"},
+		{"staging is a symlink", func(w *wh) {
+			w.publish("pub-1")
+			os.RemoveAll(filepath.Join(w.dir, "staging"))
+			if err := os.Symlink(filepath.Join(w.dir, "raw"), filepath.Join(w.dir, "staging")); err != nil {
+				w.t.Fatal(err)
+			}
+		}, gc.Options{}, false, "is not a directory"},
+		{"unreadable history generation", func(w *wh) {
+			w.publish("pub-1")
+			w.publish("pub-2")
+			w.file("pointer-history/1.json", "{", old)
+		}, gc.Options{}, false, "read history generation 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWH(t)
+			w.prefix("failed-old", old, old)
+			tc.setup(w)
+			before := w.tree()
+			_, err := w.run(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if got := errors.Is(err, exitcode.ErrUsage); got != tc.usage {
+				t.Errorf("usage error = %v, want %v (%v)", got, tc.usage, err)
+			}
+			sameTree(t, "a refused run", before, w.tree())
+		})
+	}
+}
+
+func TestGCForcedShortMinAge(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("just-failed", now.Add(-time.Minute), now.Add(-time.Minute))
+	rep, err := w.run(gc.Options{MinAge: 0, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rep.Deleted(); len(d) != 1 || d[0].Path != "staging/job_id=just-failed" {
+		t.Fatalf("deleted %+v", d)
+	}
+}
+
+// racingStore publishes a generation naming victim the second time the
+// pointer is loaded, as a publisher finishing between gc's read and its
+// re-check would. It hides the local store's Lock, as a store without one.
+type racingStore struct {
+	pointer.Store
+	w      *wh
+	victim string
+	loads  int
+}
+
+func (s *racingStore) Load(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
+	s.loads++
+	if s.loads == 2 {
+		s.w.publish(s.victim)
+	}
+	return s.Store.Load(ctx)
+}
+
+func TestGCReportsARacingPublisher(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("slow-1", old, old)
+	rs := &racingStore{Store: w.store, w: w, victim: "slow-1"}
+	_, err := gc.Run(context.Background(), gc.Options{Warehouse: w.dir, Store: rs, Now: now, MinAge: gc.DefaultMinAge})
+	if err == nil || !strings.Contains(err.Error(), "staging/job_id=slow-1 was deleted but the current pointer (generation 2) now names it") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// gc decides and deletes under the pointer's writer lock, so a Swap cannot
+// land in between; a dry run deletes nothing and does not wait for it.
+func TestGCHoldsThePointerLock(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("failed-old", old, old)
+	unlock, err := w.store.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := gc.Options{Warehouse: w.dir, Store: w.store, Now: now, MinAge: gc.DefaultMinAge}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := gc.Run(ctx, opts); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("gc while a writer holds the lock: err = %v, want it to wait until the deadline", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=failed-old")); err != nil {
+		t.Fatalf("gc deleted without the lock: %v", err)
+	}
+	dry := opts
+	dry.DryRun = true
+	if rep, err := gc.Run(context.Background(), dry); err != nil || len(rep.Deleted()) != 1 {
+		t.Fatalf("dry run under a held lock: %v %+v", err, rep.Deleted())
+	}
+	unlock()
+	if rep, err := gc.Run(context.Background(), opts); err != nil || len(rep.Deleted()) != 1 {
+		t.Fatalf("gc after the lock was released: %v %+v", err, rep.Deleted())
+	}
+}
