@@ -20,6 +20,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -61,11 +62,22 @@ type Result struct {
 
 // Publisher runs attempts. Clock is read once per attempt, for the attempt
 // record and the freshness check, and never inside the transform.
+// Progress, when set, hears when each phase (inspect, stage, gate, pointer)
+// starts and ends; it only reports and never feeds back into the run.
 type Publisher struct {
-	Engine engine.Engine
-	Store  pointer.Store
-	Log    *slog.Logger
-	Clock  func() time.Time
+	Engine   engine.Engine
+	Store    pointer.Store
+	Log      *slog.Logger
+	Clock    func() time.Time
+	Progress progress.Reporter
+}
+
+// phase starts a reported phase; the caller defers or calls the result.
+func (p *Publisher) phase(name string) func() {
+	if p.Progress == nil {
+		return func() {}
+	}
+	return p.Progress.Phase(name)
 }
 
 // Publish runs one attempt for job. A returned error carries its exit code
@@ -94,6 +106,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 
 	spec := Spec(job)
+	endInspect := p.phase("inspect")
 	ingest, err := p.Engine.IngestDates(ctx, job.Raw)
 	if err != nil {
 		return res, fmt.Errorf("list raw: %w", err)
@@ -106,6 +119,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 	in, err := p.Engine.Inspect(ctx, spec)
+	endInspect()
 	if err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
@@ -133,28 +147,37 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, p.reject(job, res.Report)
 	}
 
+	endStage := p.phase("stage")
 	staged, err := p.Engine.Stage(ctx, spec, job.Warehouse, stagingRel)
+	endStage()
 	if err != nil {
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
 	}
 	failpoint.Hit(failpoint.AfterStaging)
+	endGate := p.phase("gate")
 	figures, err := p.Engine.ReadBack(ctx, job.Warehouse, spec, staged)
 	if err != nil {
+		endGate()
 		return res, fmt.Errorf("gate read-back of job %s: %w", job.JobID, err)
 	}
 	res.Report.Checks = append(res.Report.Checks, gate.StagedChecks(job.Dates, job.UnknownCap, staged.Stage, figures)...)
 	res.Report.Finish()
 	mon.staged(staged, figures)
 	if !res.Report.Passed {
+		endGate()
 		return res, p.reject(job, res.Report)
 	}
-	if err := warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), res.Report); err != nil {
+	err = warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), res.Report)
+	endGate()
+	if err != nil {
 		return res, err
 	}
 	failpoint.Hit(failpoint.BeforePointer)
 
 	res.Entries = entries(job, staged, figures)
+	endPointer := p.phase("pointer")
 	ptr, err := pointer.Publish(ctx, p.Store, job.JobID, res.Entries)
+	endPointer()
 	if err != nil {
 		return res, fmt.Errorf("move pointer for job %s: %w", job.JobID, err)
 	}
