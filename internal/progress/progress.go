@@ -50,6 +50,7 @@ type Printer struct {
 	done, total       int
 	rows              int64
 	start, phaseStart time.Time
+	stepStart         time.Time
 	lastLine          time.Time
 	width             int
 	stop              chan struct{}
@@ -126,7 +127,9 @@ func (p *Printer) Phase(name string) func() {
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		took := p.now().Sub(p.phaseStart)
+		now := p.now()
+		p.endStep(now)
+		took := now.Sub(p.phaseStart)
 		p.clearLive()
 		if p.log != nil {
 			p.log.Info("phase", "phase", name, "seconds", roundSeconds(took), "rows", p.rows, "steps", p.done)
@@ -135,12 +138,24 @@ func (p *Printer) Phase(name string) func() {
 	}
 }
 
-// Step implements Reporter.
+// Step implements Reporter. Each finished step is also logged as a "step"
+// record with its duration, so a slow run can be profiled from its log.
 func (p *Printer) Step(done, total int, rows int64, what string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	p.endStep(now)
 	p.done, p.total, p.rows, p.what = done, total, rows, what
+	p.stepStart = now
 	p.print(false)
-	p.mu.Unlock()
+}
+
+// endStep logs the running step, if any. The caller holds mu.
+func (p *Printer) endStep(now time.Time) {
+	if p.what != "" && p.log != nil {
+		p.log.Info("step", "phase", p.phase, "step", p.what, "seconds", roundSeconds(now.Sub(p.stepStart)))
+	}
+	p.what = ""
 }
 
 // Close stops the ticker and clears a live line; later calls do nothing.
