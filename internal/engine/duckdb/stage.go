@@ -242,7 +242,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 			return fmt.Sprintf(`WITH %s
 			SELECT f.learner_key, f.lesson_id, f.course_id, CASE WHEN f.matched THEN %s END AS manifest_id, m.lesson_title, f.event_count,
 			f.first_event_time, f.last_event_time, f.enrolled, %s AS enrollment_snapshot_id, %s AS job_id
-			FROM fact_stage f LEFT JOIN manifest m ON f.matched AND f.lesson_id = m.lesson_id
+			FROM fact_stage f LEFT JOIN manifest m ON f.lesson_id = m.lesson_id
 			WHERE f.%s%s`,
 				manifestCTE(spec, s), quote(spec.ManifestID), quote(spec.EnrollmentSnapshotID), quote(spec.JobID), day, pred)
 		}
