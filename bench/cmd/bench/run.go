@@ -41,6 +41,7 @@ type measurement struct {
 	wall, cpu   time.Duration
 	rssBytes    int64
 	phases      map[string]float64
+	steps       []string // "step: seconds" of the stage, in order
 	verified    string
 }
 
@@ -176,7 +177,7 @@ func measure(ctx context.Context, name string, n int, limit, bin string, args []
 	if err != nil {
 		return m, fmt.Errorf("%s (%d events): %w", name, n, err)
 	}
-	m.phases = phases(errb.Bytes())
+	m.phases, m.steps = phases(errb.Bytes())
 	return m, nil
 }
 
@@ -212,16 +213,21 @@ func maxrssBytes(v int64) int64 {
 	return v * 1024
 }
 
-// phases reads the publish's structured "phase" records.
-func phases(stderr []byte) map[string]float64 {
+// phases reads the publish's structured "phase" and "step" records.
+func phases(stderr []byte) (map[string]float64, []string) {
 	var out map[string]float64
+	var steps []string
 	sc := bufio.NewScanner(bytes.NewReader(stderr))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var rec struct {
 			Msg     string  `json:"msg"`
 			Phase   string  `json:"phase"`
+			Step    string  `json:"step"`
 			Seconds float64 `json:"seconds"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "step" {
+			steps = append(steps, fmt.Sprintf("%s / %s: %.2fs", rec.Phase, rec.Step, rec.Seconds))
 		}
 		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "phase" {
 			if out == nil {
@@ -230,7 +236,7 @@ func phases(stderr []byte) map[string]float64 {
 			out[rec.Phase] += rec.Seconds
 		}
 	}
-	return out
+	return out, steps
 }
 
 const confTemplate = `# written by bench run: the design day under production's job settings
@@ -393,6 +399,14 @@ func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, to
 			fmt.Fprintf(w, "\npublish time grows %.2fx from %s to %s events (%.0fx the events; target <= 11x)\n",
 				hi.wall.Seconds()/lo.wall.Seconds(), progress.Count(int64(sizes[0])), progress.Count(int64(sizes[len(sizes)-1])),
 				float64(sizes[len(sizes)-1])/float64(sizes[0]))
+		}
+	}
+	for _, m := range all {
+		if m.events == sizes[len(sizes)-1] && len(m.steps) > 0 {
+			fmt.Fprintf(w, "\nprofile of %s, %s events, memory_limit %s (the job's step records):\n", m.name, progress.Count(int64(m.events)), m.limit)
+			for _, s := range m.steps {
+				fmt.Fprintf(w, "  %s\n", s)
+			}
 		}
 	}
 	fmt.Fprintf(w, "\ngeneration %.1fs (0 when the cached day was reused), benchmark total %.1fs\n", genTime.Seconds(), total.Seconds())
