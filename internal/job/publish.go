@@ -72,12 +72,20 @@ type Publisher struct {
 	Progress progress.Reporter
 }
 
-// phase starts a reported phase; the caller defers or calls the result.
+// phase starts a reported phase. The returned func ends it once; later
+// calls do nothing, so a caller can both defer it (for early returns) and
+// call it where the phase really ends.
 func (p *Publisher) phase(name string) func() {
 	if p.Progress == nil {
 		return func() {}
 	}
-	return p.Progress.Phase(name)
+	end, done := p.Progress.Phase(name), false
+	return func() {
+		if !done {
+			done = true
+			end()
+		}
+	}
 }
 
 // Publish runs one attempt for job. A returned error carries its exit code
@@ -107,6 +115,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 
 	spec := Spec(job)
 	endInspect := p.phase("inspect")
+	defer endInspect()
 	ingest, err := p.Engine.IngestDates(ctx, job.Raw)
 	if err != nil {
 		return res, fmt.Errorf("list raw: %w", err)
@@ -148,6 +157,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 
 	endStage := p.phase("stage")
+	defer endStage()
 	staged, err := p.Engine.Stage(ctx, spec, job.Warehouse, stagingRel)
 	endStage()
 	if err != nil {
@@ -155,6 +165,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	failpoint.Hit(failpoint.AfterStaging)
 	endGate := p.phase("gate")
+	defer endGate()
 	figures, err := p.Engine.ReadBack(ctx, job.Warehouse, spec, staged)
 	if err != nil {
 		endGate()
@@ -176,6 +187,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 
 	res.Entries = entries(job, staged, figures)
 	endPointer := p.phase("pointer")
+	defer endPointer()
 	ptr, err := pointer.Publish(ctx, p.Store, job.JobID, res.Entries)
 	endPointer()
 	if err != nil {

@@ -123,35 +123,13 @@ func runQuery(ctx context.Context, kind string, args []string) error {
 	return runStatements(ctx, conn, kind, stmts)
 }
 
-// runStatements runs each statement and prints its time and, for a query
-// that returns rows (EXPLAIN ANALYZE, for example), its rows.
+// runStatements runs each statement to completion and prints its time.
+// For an operator profile, pass SET enable_profiling = 'json' and SET
+// profiling_output = 'FILE' before the statement.
 func runStatements(ctx context.Context, conn *sql.Conn, kind string, stmts []string) error {
 	for i, s := range stmts {
 		start := time.Now()
-		rows, err := conn.QueryContext(ctx, s)
-		if err != nil {
-			return fmt.Errorf("%s statement %d: %w", kind, i+1, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return err
-			}
-			for _, v := range vals {
-				fmt.Fprintf(os.Stderr, "%v\t", v)
-			}
-			fmt.Fprintln(os.Stderr)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("%s statement %d: %w", kind, i+1, err)
 		}
 		fmt.Fprintf(os.Stderr, "%s statement %d: %.2fs\n", kind, i+1, time.Since(start).Seconds())
