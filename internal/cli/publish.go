@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -69,6 +70,12 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 	// line every few seconds otherwise, and one "phase" log record per phase.
 	prog := progress.New(env.Stderr, env.Log, progress.Options{})
 	defer prog.Close()
+	if prog.Live() {
+		// On a terminal the log lines go through the printer, so they land
+		// above the live line instead of inside it.
+		env.Log = slog.New(slog.NewJSONHandler(prog, nil))
+		prog.SetLog(env.Log)
+	}
 	if d, ok := eng.(*duckdb.Engine); ok {
 		d.SetProgress(prog)
 	}

@@ -126,15 +126,13 @@ func (p *Printer) Phase(name string) func() {
 	p.mu.Unlock()
 	return func() {
 		p.mu.Lock()
-		defer p.mu.Unlock()
 		now := p.now()
-		p.endStep(now)
-		took := now.Sub(p.phaseStart)
+		records := p.endStep(now, nil)
+		records = append(records, []any{"phase", "phase", name, "seconds", roundSeconds(now.Sub(p.phaseStart)), "rows", p.rows, "steps", p.done})
 		p.clearLive()
-		if p.log != nil {
-			p.log.Info("phase", "phase", name, "seconds", roundSeconds(took), "rows", p.rows, "steps", p.done)
-		}
 		p.phase = ""
+		p.mu.Unlock()
+		p.logAll(records)
 	}
 }
 
@@ -142,20 +140,58 @@ func (p *Printer) Phase(name string) func() {
 // record with its duration, so a slow run can be profiled from its log.
 func (p *Printer) Step(done, total int, rows int64, what string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	now := p.now()
-	p.endStep(now)
+	records := p.endStep(now, nil)
 	p.done, p.total, p.rows, p.what = done, total, rows, what
 	p.stepStart = now
 	p.print(false)
+	p.mu.Unlock()
+	p.logAll(records)
 }
 
-// endStep logs the running step, if any. The caller holds mu.
-func (p *Printer) endStep(now time.Time) {
-	if p.what != "" && p.log != nil {
-		p.log.Info("step", "phase", p.phase, "step", p.what, "seconds", roundSeconds(now.Sub(p.stepStart)))
+// endStep ends the running step, if any, and appends its record. The caller
+// holds mu; records are logged after it is released, because on a terminal
+// the log writes through the Printer itself.
+func (p *Printer) endStep(now time.Time, records [][]any) [][]any {
+	if p.what != "" {
+		records = append(records, []any{"step", "phase", p.phase, "step", p.what, "seconds", roundSeconds(now.Sub(p.stepStart))})
 	}
 	p.what = ""
+	return records
+}
+
+func (p *Printer) logAll(records [][]any) {
+	if p.log == nil {
+		return
+	}
+	for _, r := range records {
+		p.log.Info(r[0].(string), r[1:]...)
+	}
+}
+
+// Live reports whether the Printer keeps a live line (its writer is a
+// terminal).
+func (p *Printer) Live() bool { return p.live }
+
+// SetLog sets the logger for the phase and step records.
+func (p *Printer) SetLog(log *slog.Logger) {
+	p.mu.Lock()
+	p.log = log
+	p.mu.Unlock()
+}
+
+// Write lets other output share the terminal with the live line: it clears
+// the line, writes b, and draws the line again below it. Give it to the
+// command's log handler when Live is true.
+func (p *Printer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+	n, err := p.w.Write(b)
+	if p.phase != "" {
+		p.print(true)
+	}
+	return n, err
 }
 
 // Close stops the ticker and clears a live line; later calls do nothing.

@@ -124,3 +124,33 @@ func TestDiscardAndCount(t *testing.T) {
 		}
 	}
 }
+
+// TestLogLinesLandAboveTheLiveLine: on a terminal, a log record written
+// through the Printer clears the live line, appears whole, and the live line
+// is drawn again after it.
+func TestLogLinesLandAboveTheLiveLine(t *testing.T) {
+	p, out, _, _ := newPrinter(true)
+	log := slog.New(slog.NewJSONHandler(p, nil))
+	p.SetLog(log)
+	end := p.Phase("stage")
+	p.Step(1, 2, 0, "write")
+	log.Info("monitor", "signal", "x")
+	p.Step(2, 2, 0, "last") // logs the "write" step record through the Printer
+	end()
+	p.Close()
+	s := out.String()
+	for _, rec := range []string{`"msg":"monitor"`, `"msg":"step"`, `"msg":"phase"`} {
+		i := strings.Index(s, rec)
+		if i < 0 {
+			t.Fatalf("no %s in %q", rec, s)
+		}
+		// The record starts a fresh line: right after a cleared line or a newline.
+		j := strings.LastIndex(s[:i], "{")
+		if j < 1 || (s[j-1] != '\r' && s[j-1] != '\n') || strings.Contains(s[j:i], "progress:") {
+			t.Errorf("%s does not start its own line: %q", rec, s[max(0, j-40):i+len(rec)])
+		}
+	}
+	if !strings.Contains(s[strings.Index(s, `"msg":"monitor"`):], "\rprogress: stage 1/2") {
+		t.Errorf("live line not redrawn after the log record: %q", s)
+	}
+}
