@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/progress"
 )
 
 // openEngine starts the engine the job names.
@@ -56,8 +58,22 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	p := &job.Publisher{Engine: eng, Store: localfs.New(j.Warehouse), Log: env.Log, Clock: time.Now}
+	// Progress goes to stderr with the logs: a live line on a terminal, a
+	// line every few seconds otherwise, and one "phase" log record per phase.
+	prog := progress.New(env.Stderr, env.Log, progress.Options{})
+	defer prog.Close()
+	if prog.Live() {
+		// On a terminal the log lines go through the printer, so they land
+		// above the live line instead of inside it.
+		env.Log = slog.New(slog.NewJSONHandler(prog, nil))
+		prog.SetLog(env.Log)
+	}
+	if d, ok := eng.(*duckdb.Engine); ok {
+		d.SetProgress(prog)
+	}
+	p := &job.Publisher{Engine: eng, Store: localfs.New(j.Warehouse), Log: env.Log, Clock: time.Now, Progress: prog}
 	res, err := p.Publish(ctx, j)
+	prog.Close()
 	if err != nil {
 		return err
 	}

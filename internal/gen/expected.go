@@ -19,6 +19,9 @@ type Expected struct {
 	Seed    uint64 `json:"seed"`
 	Events  int    `json:"events"`
 	Variant string `json:"variant"`
+	// Shape is "design" for the design-volume shape and empty for the
+	// fixture, so the committed expected.json files keep their bytes.
+	Shape string `json:"shape,omitempty"`
 
 	ManifestID           string `json:"manifest_id"`
 	EnrollmentSnapshotID string `json:"enrollment_snapshot_id"`

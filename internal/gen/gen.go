@@ -77,6 +77,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -96,6 +97,9 @@ type Options struct {
 	Events  int    // total raw rows; 0 means DefaultEvents
 	Seed    uint64 // 0 means DefaultSeed
 	Variant string // "" or one of Variants
+	Shape   string // "" or ShapeFixture (the default), or ShapeDesign
+	// Log, when set, receives one line per finished step of a long run.
+	Log io.Writer
 }
 
 // Defaults are the committed fixture's options.
@@ -197,17 +201,19 @@ const (
 // expected figures. expected.json is written last, so a tree without it is
 // the remains of a failed run; Generate refuses to reuse it until removed.
 func Generate(ctx context.Context, opts Options) (Expected, error) {
-	if opts.Events == 0 {
-		opts.Events = DefaultEvents
-	}
-	if opts.Seed == 0 {
-		opts.Seed = DefaultSeed
-	}
+	opts = opts.WithDefaults()
 	if err := opts.Validate(); err != nil {
 		return Expected{}, err
 	}
 	if err := prepareOut(opts.Out); err != nil {
 		return Expected{}, err
+	}
+	if opts.design() {
+		exp, err := generateDesign(ctx, opts)
+		if err != nil {
+			return Expected{}, fmt.Errorf("generate into %s: %w", opts.Out, err)
+		}
+		return exp, writeExpected(filepath.Join(opts.Out, ExpectedFile), exp)
 	}
 	g := newGenerator(opts)
 	if err := g.run(ctx); err != nil {
@@ -220,11 +226,38 @@ func Generate(ctx context.Context, opts Options) (Expected, error) {
 	return exp, nil
 }
 
+// WithDefaults fills the zero values: the fixture's event count (the design
+// day's for the design shape) and seed.
+func (o Options) WithDefaults() Options {
+	if o.Events == 0 {
+		o.Events = DefaultEvents
+		if o.design() {
+			o.Events = DesignEvents
+		}
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	return o
+}
+
 // Validate refuses options that cannot make a dataset; the command maps its
 // error to a usage error.
 func (o Options) Validate() error {
 	if o.Out == "" {
 		return errors.New("gen: output directory is required")
+	}
+	switch o.Shape {
+	case "", ShapeFixture:
+	case ShapeDesign:
+		if o.Variant != "" {
+			return fmt.Errorf("gen: the design shape takes no variant (got %q)", o.Variant)
+		}
+		if o.Events < MinDesignEvents {
+			return fmt.Errorf("gen: events %d below the design shape's minimum %d", o.Events, MinDesignEvents)
+		}
+	default:
+		return fmt.Errorf("gen: unknown shape %q (want %s or %s)", o.Shape, ShapeFixture, ShapeDesign)
 	}
 	if o.Events < MinEvents {
 		return fmt.Errorf("gen: events %d below the minimum %d", o.Events, MinEvents)
@@ -399,9 +432,13 @@ func (g *generator) run(ctx context.Context) error {
 // openDuckDB opens a private in-memory database. UTC and one thread are set
 // on every connection: the zone decides how TIMESTAMPTZ is rendered and cast,
 // and one thread makes the Parquet writer's output independent of scheduling.
-func openDuckDB(ctx context.Context) (*sql.Conn, func(), error) {
+func openDuckDB(ctx context.Context) (*sql.Conn, func(), error) { return openDuckDBThreads(ctx, 1) }
+
+// openDuckDBThreads is openDuckDB with more threads, for writers whose row
+// order does not depend on scheduling.
+func openDuckDBThreads(ctx context.Context, threads int) (*sql.Conn, func(), error) {
 	connector, err := duckdb.NewConnector("", func(ex driver.ExecerContext) error {
-		for _, s := range []string{`SET TimeZone = 'UTC'`, `SET threads = 1`} {
+		for _, s := range []string{`SET TimeZone = 'UTC'`, fmt.Sprintf(`SET threads = %d`, threads)} {
 			if _, err := ex.ExecContext(ctx, s, nil); err != nil {
 				return fmt.Errorf("%s: %w", s, err)
 			}

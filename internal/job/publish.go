@@ -20,6 +20,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -64,11 +65,30 @@ type Result struct {
 
 // Publisher runs attempts. Clock is read once per attempt, for the attempt
 // record and the freshness check, and never inside the transform.
+// Progress, when set, hears when each phase (inspect, stage, gate, pointer)
+// starts and ends; it only reports and never feeds back into the run.
 type Publisher struct {
-	Engine engine.Engine
-	Store  pointer.Store
-	Log    *slog.Logger
-	Clock  func() time.Time
+	Engine   engine.Engine
+	Store    pointer.Store
+	Log      *slog.Logger
+	Clock    func() time.Time
+	Progress progress.Reporter
+}
+
+// phase starts a reported phase. The returned func ends it once; later
+// calls do nothing, so a caller can both defer it (for early returns) and
+// call it where the phase really ends.
+func (p *Publisher) phase(name string) func() {
+	if p.Progress == nil {
+		return func() {}
+	}
+	end, done := p.Progress.Phase(name), false
+	return func() {
+		if !done {
+			done = true
+			end()
+		}
+	}
 }
 
 // Publish runs one attempt for job. A returned error carries its exit code
@@ -97,6 +117,8 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 
 	spec := Spec(job)
+	endInspect := p.phase("inspect")
+	defer endInspect()
 	ingest, err := p.Engine.IngestDates(ctx, job.Raw)
 	if err != nil {
 		return res, fmt.Errorf("list raw: %w", err)
@@ -109,6 +131,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 	in, err := p.Engine.Inspect(ctx, spec)
+	endInspect()
 	if err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
@@ -136,28 +159,40 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, p.reject(job, res.Report)
 	}
 
+	endStage := p.phase("stage")
+	defer endStage()
 	staged, err := p.Engine.Stage(ctx, spec, job.Warehouse, stagingRel)
+	endStage()
 	if err != nil {
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
 	}
 	failpoint.Hit(failpoint.AfterStaging)
+	endGate := p.phase("gate")
+	defer endGate()
 	figures, err := p.Engine.ReadBack(ctx, job.Warehouse, spec, staged)
 	if err != nil {
+		endGate()
 		return res, fmt.Errorf("gate read-back of job %s: %w", job.JobID, err)
 	}
 	res.Report.Checks = append(res.Report.Checks, gate.StagedChecks(job.Dates, job.UnknownCap, staged.Stage, figures)...)
 	res.Report.Finish()
 	mon.staged(staged, figures)
 	if !res.Report.Passed {
+		endGate()
 		return res, p.reject(job, res.Report)
 	}
-	if err := warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), res.Report); err != nil {
+	err = warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), res.Report)
+	endGate()
+	if err != nil {
 		return res, err
 	}
 	failpoint.Hit(failpoint.BeforePointer)
 
 	res.Entries = entries(job, staged, figures)
+	endPointer := p.phase("pointer")
+	defer endPointer()
 	out, err := pointer.PublishOutcome(ctx, p.Store, job.JobID, res.Entries)
+	endPointer()
 	if err != nil {
 		return res, pointerError(job, stagingRel, err)
 	}

@@ -16,14 +16,28 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/progress"
 )
 
 // Engine is the DuckDB implementation of engine.Engine. It holds one
 // connection because temporary tables and session settings are per
 // connection.
 type Engine struct {
-	db   *sql.DB
-	conn *sql.Conn
+	db       *sql.DB
+	conn     *sql.Conn
+	progress progress.Reporter
+}
+
+// SetProgress makes Stage report its steps (which statement runs, dates
+// written, rows written) to r. DuckDB's own query progress is not reachable
+// through duckdb-go, so a step is one SQL statement.
+func (e *Engine) SetProgress(r progress.Reporter) { e.progress = r }
+
+func (e *Engine) reporter() progress.Reporter {
+	if e.progress == nil {
+		return progress.Discard
+	}
+	return e.progress
 }
 
 var _ engine.Engine = (*Engine)(nil)

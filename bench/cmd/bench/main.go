@@ -1,0 +1,43 @@
+// Command bench measures the DuckDB engine on the design shape. It is driven
+// by bench/run.sh; see the README's benchmark section.
+//
+//	bench run      --bin B --cache DIR --events 6000000,60000000 ...   the whole benchmark
+//	bench scan     --data DIR --threads 2 --memory-limit 6GB ...      (a) the scan floor
+//	bench baseline --data DIR --out DIR --threads 2 --memory-limit 6GB  (b) the naive two-COPY job
+//	bench sql      --threads 2 --memory-limit 6GB 'STATEMENT' ...     time any statements (profiling)
+//
+// run starts every measurement as its own process and reads the child's peak
+// RSS from the kernel's rusage, so each figure is one process's high-water
+// mark.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench run|scan|baseline [flags]")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runAll(ctx, os.Args[2:])
+	case "scan":
+		err = runQuery(ctx, "scan", os.Args[2:])
+	case "baseline":
+		err = runQuery(ctx, "baseline", os.Args[2:])
+	case "sql":
+		err = runQuery(ctx, "sql", os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q (want run, scan or baseline)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/reader"
+)
+
+type runFlags struct {
+	bin, cache, events, memoryLimit, lowMemoryLimit string
+	seed                                            uint64
+	threads, repeat                                 int
+}
+
+// measurement is one process: its wall time, peak RSS and, for a publish,
+// the phase times it logged.
+type measurement struct {
+	name, limit string
+	events      int
+	wall, cpu   time.Duration
+	rssBytes    int64
+	phases      map[string]float64
+	steps       []string // "step: seconds" of the stage, in order
+	verified    string
+}
+
+func runAll(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f runFlags
+	fs.StringVar(&f.bin, "bin", "", "engagement binary (built once by bench/run.sh)")
+	fs.StringVar(&f.cache, "cache", ".cache/bench", "where generated days and warehouses live")
+	fs.StringVar(&f.events, "events", "6000000,60000000", "day sizes to measure, comma-separated, smallest first")
+	fs.Uint64Var(&f.seed, "seed", 7, "generator seed")
+	fs.IntVar(&f.threads, "threads", 2, "duckdb.threads for every measurement")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "6GB", "duckdb.memory_limit for every measurement")
+	fs.StringVar(&f.lowMemoryLimit, "low-memory-limit", "2GB", "a second publish of the largest day at this limit, which must spill and give the same figures (empty: skip)")
+	fs.IntVar(&f.repeat, "repeat", 2, "publishes of the largest day at --memory-limit (the first is the one compared)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.bin == "" {
+		return errors.New("run: --bin is required")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var sizes []int
+	for _, s := range strings.Split(f.events, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--events %q: %w", f.events, err)
+		}
+		sizes = append(sizes, n)
+	}
+	tmp := filepath.Join(f.cache, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	benchStart := time.Now()
+	var genTime time.Duration
+	var all []measurement
+	for i, n := range sizes {
+		data := filepath.Join(f.cache, fmt.Sprintf("design-%d-seed%d", n, f.seed))
+		took, err := generate(ctx, f, data, n)
+		if err != nil {
+			return err
+		}
+		genTime += took
+		exp, err := gen.ReadExpected(filepath.Join(data, gen.ExpectedFile))
+		if err != nil {
+			return err
+		}
+		query := func(kind string) []string {
+			a := []string{kind, "--data", data, "--threads", strconv.Itoa(f.threads), "--memory-limit", f.memoryLimit, "--temp-directory", tmp}
+			if kind == "baseline" {
+				a = append(a, "--out", filepath.Join(f.cache, fmt.Sprintf("baseline-%d", n)))
+			}
+			return a
+		}
+		m, err := measure(ctx, "scan floor", n, f.memoryLimit, self, query("scan"))
+		if err != nil {
+			return err
+		}
+		all = append(all, m)
+		if m, err = measure(ctx, "naive baseline", n, f.memoryLimit, self, query("baseline")); err != nil {
+			return err
+		}
+		all = append(all, m)
+		runs := 1
+		if i == len(sizes)-1 {
+			runs = max(1, f.repeat)
+		}
+		for r := range runs {
+			name := "publish"
+			if r > 0 {
+				name = fmt.Sprintf("publish (rerun %d)", r)
+			}
+			m, err := publish(ctx, f, data, exp, n, f.memoryLimit, name, fmt.Sprintf("%d-%d", n, r))
+			if err != nil {
+				return err
+			}
+			all = append(all, m)
+		}
+		if i == len(sizes)-1 && f.lowMemoryLimit != "" {
+			m, err := publish(ctx, f, data, exp, n, f.lowMemoryLimit, "publish", fmt.Sprintf("%d-low", n))
+			if err != nil {
+				return err
+			}
+			all = append(all, m)
+		}
+	}
+	report(os.Stdout, f, sizes, all, genTime, time.Since(benchStart))
+	return nil
+}
+
+// generate makes the design day once; a tree without expected.json is the
+// remains of an interrupted run and is made again.
+func generate(ctx context.Context, f runFlags, data string, n int) (time.Duration, error) {
+	if _, err := os.Stat(filepath.Join(data, gen.ExpectedFile)); err == nil {
+		fmt.Fprintf(os.Stderr, "bench: reusing %s\n", data)
+		return 0, nil
+	}
+	if err := os.RemoveAll(data); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "bench: generating %d events into %s\n", n, data)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, f.bin, "gen", "--shape", gen.ShapeDesign, "--events", strconv.Itoa(n),
+		"--seed", strconv.FormatUint(f.seed, 10), "--out", data)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("generate %s: %w", data, err)
+	}
+	return time.Since(start), nil
+}
+
+// measure runs one process and reads its peak RSS from rusage; stderr is
+// passed through (progress lines) and kept for the phase records.
+func measure(ctx context.Context, name string, n int, limit, bin string, args []string) (measurement, error) {
+	m := measurement{name: name, events: n, limit: limit}
+	fmt.Fprintf(os.Stderr, "bench: %s, %s events, memory_limit %s\n", name, progress.Count(int64(n)), limit)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var errb bytes.Buffer
+	cmd.Stdout = io.Discard
+	cmd.Stderr = io.MultiWriter(&plainLines{w: os.Stderr}, &errb)
+	start := time.Now()
+	err := cmd.Run()
+	m.wall = time.Since(start)
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			m.rssBytes = maxrssBytes(ru.Maxrss)
+			m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	if err != nil {
+		return m, fmt.Errorf("%s (%d events): %w", name, n, err)
+	}
+	m.phases, m.steps = phases(errb.Bytes())
+	return m, nil
+}
+
+// plainLines passes a child's stderr through except its JSON log records,
+// which are kept for the phase figures but would drown the progress lines.
+type plainLines struct {
+	w       io.Writer
+	partial []byte
+}
+
+func (p *plainLines) Write(b []byte) (int, error) {
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexAny(p.partial, "\n\r")
+		if i < 0 {
+			return len(b), nil
+		}
+		line := p.partial[:i+1]
+		if !bytes.HasPrefix(line, []byte("{")) {
+			if _, err := p.w.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		p.partial = p.partial[i+1:]
+	}
+}
+
+// maxrssBytes: Linux reports ru_maxrss in KiB, macOS in bytes.
+func maxrssBytes(v int64) int64 {
+	if runtime.GOOS == "darwin" {
+		return v
+	}
+	return v * 1024
+}
+
+// phases reads the publish's structured "phase" and "step" records.
+func phases(stderr []byte) (map[string]float64, []string) {
+	var out map[string]float64
+	var steps []string
+	sc := bufio.NewScanner(bytes.NewReader(stderr))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Msg     string  `json:"msg"`
+			Phase   string  `json:"phase"`
+			Step    string  `json:"step"`
+			Seconds float64 `json:"seconds"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "step" {
+			steps = append(steps, fmt.Sprintf("%s / %s: %.2fs", rec.Phase, rec.Step, rec.Seconds))
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "phase" {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[rec.Phase] += rec.Seconds
+		}
+	}
+	return out, steps
+}
+
+const confTemplate = `# written by bench run: the design day under production's job settings
+engagement.engine                  duckdb
+engagement.warehouse               %s
+engagement.raw                     %s
+engagement.lessons                 %s
+engagement.enrollments             %s
+engagement.manifestId              %s
+engagement.enrollmentSnapshotId    %s
+engagement.unknownCap              0.02
+engagement.hotCourses              course-k8s
+engagement.restatementHorizonDays  %d
+engagement.latenessDays            2
+engagement.targetFileBytes         192MB
+engagement.freshnessMaxDays        1
+engagement.asOfDate                %s
+duckdb.threads                     %d
+duckdb.memory_limit                %s
+duckdb.temp_directory              %s
+duckdb.preserve_insertion_order    false
+`
+
+func publish(ctx context.Context, f runFlags, data string, exp gen.Expected, n int, limit, name, tag string) (measurement, error) {
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	wh := abs(filepath.Join(f.cache, "warehouse-"+tag))
+	if err := os.RemoveAll(wh); err != nil {
+		return measurement{}, err
+	}
+	conf := filepath.Join(f.cache, "publish-"+tag+".conf")
+	body := fmt.Sprintf(confTemplate, wh, abs(filepath.Join(data, "raw")), abs(filepath.Join(data, "lessons")),
+		abs(filepath.Join(data, "enrollments")), exp.ManifestID, exp.EnrollmentSnapshotID, exp.RestatementHorizonDays,
+		exp.NewestIngestDate.AddDays(1), f.threads, limit, abs(filepath.Join(f.cache, "tmp")))
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		return measurement{}, err
+	}
+	m, err := measure(ctx, name, n, limit, f.bin, []string{"publish", "--config", conf, "--job-id", "bench-" + tag,
+		"--dates", strings.Join(dates.Strings(exp.Dates), ",")})
+	if err != nil {
+		return m, err
+	}
+	if err := verify(ctx, wh, exp); err != nil {
+		return m, fmt.Errorf("%s at memory_limit %s published wrong figures: %w", name, limit, err)
+	}
+	m.verified = "figures = expected.json"
+	if err := os.RemoveAll(wh); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// verify reads what readers see (the pointer, then exactly its files) and
+// compares every course_day figure and the fact row count with the
+// generator's expected.json.
+func verify(ctx context.Context, wh string, exp gen.Expected) error {
+	b, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
+	if err != nil {
+		return err
+	}
+	p, err := pointer.Decode(b)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cd, err := reader.Query(wh, p, engine.CourseDayTable, nil)
+	if err != nil {
+		return err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT strftime(event_date, '%Y-%m-%d'), course_id, event_count, unknown_lesson_count,
+		matched_lesson_count, enrolled_event_count, learner_count FROM (`+cd+`)`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var d, c string
+		var g gen.CourseFigures
+		if err := rows.Scan(&d, &c, &g.Events, &g.Unknown, &g.Matched, &g.Enrolled, &g.Learners); err != nil {
+			return err
+		}
+		want := exp.ByDateCourse[dates.MustParse(d)][c]
+		if g != want {
+			return fmt.Errorf("course_day %s %s: got %+v, want %+v", d, c, g, want)
+		}
+		seen++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	wantRows := 0
+	for _, d := range exp.Dates {
+		wantRows += len(exp.ByDateCourse[d])
+	}
+	if seen != wantRows {
+		return fmt.Errorf("course_day has %d rows, want %d", seen, wantRows)
+	}
+	for _, d := range exp.Dates {
+		fact, err := reader.Query(wh, p, engine.FactTable, &d)
+		if err != nil {
+			return err
+		}
+		var n, events int64
+		if err := db.QueryRowContext(ctx, "SELECT count(*), sum(event_count) FROM ("+fact+")").Scan(&n, &events); err != nil {
+			return err
+		}
+		if w := exp.ByDate[d]; n != w.FactRows || events != w.Events {
+			return fmt.Errorf("fact %s: %d rows / %d events, want %d / %d", d, n, events, w.FactRows, w.Events)
+		}
+	}
+	return nil
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, total time.Duration) {
+	host, _ := os.Hostname()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(w, "\n## engagement benchmark, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "machine: %s, %d cores, %s; load average at the end: %s\n", host, runtime.NumCPU(), memTotal(), strings.TrimSpace(string(load)))
+	fmt.Fprintf(w, "settings: duckdb threads=%d, memory_limit=%s (low-memory publish: %s), seed %d\n\n", f.threads, f.memoryLimit, f.lowMemoryLimit, f.seed)
+	fmt.Fprintln(w, "| events | measurement | memory_limit | wall s | CPU s | events/s | peak RSS | inspect s | stage s (read+transform+stage) | gate s | pointer s | check |")
+	fmt.Fprintln(w, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, m := range all {
+		ph := func(k string) string {
+			if m.phases == nil {
+				return ""
+			}
+			return fmt.Sprintf("%.2f", m.phases[k])
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n", progress.Count(int64(m.events)), m.name, m.limit,
+			m.wall.Seconds(), m.cpu.Seconds(), progress.Count(int64(float64(m.events)/m.wall.Seconds())), gib(m.rssBytes),
+			ph("inspect"), ph("stage"), ph("gate"), ph("pointer"), m.verified)
+	}
+	find := func(n int, name, limit string) *measurement {
+		for i := range all {
+			if all[i].events == n && all[i].name == name && all[i].limit == limit {
+				return &all[i]
+			}
+		}
+		return nil
+	}
+	fmt.Fprintln(w, "\n| events | publish / baseline (wall) | publish / scan floor (wall) | same, CPU time | target |")
+	fmt.Fprintln(w, "|---:|---:|---:|---|---|")
+	for _, n := range sizes {
+		p, b, s := find(n, "publish", f.memoryLimit), find(n, "naive baseline", f.memoryLimit), find(n, "scan floor", f.memoryLimit)
+		if p == nil || b == nil || s == nil {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f / %.2f | <= 1 and <= 4 |\n", progress.Count(int64(n)), p.wall.Seconds()/b.wall.Seconds(), p.wall.Seconds()/s.wall.Seconds(),
+			p.cpu.Seconds()/b.cpu.Seconds(), p.cpu.Seconds()/s.cpu.Seconds())
+	}
+	if len(sizes) > 1 {
+		lo, hi := find(sizes[0], "publish", f.memoryLimit), find(sizes[len(sizes)-1], "publish", f.memoryLimit)
+		if lo != nil && hi != nil {
+			fmt.Fprintf(w, "\npublish time grows %.2fx from %s to %s events (%.0fx the events; target <= 11x)\n",
+				hi.wall.Seconds()/lo.wall.Seconds(), progress.Count(int64(sizes[0])), progress.Count(int64(sizes[len(sizes)-1])),
+				float64(sizes[len(sizes)-1])/float64(sizes[0]))
+		}
+	}
+	for _, m := range all {
+		if m.events == sizes[len(sizes)-1] && len(m.steps) > 0 {
+			fmt.Fprintf(w, "\nprofile of %s, %s events, memory_limit %s (the job's step records):\n", m.name, progress.Count(int64(m.events)), m.limit)
+			for _, s := range m.steps {
+				fmt.Fprintf(w, "  %s\n", s)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\ngeneration %.1fs (0 when the cached day was reused), benchmark total %.1fs\n", genTime.Seconds(), total.Seconds())
+}
+
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "memory unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "MemTotal:") {
+			fs := strings.Fields(l)
+			if len(fs) >= 2 {
+				kb, _ := strconv.ParseInt(fs[1], 10, 64)
+				return gib(kb*1024) + " RAM"
+			}
+		}
+	}
+	return "memory unknown"
+}

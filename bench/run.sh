@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The design-day benchmark: builds the binaries once, generates each day once
+# into .cache/bench/design-<events>-seed<seed> (reused on later runs), then
+# measures the scan floor, the naive two-COPY baseline and `engagement
+# publish` at every size, each as its own process with its peak RSS. It ends
+# with a markdown table (also saved to .cache/bench/last-report.md).
+#
+#   bash bench/run.sh                                   # 6M and 60M events, memory_limit 6GB, and a 2GB publish
+#   bash bench/run.sh --events 600000,6000000           # smaller days
+#   bash bench/run.sh --memory-limit 4GB --repeat 3     # any flag of `bench run`
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .cache/bench/bin
+echo "bench: building" >&2
+go build -o .cache/bench/bin/engagement ./cmd/engagement
+go build -o .cache/bench/bin/bench ./bench/cmd/bench
+start=$(date +%s)
+.cache/bench/bin/bench run --bin .cache/bench/bin/engagement --cache .cache/bench "$@" | tee .cache/bench/last-report.md
+echo "bench: whole run including the build took $(( $(date +%s) - start ))s" | tee -a .cache/bench/last-report.md

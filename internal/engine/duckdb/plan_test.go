@@ -1,0 +1,178 @@
+package duckdb_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// eventLevelFact is the reference plan, written here and not shared with the
+// engine: both joins on every event, then one aggregation to the fact grain.
+// It also yields the two audit figures the gate reads (events that disagree
+// with the manifest's course, and whether a row's events disagree).
+const eventLevelFact = `
+WITH events AS (
+  SELECT learner_key, lesson_id, course_id, CAST(event_time AS TIMESTAMPTZ) AS event_time,
+         CAST(timezone('UTC', CAST(event_time AS TIMESTAMPTZ)) AS DATE) AS event_date
+  FROM read_parquet(%[1]s, hive_partitioning = true)
+  WHERE ingest_date BETWEEN DATE %[2]s AND DATE %[3]s
+),
+joined AS (
+  SELECT ev.*, m.manifest_id, m.lesson_title, m.course_id AS manifest_course_id, en.learner_key IS NOT NULL AS enrolled
+  FROM events ev
+  LEFT JOIN (SELECT * FROM read_parquet(%[4]s) WHERE manifest_id = %[5]s) m ON ev.lesson_id = m.lesson_id
+  LEFT JOIN (SELECT * FROM read_parquet(%[6]s) WHERE snapshot_id = %[7]s) en
+         ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id
+  WHERE ev.event_date IN (%[8]s)
+)
+SELECT learner_key, lesson_id, event_date,
+       CASE WHEN bool_or(course_id IS NULL) THEN NULL ELSE min(course_id) END AS course_id,
+       min(manifest_id) AS manifest_id, min(lesson_title) AS lesson_title, count(*) AS event_count,
+       min(event_time) AS first_event_time, max(event_time) AS last_event_time, bool_or(enrolled) AS enrolled,
+       count(*) FILTER (WHERE manifest_course_id <> course_id) AS manifest_course_conflicts,
+       count(DISTINCT course_id) > 1 OR (bool_or(course_id IS NULL) AND count(course_id) > 0) AS course_conflict
+FROM joined GROUP BY learner_key, lesson_id, event_date`
+
+// TestPlanEqualsEventLevel stages a generated design day and the two
+// fixtures whose rows disagree on course_id (the fact-grain plan's only
+// special case) and compares every staged row of both tables, and the
+// conflict figures, with the event-level reference plan.
+func TestPlanEqualsEventLevel(t *testing.T) {
+	design := filepath.Join(t.TempDir(), "design")
+	exp, err := gen.Generate(context.Background(), gen.Options{Out: design, Shape: gen.ShapeDesign, Events: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, dir string
+		dates     []dates.Date
+	}{{"design", design, exp.Dates}}
+	for _, v := range []string{"", gen.VariantCourseConflict, gen.VariantNullCourse} {
+		fx := publishtest.LoadFixture(t, v)
+		name := v
+		if v == "" {
+			name = "fixture"
+		}
+		cases = append(cases, struct {
+			name, dir string
+			dates     []dates.Date
+		}{name, fx.Dir, fx.Expected.Dates})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			spec := engine.Spec{
+				JobID: "plan-test", Dates: c.dates,
+				IngestFrom: c.dates[0], IngestTo: c.dates[len(c.dates)-1].AddDays(2),
+				Raw: filepath.Join(c.dir, "raw"), Lessons: filepath.Join(c.dir, "lessons"), Enrollments: filepath.Join(c.dir, "enrollments"),
+				ManifestID: gen.ManifestID, EnrollmentSnapshotID: gen.EnrollmentSnapshotID,
+				TargetFileBytes: engine.DefaultTargetFileBytes,
+			}
+			e, err := duckdb.Open(ctx, map[string]string{"threads": "2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			wh := t.TempDir()
+			st, err := e.Stage(ctx, spec, wh, "staging/job_id=plan-test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := e.DB()
+			var ds []string
+			for _, d := range c.dates {
+				ds = append(ds, "DATE '"+d.String()+"'")
+			}
+			ref := fmt.Sprintf(eventLevelFact, quote(filepath.Join(c.dir, "raw", "*", "*.parquet")),
+				quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
+				quote(filepath.Join(c.dir, "lessons", "*.parquet")), quote(gen.ManifestID),
+				quote(filepath.Join(c.dir, "enrollments", "*.parquet")), quote(gen.EnrollmentSnapshotID), strings.Join(ds, ", "))
+			exec(t, conn, "CREATE TEMP TABLE ref_fact AS "+ref)
+
+			exec(t, conn, "CREATE TEMP TABLE got_fact AS "+staged(wh, st.FactFiles, c.dates, engine.FactColumns))
+			factCols := "learner_key, lesson_id, event_date, course_id, manifest_id, lesson_title, event_count, first_event_time, last_event_time, enrolled"
+			sameRows(t, conn, "fact_lesson_engagement",
+				"SELECT "+factCols+" FROM ref_fact",
+				"SELECT "+factCols+" FROM got_fact")
+
+			exec(t, conn, "CREATE TEMP TABLE got_cd AS "+staged(wh, st.CourseDayFiles, c.dates, engine.CourseDayColumns))
+			sameRows(t, conn, "course_day",
+				`SELECT course_id, event_date, sum(event_count), sum(event_count) FILTER (WHERE manifest_id IS NOT NULL),
+				        coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0), coalesce(sum(event_count) FILTER (WHERE enrolled), 0),
+				        count(DISTINCT learner_key)
+				 FROM ref_fact GROUP BY course_id, event_date`,
+				`SELECT course_id, event_date, event_count, matched_lesson_count, unknown_lesson_count, enrolled_event_count, learner_count FROM got_cd`)
+
+			for _, d := range c.dates {
+				var mc, rc int64
+				q := fmt.Sprintf(`SELECT coalesce(sum(manifest_course_conflicts), 0)::BIGINT, count(*) FILTER (WHERE course_conflict)
+					FROM ref_fact WHERE event_date = DATE '%s'`, d)
+				if err := conn.QueryRowContext(ctx, q).Scan(&mc, &rc); err != nil {
+					t.Fatal(err)
+				}
+				f := st.Stage[d]
+				if f.ManifestCourseConflicts != mc || f.FactRowCourseConflicts != rc {
+					t.Errorf("%s: conflicts staged %d events / %d rows, event-level plan %d / %d",
+						d, f.ManifestCourseConflicts, f.FactRowCourseConflicts, mc, rc)
+				}
+				if c.name != "design" && c.name != "fixture" && rc == 0 {
+					t.Errorf("%s: the %s fixture has no conflict row: the special case is not exercised", d, c.name)
+				}
+			}
+			var n int64
+			if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM ref_fact").Scan(&n); err != nil || n == 0 {
+				t.Fatalf("reference plan has %d rows (%v): nothing compared", n, err)
+			}
+		})
+	}
+}
+
+// staged reads the listed staged files of every date, with event_date from
+// the list, as a reader would.
+func staged(wh string, files map[dates.Date][]pointer.File, ds []dates.Date, cols []string) string {
+	var parts []string
+	for _, d := range ds {
+		var paths []string
+		for _, f := range files[d] {
+			paths = append(paths, quote(filepath.Join(wh, f.Path)))
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("SELECT %s, DATE '%s' AS event_date FROM read_parquet([%s])",
+			strings.Join(cols[:len(cols)-1], ", "), d, strings.Join(paths, ", ")))
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// sameRows compares two queries as multisets of rows.
+func sameRows(t *testing.T, conn *sql.Conn, what, want, got string) {
+	t.Helper()
+	var missing, extra, rows int64
+	q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (%[1]s EXCEPT ALL %[2]s)), (SELECT count(*) FROM (%[2]s EXCEPT ALL %[1]s)), (SELECT count(*) FROM (%[1]s))`, want, got)
+	if err := conn.QueryRowContext(context.Background(), q).Scan(&missing, &extra, &rows); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if missing != 0 || extra != 0 || rows == 0 {
+		t.Errorf("%s: %d reference rows missing from the staged table, %d staged rows not in the reference (of %d)", what, missing, extra, rows)
+	}
+}
+
+func exec(t *testing.T, conn *sql.Conn, q string) {
+	t.Helper()
+	if _, err := conn.ExecContext(context.Background(), q); err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

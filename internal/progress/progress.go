@@ -1,0 +1,268 @@
+// Package progress reports what a long run is doing on stderr: the phase,
+// the steps or rows done and the elapsed time. On a terminal it keeps one
+// live line; otherwise it prints a line every few seconds, so a log file
+// shows a run is alive without drowning in lines.
+//
+// It reads the wall clock, so it lives outside the transform packages
+// (internal/engine, internal/job), which receive it as a Reporter and never
+// let it touch data.
+package progress
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reporter receives phase and step reports. The zero value of a nil
+// *Printer is a valid Reporter that reports nothing.
+type Reporter interface {
+	// Phase starts a named phase; calling the returned func ends it.
+	Phase(name string) (end func())
+	// Step reports progress inside the current phase: done of total steps
+	// (total 0 when unknown), rows handled so far, and what is running now.
+	Step(done, total int, rows int64, what string)
+}
+
+// Discard reports nothing.
+var Discard Reporter = nop{}
+
+type nop struct{}
+
+func (nop) Phase(string) func()          { return func() {} }
+func (nop) Step(int, int, int64, string) {}
+
+// Printer is the Reporter for a command: it writes progress to w and one
+// structured "phase" record per finished phase to log.
+type Printer struct {
+	w     io.Writer
+	log   *slog.Logger
+	live  bool
+	every time.Duration
+	now   func() time.Time
+
+	mu                sync.Mutex
+	phase, what       string
+	done, total       int
+	rows              int64
+	start, phaseStart time.Time
+	stepStart         time.Time
+	lastLine          time.Time
+	width             int
+	stop              chan struct{}
+	stopped           sync.WaitGroup
+	closeOnce         sync.Once
+}
+
+// Options tune a Printer; zero values pick the defaults.
+type Options struct {
+	Live  *bool         // default: w is a terminal
+	Every time.Duration // non-live line interval, default 5 s
+	Now   func() time.Time
+}
+
+// New returns a Printer writing to w. Call Close when the run ends.
+func New(w io.Writer, log *slog.Logger, o Options) *Printer {
+	p := &Printer{w: w, log: log, every: o.Every, now: o.Now, stop: make(chan struct{})}
+	if p.every <= 0 {
+		p.every = 5 * time.Second
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if o.Live != nil {
+		p.live = *o.Live
+	} else {
+		p.live = isTerminal(w)
+	}
+	p.start = p.now()
+	tick := p.every
+	if p.live {
+		tick = time.Second
+	}
+	p.stopped.Add(1)
+	go p.tick(tick)
+	return p
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// tick refreshes the line while a long statement gives no step reports.
+func (p *Printer) tick(every time.Duration) {
+	defer p.stopped.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if p.phase != "" {
+				p.print(false)
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// Phase implements Reporter.
+func (p *Printer) Phase(name string) func() {
+	p.mu.Lock()
+	p.phase, p.what, p.done, p.total, p.rows = name, "", 0, 0, 0
+	p.phaseStart = p.now()
+	p.print(true)
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		now := p.now()
+		records := p.endStep(now, nil)
+		records = append(records, []any{"phase", "phase", name, "seconds", roundSeconds(now.Sub(p.phaseStart)), "rows", p.rows, "steps", p.done})
+		p.clearLive()
+		p.phase = ""
+		p.mu.Unlock()
+		p.logAll(records)
+	}
+}
+
+// Step implements Reporter. Each finished step is also logged as a "step"
+// record with its duration, so a slow run can be profiled from its log.
+func (p *Printer) Step(done, total int, rows int64, what string) {
+	p.mu.Lock()
+	now := p.now()
+	records := p.endStep(now, nil)
+	p.done, p.total, p.rows, p.what = done, total, rows, what
+	p.stepStart = now
+	p.print(false)
+	p.mu.Unlock()
+	p.logAll(records)
+}
+
+// endStep ends the running step, if any, and appends its record. The caller
+// holds mu; records are logged after it is released, because on a terminal
+// the log writes through the Printer itself.
+func (p *Printer) endStep(now time.Time, records [][]any) [][]any {
+	if p.what != "" {
+		records = append(records, []any{"step", "phase", p.phase, "step", p.what, "seconds", roundSeconds(now.Sub(p.stepStart))})
+	}
+	p.what = ""
+	return records
+}
+
+func (p *Printer) logAll(records [][]any) {
+	if p.log == nil {
+		return
+	}
+	for _, r := range records {
+		p.log.Info(r[0].(string), r[1:]...)
+	}
+}
+
+// Live reports whether the Printer keeps a live line (its writer is a
+// terminal).
+func (p *Printer) Live() bool { return p.live }
+
+// SetLog sets the logger for the phase and step records.
+func (p *Printer) SetLog(log *slog.Logger) {
+	p.mu.Lock()
+	p.log = log
+	p.mu.Unlock()
+}
+
+// Write lets other output share the terminal with the live line: it clears
+// the line, writes b, and draws the line again below it. Give it to the
+// command's log handler when Live is true.
+func (p *Printer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+	n, err := p.w.Write(b)
+	if p.phase != "" {
+		p.print(true)
+	}
+	return n, err
+}
+
+// Close stops the ticker and clears a live line; later calls do nothing.
+func (p *Printer) Close() {
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		p.stopped.Wait()
+		p.mu.Lock()
+		p.clearLive()
+		p.mu.Unlock()
+	})
+}
+
+// print writes the current state: always on a terminal, else when forced or
+// when the interval has passed since the last line. The caller holds mu.
+func (p *Printer) print(force bool) {
+	now := p.now()
+	if !p.live && !force && now.Sub(p.lastLine) < p.every {
+		return
+	}
+	p.lastLine = now
+	line := p.line(now)
+	if p.live {
+		pad := ""
+		if n := p.width - len(line); n > 0 {
+			pad = strings.Repeat(" ", n)
+		}
+		p.width = len(line)
+		fmt.Fprintf(p.w, "\r%s%s", line, pad)
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *Printer) clearLive() {
+	if p.live && p.width > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.width))
+		p.width = 0
+	}
+}
+
+// line renders "progress: stage 3/6 50% 1.2M rows [write fact 2026-03-02] 12.3s (total 20.1s)".
+func (p *Printer) line(now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "progress: %s", p.phase)
+	if p.total > 0 {
+		fmt.Fprintf(&b, " %d/%d %d%%", p.done, p.total, 100*p.done/p.total)
+	}
+	if p.rows > 0 {
+		fmt.Fprintf(&b, " %s rows", Count(p.rows))
+	}
+	if p.what != "" {
+		fmt.Fprintf(&b, " [%s]", p.what)
+	}
+	fmt.Fprintf(&b, " %s (total %s)", roundDur(now.Sub(p.phaseStart)), roundDur(now.Sub(p.start)))
+	return b.String()
+}
+
+// Count renders a row count compactly: 950, 12.3K, 4.5M.
+func Count(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.1fK", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func roundDur(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+
+func roundSeconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
