@@ -3,6 +3,7 @@ package spark
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/apache/spark-connect-go/spark/sparkerrors"
@@ -45,8 +46,13 @@ func wrap(remote, step string, err error) error {
 	case se.ErrorClass != "":
 		out.Class = se.ErrorClass
 		out.Msg = strings.TrimSpace(strings.TrimPrefix(firstLine(se.Message), "["+se.ErrorClass+"]"))
+	case se.Reason != "":
+		// An exception without an error class (a failed task, say): its
+		// Java class stands in, and the task-failure preamble goes.
+		out.Class = se.Reason[strings.LastIndex(se.Reason, ".")+1:]
+		out.Msg = taskFailure.ReplaceAllString(firstLine(se.Message), "")
 	default:
-		out.Class = strings.ToUpper(strings.ReplaceAll(codeName(se.Code), " ", "_"))
+		out.Class = strings.ToUpper(codeName(se.Code))
 		out.Msg = firstLine(se.Message)
 	}
 	if errors.Is(err, sparkerrors.RetriesExceeded) && out.Class == "UNAVAILABLE" {
@@ -54,6 +60,9 @@ func wrap(remote, step string, err error) error {
 	}
 	return out
 }
+
+// taskFailure is the preamble Spark puts before a failed task's exception.
+var taskFailure = regexp.MustCompile(`^Job aborted due to stage failure: .*? most recent failure: Lost task [^:]*\): `)
 
 func codeName(c codes.Code) string {
 	// codes.Code.String gives "Unavailable"; Spark's own classes are upper snake case.

@@ -22,27 +22,30 @@ var (
 	str        = []string{"string"}
 	rawColumns = []column{
 		{"event_id", str}, {"learner_key", str}, {"lesson_id", str}, {"course_id", str},
-		{"event_time", []string{"timestamp", "timestamp_ntz"}},
+		{"event_time", []string{"timestamp", "timestampntz"}},
 	}
 	manifestColumns   = []column{{"manifest_id", str}, {"lesson_id", str}, {"course_id", str}, {"lesson_title", str}}
 	enrollmentColumns = []column{{"learner_key", str}, {"course_id", str}, {"snapshot_id", str}}
 )
 
-// schema asks Spark for one Parquet file's columns and types. Asking per
-// file (not once for the directory) is what lets an error name the file.
+// schema asks Spark for one Parquet file's columns and types (Spark's type
+// names, lower case: string, timestamp, timestampntz, ...). Asking per file
+// (not once for the directory) is what lets an error name the file.
 func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
-	rows, err := e.rows(ctx, fmt.Sprintf("read the schema of %s file %s", what, file),
-		"DESCRIBE QUERY SELECT * FROM "+pathRef(file))
+	step := fmt.Sprintf("read the schema of %s file %s", what, file)
+	df, err := e.session.Read().Format("parquet").Load(file)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, wrap(e.remote, step, err)
+	}
+	st, err := df.Schema(ctx)
+	if err != nil {
+		return nil, nil, wrap(e.remote, step+": not a readable Parquet file", err)
 	}
 	types := map[string]string{}
 	var names []string
-	for _, r := range rows {
-		name, _ := r.At(0).(string)
-		typ, _ := r.At(1).(string)
-		types[name] = typ
-		names = append(names, name)
+	for _, f := range st.Fields {
+		types[f.Name] = strings.ToLower(f.DataType.TypeName())
+		names = append(names, f.Name)
 	}
 	return types, names, nil
 }

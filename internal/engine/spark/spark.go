@@ -80,6 +80,11 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 		return nil, wrap(remote, "connect", err)
 	}
 	e := &Engine{remote: remote, session: s}
+	// The builder dials lazily; ask the server something first so a server
+	// that is down is reported as such, not as a failed setting.
+	if _, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone"); err != nil {
+		return nil, wrap(remote, "connect", err)
+	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
 		keys = append(keys, k)
@@ -115,6 +120,15 @@ func (e *Engine) set(ctx context.Context, key, value string) error {
 	}
 	return fmt.Errorf("spark %s: %s = %s cannot be set on a running session and the server has %s: start the server with --conf %s=%s",
 		e.remote, key, value, got, key, value)
+}
+
+// Setting returns the session's value of a Spark setting.
+func (e *Engine) Setting(ctx context.Context, key string) (string, error) {
+	v, err := e.session.Config().Get(ctx, key)
+	if err != nil {
+		return "", wrap(e.remote, "get "+key, err)
+	}
+	return v, nil
 }
 
 // Name implements engine.Engine.
