@@ -25,6 +25,10 @@ type PlanJoin struct {
 
 // Plan returns Spark's EXPLAIN FORMATTED text of the staging query.
 func (e *Engine) Plan(ctx context.Context, spec engine.Spec) (string, error) {
+	spec, err := absSpec(spec)
+	if err != nil {
+		return "", err
+	}
 	events, err := e.rawSource(ctx, spec)
 	if err != nil {
 		return "", err

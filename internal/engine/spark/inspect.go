@@ -105,6 +105,10 @@ func (e *Engine) IngestDates(ctx context.Context, raw string) ([]dates.Date, err
 // Inspect implements engine.Engine.
 func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
 	var in engine.Inputs
+	spec, err := absSpec(spec)
+	if err != nil {
+		return in, err
+	}
 	parts, err := inputs.RawPartitions(spec.Raw)
 	if err != nil {
 		return in, err

@@ -3,6 +3,7 @@ package spark
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -31,6 +32,10 @@ func listed(root string, byDate map[dates.Date][]pointer.File, ds []dates.Date, 
 // ReadBack implements engine.Engine: Spark computes the gate's figures from
 // the staged bytes read back, one query per table for all dates.
 func (e *Engine) ReadBack(ctx context.Context, root string, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse %s: %w", root, err)
+	}
 	out := map[dates.Date]gate.StagedFigures{}
 	for _, d := range spec.Dates {
 		out[d] = gate.StagedFigures{}

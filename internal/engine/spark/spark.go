@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -164,6 +165,23 @@ func (e *Engine) rows(ctx context.Context, what, q string) ([]types.Row, error) 
 		return nil, wrap(e.remote, what, err)
 	}
 	return rows, nil
+}
+
+// absSpec makes the input paths absolute. Paths reach the Spark server as
+// text, and the server resolves a relative one against its own working
+// directory, not the job's.
+func absSpec(spec engine.Spec) (engine.Spec, error) {
+	for _, p := range []*string{&spec.Raw, &spec.Lessons, &spec.Enrollments} {
+		if *p == "" {
+			continue
+		}
+		a, err := filepath.Abs(*p)
+		if err != nil {
+			return spec, fmt.Errorf("input path %s: %w", *p, err)
+		}
+		*p = a
+	}
+	return spec, nil
 }
 
 // quote makes a Spark SQL string literal. Spark's string literals take

@@ -281,3 +281,38 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestRelativePaths: paths given relative to the job's working directory
+// reach the Spark server absolute (the server has its own working
+// directory), as the README's fixture command gives them.
+func TestRelativePaths(t *testing.T) {
+	h := harness(t)
+	fx := publishtest.LoadFixture(t, "")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(p string) string {
+		r, err := filepath.Rel(wd, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	wh := t.TempDir()
+	args := fx.Args(rel(wh), "relative", mon, tue)
+	for i, a := range args {
+		if filepath.IsAbs(a) && strings.HasPrefix(a, fx.Dir) {
+			args[i] = rel(a)
+		}
+	}
+	code, _, stderr := h.Run(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("publish with relative paths: exit %d: %s", code, stderr)
+	}
+	for ds, n := range publishtest.FactSum(t, wh) {
+		if want := fx.Expected.ByDate[ds].Events; n != want {
+			t.Errorf("%s: %d events, want %d", ds, n, want)
+		}
+	}
+}

@@ -25,6 +25,13 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir s
 		FactFiles:      map[dates.Date][]pointer.File{},
 		CourseDayFiles: map[dates.Date][]pointer.File{},
 	}
+	spec, err := absSpec(spec)
+	if err != nil {
+		return st, err
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return st, fmt.Errorf("warehouse %s: %w", root, err)
+	}
 	events, err := e.rawSource(ctx, spec)
 	if err != nil {
 		return st, err
