@@ -42,63 +42,31 @@ func (e *Engine) ReadBack(ctx context.Context, root string, spec engine.Spec, st
 	}
 	if files := listed(root, staged.FactFiles, spec.Dates,
 		"learner_key, lesson_id, course_id, CAST(event_count AS BIGINT) AS event_count"); files != "" {
-		rows, err := e.rows(ctx, "read back "+engine.FactTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
+		if err := e.byDate(ctx, "read back "+engine.FactTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
 			count_if(learner_key IS NULL OR lesson_id IS NULL OR course_id IS NULL)
-			FROM (%s) GROUP BY listed_date`, files))
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			d, n, err := dateAndInt(r.At(0), r.At(1))
-			if err != nil {
-				return nil, fmt.Errorf("read back %s: %w", engine.FactTable, err)
-			}
+			FROM (%s) GROUP BY listed_date`, files), func(d dates.Date, n []int64) {
 			f := out[d]
-			f.FactRows = n
-			if err := ints(r.Values()[2:], &f.FactEventSum, &f.FactNullKeyRows); err != nil {
-				return nil, fmt.Errorf("read back %s: %w", engine.FactTable, err)
-			}
+			f.FactRows, f.FactEventSum, f.FactNullKeyRows = n[0], n[1], n[2]
 			out[d] = f
+		}); err != nil {
+			return nil, err
 		}
 	}
 	if files := listed(root, staged.CourseDayFiles, spec.Dates, `CAST(event_count AS BIGINT) AS event_count,
 		CAST(matched_lesson_count AS BIGINT) AS matched_lesson_count, CAST(unknown_lesson_count AS BIGINT) AS unknown_lesson_count,
 		CAST(enrolled_event_count AS BIGINT) AS enrolled_event_count`); files != "" {
-		rows, err := e.rows(ctx, "read back "+engine.CourseDayTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
+		if err := e.byDate(ctx, "read back "+engine.CourseDayTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
 			coalesce(sum(matched_lesson_count), 0), coalesce(sum(unknown_lesson_count), 0),
 			coalesce(sum(enrolled_event_count), 0),
 			count_if(matched_lesson_count + unknown_lesson_count <> event_count)
-			FROM (%s) GROUP BY listed_date`, files))
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			d, n, err := dateAndInt(r.At(0), r.At(1))
-			if err != nil {
-				return nil, fmt.Errorf("read back %s: %w", engine.CourseDayTable, err)
-			}
+			FROM (%s) GROUP BY listed_date`, files), func(d dates.Date, n []int64) {
 			f := out[d]
-			f.CourseDayRows = n
-			if err := ints(r.Values()[2:], &f.EventCount, &f.MatchedLessonCount, &f.UnknownLessonCount,
-				&f.EnrolledEventCount, &f.IdentityViolatedRows); err != nil {
-				return nil, fmt.Errorf("read back %s: %w", engine.CourseDayTable, err)
-			}
+			f.CourseDayRows, f.EventCount, f.MatchedLessonCount = n[0], n[1], n[2]
+			f.UnknownLessonCount, f.EnrolledEventCount, f.IdentityViolatedRows = n[3], n[4], n[5]
 			out[d] = f
+		}); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
-}
-
-func ints(vals []any, dst ...*int64) error {
-	if len(vals) != len(dst) {
-		return fmt.Errorf("%d values, want %d", len(vals), len(dst))
-	}
-	for i, p := range dst {
-		n, err := asInt(vals[i])
-		if err != nil {
-			return err
-		}
-		*p = n
-	}
-	return nil
 }

@@ -38,19 +38,14 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir s
 	}
 	// The input count is a separate scan of raw on purpose: the silent-drop
 	// check must not be derived from the output it audits.
-	rows, err := e.rows(ctx, "count input events",
-		"SELECT CAST(event_date AS STRING), count(*) FROM ("+events+") GROUP BY event_date")
-	if err != nil {
+	if err := e.byDate(ctx, "count input events",
+		"SELECT CAST(event_date AS STRING), count(*) FROM ("+events+") GROUP BY event_date",
+		func(d dates.Date, n []int64) {
+			f := st.Stage[d]
+			f.InputEvents = n[0]
+			st.Stage[d] = f
+		}); err != nil {
 		return st, err
-	}
-	for _, r := range rows {
-		d, n, err := dateAndInt(r.At(0), r.At(1))
-		if err != nil {
-			return st, fmt.Errorf("count input events: %w", err)
-		}
-		f := st.Stage[d]
-		f.InputEvents = n
-		st.Stage[d] = f
 	}
 
 	// CACHE TABLE is eager: the joins and the aggregate run once here, and
@@ -60,24 +55,15 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir s
 	}
 	defer e.exec(context.WithoutCancel(ctx), "uncache fact_lesson_engagement", "UNCACHE TABLE IF EXISTS "+factView)
 
-	rows, err = e.rows(ctx, "count course conflicts", fmt.Sprintf(
+	if err := e.byDate(ctx, "count course conflicts", fmt.Sprintf(
 		`SELECT CAST(event_date AS STRING), CAST(sum(manifest_course_conflicts) AS BIGINT), count_if(course_conflict)
-		 FROM %s GROUP BY event_date`, factView))
-	if err != nil {
+		 FROM %s GROUP BY event_date`, factView),
+		func(d dates.Date, n []int64) {
+			f := st.Stage[d]
+			f.ManifestCourseConflicts, f.FactRowCourseConflicts = n[0], n[1]
+			st.Stage[d] = f
+		}); err != nil {
 		return st, err
-	}
-	for _, r := range rows {
-		d, mc, err := dateAndInt(r.At(0), r.At(1))
-		if err != nil {
-			return st, fmt.Errorf("count course conflicts: %w", err)
-		}
-		rc, err := asInt(r.At(2))
-		if err != nil {
-			return st, fmt.Errorf("count course conflicts: %w", err)
-		}
-		f := st.Stage[d]
-		f.ManifestCourseConflicts, f.FactRowCourseConflicts = mc, rc
-		st.Stage[d] = f
 	}
 
 	var withEvents []dates.Date
@@ -352,15 +338,26 @@ func syncDirs(dir string) error {
 	}
 }
 
-func dateAndInt(dv, nv any) (dates.Date, int64, error) {
-	s, ok := dv.(string)
-	if !ok {
-		return 0, 0, fmt.Errorf("unexpected date value %v (%T)", dv, dv)
-	}
-	d, err := dates.Parse(s)
+// byDate runs a query whose first column is a date (as a string) and whose
+// other columns are counts, and hands each row to fn.
+func (e *Engine) byDate(ctx context.Context, what, q string, fn func(dates.Date, []int64)) error {
+	rows, err := e.rows(ctx, what, q)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	n, err := asInt(nv)
-	return d, n, err
+	for _, r := range rows {
+		s, _ := r.At(0).(string)
+		d, err := dates.Parse(s)
+		if err != nil {
+			return fmt.Errorf("%s: date %v: %w", what, r.At(0), err)
+		}
+		n := make([]int64, r.Len()-1)
+		for i := range n {
+			if n[i], err = asInt(r.At(i + 1)); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		fn(d, n)
+	}
+	return nil
 }
