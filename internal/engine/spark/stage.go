@@ -100,10 +100,11 @@ type writer struct {
 // partitioned by event_date, and returns the files per date.
 //
 // The file count comes from the bytes written, never from a shuffle
-// partition count. The first pass writes one file per date
-// (REPARTITION(event_date) puts a date in one task). A date whose file is
-// bigger than target_files allows is written again, split by a hash of the
-// table's grain into exactly n files: the second pass partitions by
+// partition count. The first pass measures: REBALANCE(event_date) lets AQE
+// put a small date in one task (one file, the common case, done) and split
+// a big one into advisory-size tasks written in parallel. A date that needs
+// n > 1 files, or got more than one file, is written again, split by a
+// hash of the table's grain into exactly n files: the second pass partitions by
 // (event_date, _file) after REPARTITION(event_date, _file), so every
 // (date, bucket) is written by one task into one file, and the bucket
 // lives only in a directory name that is gone once the files are moved
@@ -112,7 +113,7 @@ type writer struct {
 func (w writer) write(ctx context.Context, relDir, query, splitKey string) (map[dates.Date][]pointer.File, error) {
 	dir := warehouse.Abs(w.root, relDir)
 	if err := w.ctas(ctx, dir, relDir, "event_date",
-		"SELECT /*+ REPARTITION(event_date) */ * FROM ("+query+") t"); err != nil {
+		"SELECT /*+ REBALANCE(event_date) */ * FROM ("+query+") t"); err != nil {
 		return nil, err
 	}
 	split := map[dates.Date]int{}
@@ -129,7 +130,7 @@ func (w writer) write(ctx context.Context, relDir, query, splitKey string) (map[
 			}
 			size += st.Size()
 		}
-		if n := engine.TargetFiles(size, w.spec.TargetFileBytes); n > 1 {
+		if n := engine.TargetFiles(size, w.spec.TargetFileBytes); n > 1 || len(files) != 1 {
 			split[d] = n
 		}
 	}
