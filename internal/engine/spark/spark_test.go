@@ -231,26 +231,48 @@ func TestSparkErrorsAreOneLine(t *testing.T) {
 	}
 }
 
+// vanishing removes the lesson manifest after the inputs were inspected and
+// before staging reads them, as a concurrent cleanup would.
+type vanishing struct {
+	engine.Engine
+	lessons string
+}
+
+func (v vanishing) Stage(ctx context.Context, spec engine.Spec, root, dir string) (engine.Staged, error) {
+	if err := os.Rename(v.lessons, v.lessons+".gone"); err != nil {
+		return engine.Staged{}, err
+	}
+	return v.Engine.Stage(ctx, spec, root, dir)
+}
+
 // TestMissingPathHasItsClass: a manifest that vanishes between inspection
-// and staging fails the stage with Spark's PATH_NOT_FOUND, in one line.
+// and staging fails the publish with Spark's PATH_NOT_FOUND in one line,
+// exit 1, and the pointer untouched.
 func TestMissingPathHasItsClass(t *testing.T) {
+	h := harness(t)
 	fx := publishtest.LoadFixture(t, "")
 	wh := t.TempDir()
-	j := fx.Job(t, wh, "vanished", mon, tue)
-	spec := job.Spec(j)
-	spec.Lessons = filepath.Join(fx.Dir, "no-such-lessons")
-	e := open(t)
-	defer e.Close()
-	_, err := e.Stage(context.Background(), spec, wh, "staging/job_id=vanished")
+	h.MustPublish(t, fx.Job(t, wh, "before", mon, tue))
+	before := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
+	lessons := filepath.Join(fx.Dir, "lessons")
+	_, err := h.PublishWith(t, fx.Job(t, wh, "vanished", mon, tue), func(e engine.Engine) engine.Engine {
+		return vanishing{Engine: e, lessons: lessons}
+	})
 	var se *spark.Error
 	if !errors.As(err, &se) {
-		t.Fatalf("Stage error %v (%T), want a *spark.Error", err, err)
+		t.Fatalf("publish error %v (%T), want a *spark.Error", err, err)
 	}
 	if se.Class != "PATH_NOT_FOUND" {
 		t.Errorf("class %q, want PATH_NOT_FOUND (%v)", se.Class, err)
 	}
-	if !strings.Contains(err.Error(), "no-such-lessons") || strings.Contains(err.Error(), "\n") {
+	if exitcode.Code(err) != exitcode.Error {
+		t.Errorf("exit %d, want %d", exitcode.Code(err), exitcode.Error)
+	}
+	if !strings.Contains(err.Error(), lessons) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %q should name the path in one line", err)
+	}
+	if after := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json")); string(after) != string(before) {
+		t.Errorf("pointer.json changed")
 	}
 }
 
