@@ -55,9 +55,6 @@ func wrap(remote, step string, err error) error {
 		out.Class = strings.ToUpper(codeName(se.Code))
 		out.Msg = firstLine(se.Message)
 	}
-	if errors.Is(err, sparkerrors.RetriesExceeded) && out.Class == "UNAVAILABLE" {
-		out.Msg += fmt.Sprintf(" (after %d retries)", retry.MaxRetries)
-	}
 	return out
 }
 

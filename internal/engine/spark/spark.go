@@ -13,9 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/apache/spark-connect-go/spark/client"
 	"github.com/apache/spark-connect-go/spark/client/channel"
 	"github.com/apache/spark-connect-go/spark/sparkerrors"
 	"github.com/apache/spark-connect-go/spark/sql"
@@ -51,20 +49,6 @@ var forced = [][2]string{
 	{"spark.sql.session.timeZone", "UTC"},
 	{"spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"},
 }
-
-// retry bounds spark-connect-go's retries of an unavailable server. Its
-// default backs off for about ten minutes; a publish against a server that
-// is down should say so within seconds, and the scheduler retries the job.
-var retry = client.RetryPolicy{
-	MaxRetries:        4,
-	InitialBackoff:    100 * time.Millisecond,
-	MaxBackoff:        2 * time.Second,
-	BackoffMultiplier: 4,
-	Name:              "engagement",
-	Handler:           client.DefaultRetryPolicy.Handler,
-}
-
-func init() { client.DefaultRetryPolicyRegistry = []client.RetryPolicy{retry} }
 
 // Open connects to the Spark Connect server at remote (sc://HOST:PORT) and
 // applies settings (the spark.* keys of the config, as given). A key Spark
