@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it. Installs what the tests need (today:
-# only Go modules, which go test fetches for this platform alone; the DuckDB
-# engine is embedded through cgo, so gcc must be on the machine) and fails
-# loudly rather than skipping.
+# The whole test suite, as CI runs it. Installs what the tests need (Go
+# modules, which go test fetches for this platform alone; the DuckDB engine is
+# embedded through cgo, so gcc must be on the machine; the Spark engine's tests
+# need a Spark Connect server, which scripts/spark.sh installs from the pyspark
+# package and starts on 127.0.0.1) and fails loudly rather than skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+scratch=""
+cleanup() {
+  status=$?
+  if [ "$status" -ne 0 ] && [ -f .cache/spark/run/server.log ]; then
+    kept=.cache/spark/server-failed-$(date -u +%Y%m%dT%H%M%SZ).log
+    cp .cache/spark/run/server.log "$kept"
+    echo "== the run failed; the Spark Connect server log is kept as $kept (last 100 lines):" >&2
+    tail -n 100 "$kept" >&2
+  fi
+  bash scripts/spark.sh stop || true
+  if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
+  exit "$status"
+}
+trap cleanup EXIT
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -15,6 +31,12 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+echo "== Spark Connect server (scripts/spark.sh)"
+bash scripts/spark.sh install
+ENGAGEMENT_SPARK_REMOTE=$(bash scripts/spark.sh start)
+export ENGAGEMENT_SPARK_REMOTE
+unset ENGAGEMENT_SKIP_SPARK
 
 echo "== go test"
 go test -count=1 -timeout 20m ./...
@@ -30,7 +52,12 @@ done
 
 echo "== the README's fixture publish, into a scratch warehouse"
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
 go run ./cmd/engagement publish --config config/fixture.conf --warehouse "$scratch" \
   --job-id "fixture-$(date -u +%Y%m%dT%H%M%SZ)" --dates 2026-03-02,2026-03-03 2>/dev/null
 go run ./cmd/engagement status --warehouse "$scratch"
+
+echo "== the same fixture publish on the Spark engine"
+go run ./cmd/engagement publish --config config/fixture.conf --warehouse "$scratch/spark" --engine spark \
+  --spark-remote "$ENGAGEMENT_SPARK_REMOTE" --job-id "fixture-spark-$(date -u +%Y%m%dT%H%M%SZ)" \
+  --dates 2026-03-02,2026-03-03 2>/dev/null
+go run ./cmd/engagement status --warehouse "$scratch/spark"

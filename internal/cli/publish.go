@@ -11,6 +11,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
@@ -36,7 +37,9 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 		}
 		return e, nil
 	case "spark":
-		return nil, exitcode.UsageError(fmt.Errorf("%s spark: the Spark engine is not available in this build yet; use duckdb", config.KeyEngine))
+		// A server that is down or refuses a setting is an error (exit 1),
+		// not a usage error: the same command works once the server is up.
+		return spark.Open(ctx, j.SparkRemote, j.Spark)
 	}
 	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
 }

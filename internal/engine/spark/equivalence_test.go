@@ -1,0 +1,111 @@
+package spark_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+)
+
+// TestEnginesPublishTheSameTables publishes the same inputs with both
+// engines and compares what readers see: every row of both tables (sorted)
+// and every gate figure. Only the file layout may differ. Both sides run
+// config/fixture.conf, so Spark salts the hot course (course-k8s, 4 salts)
+// and DuckDB does not: equal rows show the salt changes nothing but the
+// plan. The generated day has a million events.
+func TestEnginesPublishTheSameTables(t *testing.T) {
+	duck := publishtest.Harness{Engine: "duckdb", Open: func(t *testing.T) engine.Engine {
+		e, err := duckdb.Open(context.Background(), map[string]string{"threads": "2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}}
+	cases := []struct {
+		name string
+		load func(t *testing.T) publishtest.Fixture
+	}{
+		{"fixture", func(t *testing.T) publishtest.Fixture { return publishtest.LoadFixture(t, "") }},
+		{"generated 1M events", func(t *testing.T) publishtest.Fixture {
+			dir := filepath.Join(t.TempDir(), "generated")
+			exp, err := gen.Generate(context.Background(), gen.Options{Out: dir, Events: 1_000_000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return publishtest.Fixture{Dir: dir, Expected: exp}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := tc.load(t)
+			got := map[string]published{}
+			for _, h := range []publishtest.Harness{duck, harness(t)} {
+				wh := t.TempDir()
+				res := h.MustPublish(t, fx.Job(t, wh, "equivalence", mon, tue))
+				checks, err := json.Marshal(res.Report.Checks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[h.Engine] = published{
+					fact:      sortedRows(publishtest.Visible(t, wh, engine.FactTable).Rows),
+					courseDay: sortedRows(publishtest.Visible(t, wh, engine.CourseDayTable).Rows),
+					checks:    string(checks),
+				}
+				var events int64
+				for ds, n := range publishtest.FactSum(t, wh) {
+					if want := fx.Expected.ByDate[ds].Events; n != want {
+						t.Errorf("%s %s: %d events visible, want %d (expected.json)", h.Engine, ds, n, want)
+					}
+					events += n
+				}
+				if events == 0 {
+					t.Fatalf("%s published no events", h.Engine)
+				}
+			}
+			d, s := got["duckdb"], got["spark"]
+			compareRows(t, engine.FactTable, d.fact, s.fact)
+			compareRows(t, engine.CourseDayTable, d.courseDay, s.courseDay)
+			if d.checks != s.checks {
+				t.Errorf("gate figures differ:\nduckdb: %s\nspark:  %s", d.checks, s.checks)
+			}
+		})
+	}
+}
+
+type published struct {
+	fact, courseDay []string
+	checks          string
+}
+
+func sortedRows(rows [][]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%v", r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compareRows(t *testing.T, table string, duck, spark []string) {
+	t.Helper()
+	if len(duck) == 0 {
+		t.Fatalf("%s: no rows; the comparison would prove nothing", table)
+	}
+	if len(duck) != len(spark) {
+		t.Errorf("%s: duckdb %d rows, spark %d rows", table, len(duck), len(spark))
+	}
+	shown := 0
+	for i := 0; i < len(duck) && i < len(spark) && shown < 5; i++ {
+		if duck[i] != spark[i] {
+			t.Errorf("%s row %d differs:\nduckdb: %s\nspark:  %s", table, i, duck[i], spark[i])
+			shown++
+		}
+	}
+}

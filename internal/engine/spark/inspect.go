@@ -1,0 +1,263 @@
+package spark
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
+)
+
+// column is a required input column and the Spark type names it may have.
+type column struct {
+	name  string
+	types []string
+}
+
+var (
+	str        = []string{"string"}
+	rawColumns = []column{
+		{"event_id", str}, {"learner_key", str}, {"lesson_id", str}, {"course_id", str},
+		{"event_time", []string{"timestamp", "timestampntz"}},
+	}
+	manifestColumns   = []column{{"manifest_id", str}, {"lesson_id", str}, {"course_id", str}, {"lesson_title", str}}
+	enrollmentColumns = []column{{"learner_key", str}, {"course_id", str}, {"snapshot_id", str}}
+)
+
+// schema asks Spark for one Parquet file's columns and types (Spark's type
+// names, lower case: string, timestamp, timestampntz, ...). Asking per file
+// (not once for the directory) is what lets an error name the file.
+func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
+	step := fmt.Sprintf("read the schema of %s file %s", what, file)
+	df, err := e.session.Read().Format("parquet").Load(file)
+	if err != nil {
+		return nil, nil, wrap(e.remote, step, err)
+	}
+	st, err := df.Schema(ctx)
+	if err != nil {
+		return nil, nil, wrap(e.remote, step+": not a readable Parquet file", err)
+	}
+	types := map[string]string{}
+	var names []string
+	for _, f := range st.Fields {
+		types[f.Name] = strings.ToLower(f.DataType.TypeName())
+		names = append(names, f.Name)
+	}
+	return types, names, nil
+}
+
+// checkColumns verifies the required columns of every file of one input and
+// returns the union of the column names seen.
+func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []column) ([]string, error) {
+	seen := map[string]bool{}
+	var union []string
+	for _, f := range files {
+		types, names, err := e.schema(ctx, what, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range required {
+			typ, ok := types[c.name]
+			if !ok {
+				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.name)
+			}
+			if !contains(c.types, typ) {
+				return nil, fmt.Errorf("%s file %s: column %s has type %s, want %s", what, f, c.name, typ, strings.Join(c.types, " or "))
+			}
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				union = append(union, n)
+			}
+		}
+	}
+	return union, nil
+}
+
+func contains(items []string, s string) bool {
+	for _, it := range items {
+		if it == s {
+			return true
+		}
+	}
+	return false
+}
+
+// IngestDates implements engine.Engine. The listing is the Go side's, as
+// for DuckDB: Spark is not asked until an input is read.
+func (e *Engine) IngestDates(ctx context.Context, raw string) ([]dates.Date, error) {
+	parts, err := inputs.RawPartitions(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dates.Date, len(parts))
+	for i, p := range parts {
+		out[i] = p.IngestDate
+	}
+	return out, nil
+}
+
+// Inspect implements engine.Engine.
+func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	var in engine.Inputs
+	spec, err := absSpec(spec)
+	if err != nil {
+		return in, err
+	}
+	parts, err := inputs.RawPartitions(spec.Raw)
+	if err != nil {
+		return in, err
+	}
+	var rawFiles []string
+	for _, p := range window(parts, spec) {
+		rawFiles = append(rawFiles, p.Files...)
+	}
+	sort.Strings(rawFiles)
+	in.Figures.RawFiles = len(rawFiles)
+	union, err := e.checkColumns(ctx, "raw", rawFiles, rawColumns)
+	if err != nil {
+		return in, err
+	}
+	in.Figures.RawColumns = union
+	prohibited := map[string]bool{}
+	for _, c := range spec.ProhibitedColumns {
+		prohibited[strings.ToLower(c)] = true
+	}
+	for _, c := range union {
+		if prohibited[strings.ToLower(c)] {
+			in.Figures.ProhibitedFound = append(in.Figures.ProhibitedFound, c)
+		}
+	}
+
+	lessons, err := inputs.ParquetPath("lessons", spec.Lessons)
+	if err != nil {
+		return in, err
+	}
+	if _, err := e.checkColumns(ctx, "lessons", lessons, manifestColumns); err != nil {
+		return in, err
+	}
+	enrollments, err := inputs.ParquetPath("enrollments", spec.Enrollments)
+	if err != nil {
+		return in, err
+	}
+	if _, err := e.checkColumns(ctx, "enrollments", enrollments, enrollmentColumns); err != nil {
+		return in, err
+	}
+
+	lessonPin := fmt.Sprintf("SELECT lesson_id FROM %s WHERE manifest_id = %s", pathRef(spec.Lessons), quote(spec.ManifestID))
+	var dupLessons string
+	if err := e.scan(ctx, "check manifest "+spec.Lessons, fmt.Sprintf(`WITH pin AS (%s)
+		SELECT (SELECT count(*) FROM pin),
+		       (SELECT concat_ws(char(1), sort_array(collect_list(lesson_id))) FROM
+		          (SELECT lesson_id FROM pin GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20))`, lessonPin),
+		&in.Figures.ManifestRows, &dupLessons); err != nil {
+		return in, err
+	}
+	if in.Figures.ManifestRows == 0 {
+		return in, e.noPin(ctx, "lessons", spec.Lessons, "manifest_id", spec.ManifestID, "--manifest-id")
+	}
+	in.Figures.DuplicateLessonIDs = splitList(dupLessons)
+
+	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", pathRef(spec.Enrollments), quote(spec.EnrollmentSnapshotID))
+	var dupPairs string
+	if err := e.scan(ctx, "check enrollments "+spec.Enrollments, fmt.Sprintf(`WITH pin AS (%s),
+		dups AS (SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
+		         FROM pin GROUP BY learner_key, course_id HAVING count(*) > 1)
+		SELECT (SELECT count(*) FROM pin), (SELECT count(*) FROM dups),
+		       (SELECT concat_ws(char(1), sort_array(collect_list(pair))) FROM (SELECT pair FROM dups ORDER BY pair LIMIT 5))`, enrollPin),
+		&in.Figures.EnrollmentRows, &in.Figures.DuplicateEnrollCount, &dupPairs); err != nil {
+		return in, err
+	}
+	if in.Figures.EnrollmentRows == 0 {
+		return in, e.noPin(ctx, "enrollments", spec.Enrollments, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
+	}
+	in.Figures.DuplicateEnrollments = splitList(dupPairs)
+	return in, nil
+}
+
+// noPin explains a pin with no rows: a wrong argument, not an empty input.
+// The error lists the pins that do exist.
+func (e *Engine) noPin(ctx context.Context, what, path, col, pin, flag string) error {
+	present, err := e.strings(ctx, "read "+what+" "+path, fmt.Sprintf(
+		"SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL ORDER BY 1 LIMIT 10", col, pathRef(path), col))
+	if err != nil {
+		return err
+	}
+	return exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
+		flag, pin, col, pin, path, strings.Join(present, ", ")))
+}
+
+// splitList splits what concat_ws(char(1), …) joined; nil for none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\x01")
+}
+
+func (e *Engine) strings(ctx context.Context, what, q string) ([]string, error) {
+	rows, err := e.rows(ctx, what, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		s, _ := r.At(0).(string)
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// scan runs a one-row query and stores its columns in dst, each an *int64
+// or a *string (null becomes 0 or "").
+func (e *Engine) scan(ctx context.Context, what, q string, dst ...any) error {
+	rows, err := e.rows(ctx, what, q)
+	if err != nil {
+		return err
+	}
+	if len(rows) != 1 || rows[0].Len() != len(dst) {
+		return fmt.Errorf("spark %s: %s: unexpected result shape", e.remote, what)
+	}
+	for i, p := range dst {
+		v := rows[0].At(i)
+		switch p := p.(type) {
+		case *int64:
+			n, err := asInt(v)
+			if err != nil {
+				return fmt.Errorf("spark %s: %s: %w", e.remote, what, err)
+			}
+			*p = n
+		case *string:
+			*p, _ = v.(string)
+		}
+	}
+	return nil
+}
+
+func asInt(v any) (int64, error) {
+	switch n := v.(type) {
+	case int64:
+		return n, nil
+	case int32:
+		return int64(n), nil
+	case nil:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("unexpected number %v (%T)", v, v)
+}
+
+// window is the raw partitions whose ingest_date lies in the read window.
+func window(parts []inputs.Partition, spec engine.Spec) []inputs.Partition {
+	var out []inputs.Partition
+	for _, p := range parts {
+		if p.IngestDate >= spec.IngestFrom && p.IngestDate <= spec.IngestTo {
+			out = append(out, p)
+		}
+	}
+	return out
+}

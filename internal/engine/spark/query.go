@@ -1,0 +1,173 @@
+package spark
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/inputs"
+)
+
+// Session-scoped names. Temporary views live in this engine's own Spark
+// Connect session, so two engines on one server cannot see each other's.
+const (
+	rawView  = "engagement_raw"
+	factView = "engagement_fact"
+)
+
+// rawSource registers the raw partitions of the read window as a view and
+// returns the events query over it. Spark discovers ingest_date from the
+// directory names (basePath is the raw root) and the WHERE clause on it is
+// a partition filter; the path glob keeps partitions outside the window
+// from being listed or having their footers read at all.
+func (e *Engine) rawSource(ctx context.Context, spec engine.Spec) (string, error) {
+	parts, err := inputs.RawPartitions(spec.Raw)
+	if err != nil {
+		return "", err
+	}
+	inWindow := window(parts, spec)
+	if len(inWindow) == 0 {
+		return `SELECT CAST(NULL AS STRING) AS event_id, CAST(NULL AS STRING) AS learner_key, CAST(NULL AS STRING) AS lesson_id,
+			CAST(NULL AS STRING) AS course_id, CAST(NULL AS TIMESTAMP) AS event_time, CAST(NULL AS DATE) AS event_date WHERE false`, nil
+	}
+	names := make([]string, len(inWindow))
+	for i, p := range inWindow {
+		names[i] = filepath.Base(p.Dir)
+	}
+	glob := filepath.Join(spec.Raw, "{"+strings.Join(names, ",")+"}")
+	q := fmt.Sprintf("CREATE OR REPLACE TEMPORARY VIEW %s USING parquet OPTIONS (path %s, basePath %s, mergeSchema 'true')",
+		rawView, quote(glob), quote(spec.Raw))
+	if err := e.exec(ctx, "read raw "+spec.Raw, q); err != nil {
+		return "", err
+	}
+	return eventsQuery(spec), nil
+}
+
+// eventsQuery reads raw with a column list and a predicate on ingest_date,
+// derives event_date from event_time in UTC (the session zone is forced to
+// UTC) and keeps the requested dates. Every other raw column is dropped
+// here, before any join.
+func eventsQuery(spec engine.Spec) string {
+	return fmt.Sprintf(`SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date
+FROM (
+  SELECT event_id, learner_key, lesson_id, course_id,
+         CAST(event_time AS TIMESTAMP) AS event_time,
+         to_date(CAST(event_time AS TIMESTAMP)) AS event_date
+  FROM %s
+  WHERE ingest_date BETWEEN DATE %s AND DATE %s
+)
+WHERE event_date IN %s`, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
+}
+
+func dateList(ds []dates.Date) string {
+	q := make([]string, len(ds))
+	for i, d := range ds {
+		q[i] = "DATE " + quote(d.String())
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// saltOf is the salt of an event: pmod(hash(event_id), n) for a hot course,
+// 0 for any other. It is a function of the event alone, so a retry puts
+// every event in the same bucket.
+func saltOf(spec engine.Spec) string {
+	if len(spec.HotCourses) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("CASE WHEN course_id IN %s THEN pmod(hash(event_id), %d) ELSE 0 END", list(spec.HotCourses), spec.SaltBuckets)
+}
+
+// saltsOf is the enrollment side's salt list: every bucket for a hot
+// course (the row is replicated once per salt), only 0 otherwise.
+func saltsOf(spec engine.Spec) string {
+	if len(spec.HotCourses) == 0 {
+		return "array(0)"
+	}
+	return fmt.Sprintf("CASE WHEN course_id IN %s THEN sequence(0, %d) ELSE array(0) END", list(spec.HotCourses), spec.SaltBuckets-1)
+}
+
+// factQuery is the event-level plan, the same logical job as the DuckDB
+// engine's: events LEFT JOIN the manifest pin on lesson_id (unknown lessons
+// stay, with a null manifest_id), LEFT JOIN the enrollment snapshot on
+// (learner_key, course_id), then aggregate to the fact grain, keeping two
+// audit columns the published table does not carry.
+//
+// Physical choices, by hint so they do not depend on size estimates: the
+// manifest pin is broadcast (40,000 lessons, a few MB); the enrollment join
+// is a sort-merge shuffle join even when a small input would fall under the
+// auto-broadcast threshold, because at design volume 20M enrollments must
+// never be broadcast. Hot courses are salted: their events carry
+// pmod(hash(event_id), n) and their enrollments are replicated once per
+// salt, so one course's events spread over n shuffle partitions. The salt
+// joins and is dropped before the aggregate.
+func factQuery(spec engine.Spec, events string) string {
+	return fmt.Sprintf(`WITH events AS (
+%s
+),
+manifest AS (
+  SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
+  FROM %s WHERE manifest_id = %s
+),
+enrollments AS (
+  SELECT learner_key, course_id
+  FROM %s WHERE snapshot_id = %s
+),
+salted_events AS (
+  SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date, %s AS _salt
+  FROM events
+),
+salted_enrollments AS (
+  SELECT learner_key, course_id, _salt
+  FROM enrollments LATERAL VIEW explode(%s) salts AS _salt
+),
+joined AS (
+  SELECT /*+ BROADCAST(m), MERGE(en) */
+         ev.learner_key, ev.lesson_id, ev.event_date, ev.course_id, ev.event_time,
+         m.manifest_id, m.lesson_title, m.manifest_course_id,
+         en.learner_key IS NOT NULL AS enrolled
+  FROM salted_events ev
+  LEFT JOIN manifest m ON ev.lesson_id = m.lesson_id
+  LEFT JOIN salted_enrollments en
+    ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id AND ev._salt = en._salt
+)
+SELECT learner_key, lesson_id, event_date,
+       CASE WHEN bool_or(course_id IS NULL) THEN NULL ELSE min(course_id) END AS course_id,
+       min(manifest_id) AS manifest_id,
+       min(lesson_title) AS lesson_title,
+       count(*) AS event_count,
+       min(event_time) AS first_event_time,
+       max(event_time) AS last_event_time,
+       bool_or(enrolled) AS enrolled,
+       count_if(manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id) AS manifest_course_conflicts,
+       (count(DISTINCT course_id) > 1 OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
+FROM joined
+GROUP BY learner_key, lesson_id, event_date`,
+		indent(events), pathRef(spec.Lessons), quote(spec.ManifestID), pathRef(spec.Enrollments), quote(spec.EnrollmentSnapshotID),
+		saltOf(spec), saltsOf(spec))
+}
+
+func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
+
+// factColumns and courseDayQuery produce the published columns from the
+// cached fact view, event_date last (PARTITIONED BY puts it in the path).
+func factColumns(spec engine.Spec) string {
+	return fmt.Sprintf(`learner_key, lesson_id, course_id, manifest_id, lesson_title, event_count,
+  first_event_time, last_event_time, enrolled, %s AS enrollment_snapshot_id, %s AS job_id, event_date`,
+		quote(spec.EnrollmentSnapshotID), quote(spec.JobID))
+}
+
+func courseDayQuery(spec engine.Spec) string {
+	return fmt.Sprintf(`SELECT course_id,
+  sum(event_count) AS event_count,
+  coalesce(sum(event_count) FILTER (WHERE manifest_id IS NOT NULL), 0) AS matched_lesson_count,
+  coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0) AS unknown_lesson_count,
+  coalesce(sum(event_count) FILTER (WHERE enrolled), 0) AS enrolled_event_count,
+  count(DISTINCT learner_key) AS learner_count,
+  %s AS job_id,
+  event_date
+FROM %s
+GROUP BY course_id, event_date`, quote(spec.JobID), factView)
+}

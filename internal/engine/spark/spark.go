@@ -1,0 +1,233 @@
+// Package spark runs the job on Apache Spark through Spark Connect
+// (github.com/apache/spark-connect-go). The Go side lists the local inputs
+// and the staged files, as the DuckDB engine does; Spark reads, joins,
+// aggregates, writes the partitioned staging and computes the gate's
+// figures from the staging read back.
+package spark
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/spark-connect-go/spark/client/channel"
+	"github.com/apache/spark-connect-go/spark/sparkerrors"
+	"github.com/apache/spark-connect-go/spark/sql"
+	"github.com/apache/spark-connect-go/spark/sql/types"
+	"golang.org/x/oauth2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials/oauth"
+	"google.golang.org/grpc/status"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+)
+
+// Engine is the Spark implementation of engine.Engine. It holds one Spark
+// Connect session: temporary views and runtime settings are per session.
+type Engine struct {
+	remote  string
+	session sql.SparkSession
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// maxMessage raises spark-connect-go's 4 MiB gRPC receive limit: a
+// formatted plan or a footer-heavy schema answer can pass it.
+const maxMessage = 128 << 20
+
+// forced are settings the engine owns whatever the config says: event dates
+// are UTC, and timestamps are written as UTC instants (TIMESTAMP_MICROS,
+// isAdjustedToUTC) so readers see the same type the DuckDB engine writes
+// instead of Spark's legacy INT96.
+var forced = [][2]string{
+	{"spark.sql.session.timeZone", "UTC"},
+	{"spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"},
+}
+
+// Open connects to the Spark Connect server at remote (sc://HOST:PORT) and
+// applies settings (the spark.* keys of the config, as given). A key Spark
+// will not change at runtime (a core or static setting such as
+// spark.speculation) must already have the wanted value on the server, or
+// Open fails naming it: silently running with another value is worse.
+func Open(ctx context.Context, remote string, settings map[string]string) (*Engine, error) {
+	cb, err := newChannel(remote)
+	if err != nil {
+		return nil, fmt.Errorf("spark remote %q: %w", remote, err)
+	}
+	s, err := sql.NewSessionBuilder().Remote(remote).WithChannelBuilder(cb).Build(ctx)
+	if err != nil {
+		return nil, wrap(remote, "connect", err)
+	}
+	e := &Engine{remote: remote, session: s}
+	// The builder dials lazily; ask the server something first so a server
+	// that is down is reported as such, not as a failed setting.
+	if _, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone"); err != nil {
+		return nil, wrap(remote, "connect", err)
+	}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := e.set(ctx, k, settings[k]); err != nil {
+			return nil, err
+		}
+	}
+	for _, kv := range forced {
+		if err := e.set(ctx, kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Engine) set(ctx context.Context, key, value string) error {
+	err := e.session.Config().Set(ctx, key, value)
+	if err == nil {
+		return nil
+	}
+	if se := sparkError(err); se == nil || !strings.HasPrefix(se.ErrorClass, "CANNOT_MODIFY_CONFIG") {
+		return wrap(e.remote, fmt.Sprintf("set %s = %s", key, value), err)
+	}
+	got, gerr := e.session.Config().Get(ctx, key)
+	if gerr == nil && got == value {
+		return nil
+	}
+	if gerr != nil {
+		got = "unset"
+	}
+	return fmt.Errorf("spark %s: %s = %s cannot be set on a running session and the server has %s: start the server with --conf %s=%s",
+		e.remote, key, value, got, key, value)
+}
+
+// Setting returns the session's value of a Spark setting.
+func (e *Engine) Setting(ctx context.Context, key string) (string, error) {
+	v, err := e.session.Config().Get(ctx, key)
+	if err != nil {
+		return "", wrap(e.remote, "get "+key, err)
+	}
+	return v, nil
+}
+
+// Name implements engine.Engine.
+func (e *Engine) Name() string { return "spark" }
+
+// Remote is the sc:// URL the engine talks to.
+func (e *Engine) Remote() string { return e.remote }
+
+// Close ends the session. Temporary views die with it; the server stays up.
+func (e *Engine) Close() error { return e.session.Stop() }
+
+// exec runs one statement for its side effect.
+func (e *Engine) exec(ctx context.Context, what, q string) error {
+	df, err := e.session.Sql(ctx, q)
+	if err != nil {
+		return wrap(e.remote, what, err)
+	}
+	// Sql runs commands eagerly; a query is only planned until collected.
+	if _, err := df.Collect(ctx); err != nil {
+		return wrap(e.remote, what, err)
+	}
+	return nil
+}
+
+// rows runs a query and returns its rows.
+func (e *Engine) rows(ctx context.Context, what, q string) ([]types.Row, error) {
+	df, err := e.session.Sql(ctx, q)
+	if err != nil {
+		return nil, wrap(e.remote, what, err)
+	}
+	rows, err := df.Collect(ctx)
+	if err != nil {
+		return nil, wrap(e.remote, what, err)
+	}
+	return rows, nil
+}
+
+// absSpec makes the input paths absolute. Paths reach the Spark server as
+// text, and the server resolves a relative one against its own working
+// directory, not the job's.
+func absSpec(spec engine.Spec) (engine.Spec, error) {
+	for _, p := range []*string{&spec.Raw, &spec.Lessons, &spec.Enrollments} {
+		if *p == "" {
+			continue
+		}
+		a, err := filepath.Abs(*p)
+		if err != nil {
+			return spec, fmt.Errorf("input path %s: %w", *p, err)
+		}
+		*p = a
+	}
+	return spec, nil
+}
+
+// quote makes a Spark SQL string literal. Spark's string literals take
+// backslash escapes, so both the backslash and the quote are escaped.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// list makes a parenthesized SQL list of string literals.
+func list(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = quote(s)
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// pathRef names a file or directory for SQL's parquet.`path` form.
+func pathRef(p string) string { return "parquet.`" + strings.ReplaceAll(p, "`", "``") + "`" }
+
+// channelBuilder is spark-connect-go's builder with a larger receive limit.
+type channelBuilder struct{ *channel.BaseBuilder }
+
+func newChannel(remote string) (*channelBuilder, error) {
+	b, err := channel.NewBuilder(remote)
+	if err != nil {
+		return nil, err
+	}
+	return &channelBuilder{b}, nil
+}
+
+// Build repeats BaseBuilder.Build (insecure without a token, TLS with a
+// bearer token otherwise) and adds the receive limit.
+func (cb *channelBuilder) Build(ctx context.Context) (*grpc.ClientConn, error) {
+	opts := []grpc.DialOption{
+		grpc.WithAuthority(cb.Host()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)),
+	}
+	if cb.Token() == "" {
+		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	} else {
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts,
+			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots})),
+			grpc.WithPerRPCCredentials(oauth.TokenSource{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{
+				AccessToken: cb.Token(), TokenType: "bearer"})}))
+	}
+	return grpc.NewClient(fmt.Sprintf("%s:%d", cb.Host(), cb.Port()), opts...)
+}
+
+// sparkError finds Spark's own error inside a spark-connect-go error. Some
+// calls (the config RPCs) return the gRPC status without converting it.
+func sparkError(err error) *sparkerrors.SparkError {
+	var se *sparkerrors.SparkError
+	if asSpark(err, &se) {
+		return se
+	}
+	if _, ok := status.FromError(err); ok {
+		return sparkerrors.FromRPCError(err)
+	}
+	return nil
+}

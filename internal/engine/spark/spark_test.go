@@ -1,0 +1,344 @@
+package spark_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/spark"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+const (
+	mon = "2026-03-02"
+	tue = "2026-03-03"
+)
+
+// TestSettingsApplied checks that every spark.* key of the fixture config
+// reaches the session, and that the engine's own settings win.
+func TestSettingsApplied(t *testing.T) {
+	e := open(t)
+	defer e.Close()
+	settings := fixtureSettings(t)
+	if len(settings) < 5 {
+		t.Fatalf("fixture.conf has %d spark.* keys; the test would prove little", len(settings))
+	}
+	ctx := context.Background()
+	for k, want := range settings {
+		got, err := e.Setting(ctx, k)
+		if err != nil {
+			t.Errorf("%s: %v", k, err)
+			continue
+		}
+		// Spark normalizes sizes ("64MB" reads back as "64MB" or in bytes)
+		// only for some keys; compare case-insensitively and accept bytes.
+		if !strings.EqualFold(got, want) && !(want == "64MB" && got == "67108864b") && !(want == "10MB" && got == "10485760b") {
+			t.Errorf("%s = %q on the session, want %q", k, got, want)
+		}
+	}
+	for k, want := range map[string]string{"spark.sql.session.timeZone": "UTC", "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"} {
+		if got, err := e.Setting(ctx, k); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %q", k, got, err, want)
+		}
+	}
+}
+
+func TestSettingErrors(t *testing.T) {
+	ctx := context.Background()
+	r := remote(t)
+	tests := []struct {
+		name     string
+		settings map[string]string
+		want     []string
+	}{
+		{"static setting with another value", map[string]string{"spark.speculation": "true"},
+			[]string{"spark.speculation = true", "--conf spark.speculation=true"}},
+		{"bad value", map[string]string{"spark.sql.shuffle.partitions": "many"},
+			[]string{"spark.sql.shuffle.partitions", "many", "["}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := spark.Open(ctx, r, tc.settings)
+			if err == nil {
+				e.Close()
+				t.Fatal("Open succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// TestExplainMarksBothJoins is the capstone's plan assertion on Spark: the
+// manifest join is a BroadcastHashJoin on lesson_id, the enrollment join a
+// shuffle join (never a broadcast, even on the tiny fixture where the
+// enrollments are far under the auto-broadcast threshold), hot courses are
+// salted on both sides, and the salt is gone before any aggregate.
+func TestExplainMarksBothJoins(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	j := fx.Job(t, t.TempDir(), "explain", mon, tue)
+	e := open(t)
+	defer e.Close()
+	plan, err := e.Plan(context.Background(), job.Spec(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest, enroll []spark.PlanJoin
+	for _, jn := range spark.Joins(plan) {
+		switch jn.Role {
+		case spark.ManifestJoin:
+			manifest = append(manifest, jn)
+		case spark.EnrollmentJoin:
+			enroll = append(enroll, jn)
+		}
+	}
+	if len(manifest) != 1 || manifest[0].Operator != "BroadcastHashJoin" {
+		t.Errorf("manifest joins %+v, want one BroadcastHashJoin on lesson_id\n%s", manifest, plan)
+	}
+	if len(enroll) != 1 || (enroll[0].Operator != "SortMergeJoin" && enroll[0].Operator != "ShuffledHashJoin") {
+		t.Errorf("enrollment joins %+v, want one SortMergeJoin or ShuffledHashJoin\n%s", enroll, plan)
+	} else {
+		for _, k := range []string{"learner_key", "course_id", "_salt"} {
+			if !strings.Contains(enroll[0].LeftKeys, k) {
+				t.Errorf("enrollment join keys %q lack %s", enroll[0].LeftKeys, k)
+			}
+		}
+	}
+	if !strings.Contains(plan, "AdaptiveSparkPlan") {
+		t.Errorf("plan is not adaptive (spark.sql.adaptive.enabled is on in fixture.conf):\n%s", plan)
+	}
+	if strings.Count(plan, "BroadcastExchange (") != 1 {
+		t.Errorf("more than one broadcast in the plan:\n%s", plan)
+	}
+	if !strings.Contains(plan, "pmod(hash(event_id") || !strings.Contains(plan, "Generate") {
+		t.Errorf("plan lacks the salt (pmod(hash(event_id)) on events, Generate on enrollments):\n%s", plan)
+	}
+	for _, section := range strings.Split(plan, "\n\n") {
+		if regexp.MustCompile(`^\(\d+\) \w*Aggregate`).MatchString(section) && strings.Contains(section, "_salt") {
+			t.Errorf("an aggregate still sees the salt:\n%s", section)
+		}
+	}
+
+	// The command prints the same plan with both joins marked.
+	h := harness(t)
+	code, out, stderr := h.Run(t, nil, "explain", "--config", filepath.Join(publishtest.Root(), "config", "fixture.conf"),
+		"--raw", filepath.Join(fx.Dir, "raw"), "--lessons", filepath.Join(fx.Dir, "lessons"),
+		"--enrollments", filepath.Join(fx.Dir, "enrollments"), "--dates", mon+","+tue, "--engine", "spark")
+	if code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, stderr)
+	}
+	for _, mark := range []string{"<== MANIFEST JOIN (BroadcastHashJoin, broadcast)", "<== ENROLLMENT JOIN (" + enrollOperator(enroll) + ", shuffle)", "== Physical Plan =="} {
+		// Each join is marked twice: in the operator tree and at its details.
+		if want := 2 - strings.Count(mark, "Physical"); strings.Count(out, mark) < want {
+			t.Errorf("explain output lacks %q:\n%s", mark, out)
+		}
+	}
+}
+
+func enrollOperator(js []spark.PlanJoin) string {
+	if len(js) == 0 {
+		return "?"
+	}
+	return js[0].Operator
+}
+
+// closedPort is a local port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestSparkErrorsAreOneLine runs real failures through the command: each
+// reaches the user as one line with Spark's error class (or UNAVAILABLE for
+// a server that is down), exits 1, and leaves the pointer and the inputs
+// byte-identical.
+func TestSparkErrorsAreOneLine(t *testing.T) {
+	h := harness(t)
+	fx := publishtest.LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "before", mon, tue))
+	pointerBefore := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
+
+	notParquet := filepath.Join(t.TempDir(), "lessons")
+	if err := os.MkdirAll(notParquet, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(notParquet, "part-0.parquet"), []byte("lesson_id,title\nl1,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	down := "sc://" + closedPort(t)
+	inputsBefore := publishtest.TreeHash(t, fx.Dir)
+
+	tests := []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"server down", []string{"--spark-remote", down}, []string{down, "[UNAVAILABLE]"}},
+		{"lessons file is not Parquet", []string{"--lessons", notParquet},
+			[]string{filepath.Join(notParquet, "part-0.parquet"), "not a readable Parquet file", "[SparkException]"}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(fx.Args(wh, "failing-"+string(rune('a'+i)), mon, tue), tc.extra...)
+			// The harness adds --spark-remote after these flags; a later
+			// flag wins, so the down server is given once more at the end.
+			hh := h
+			if tc.extra[0] == "--spark-remote" {
+				hh.Args = tc.extra
+			}
+			code, _, stderr := hh.Run(t, nil, args...)
+			if code != exitcode.Error {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Error, stderr)
+			}
+			line := lastLine(stderr)
+			if !strings.HasPrefix(line, "engagement: ") {
+				t.Fatalf("last stderr line %q is not the command's error line", line)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("error line %q lacks %q", line, w)
+				}
+			}
+			if strings.Contains(line, "SELECT") || strings.Contains(line, "goroutine") {
+				t.Errorf("error line carries SQL or a stack: %q", line)
+			}
+			if after := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json")); string(after) != string(pointerBefore) {
+				t.Errorf("pointer.json changed")
+			}
+		})
+	}
+	if publishtest.TreeHash(t, fx.Dir) != inputsBefore {
+		t.Errorf("inputs changed")
+	}
+}
+
+// vanishing removes the lesson manifest after the inputs were inspected and
+// before staging reads them, as a concurrent cleanup would.
+type vanishing struct {
+	engine.Engine
+	lessons string
+}
+
+func (v vanishing) Stage(ctx context.Context, spec engine.Spec, root, dir string) (engine.Staged, error) {
+	if err := os.Rename(v.lessons, v.lessons+".gone"); err != nil {
+		return engine.Staged{}, err
+	}
+	return v.Engine.Stage(ctx, spec, root, dir)
+}
+
+// TestMissingPathHasItsClass: a manifest that vanishes between inspection
+// and staging fails the publish with Spark's PATH_NOT_FOUND in one line,
+// exit 1, and the pointer untouched.
+func TestMissingPathHasItsClass(t *testing.T) {
+	h := harness(t)
+	fx := publishtest.LoadFixture(t, "")
+	wh := t.TempDir()
+	h.MustPublish(t, fx.Job(t, wh, "before", mon, tue))
+	before := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
+	lessons := filepath.Join(fx.Dir, "lessons")
+	_, err := h.PublishWith(t, fx.Job(t, wh, "vanished", mon, tue), func(e engine.Engine) engine.Engine {
+		return vanishing{Engine: e, lessons: lessons}
+	})
+	var se *spark.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("publish error %v (%T), want a *spark.Error", err, err)
+	}
+	if se.Class != "PATH_NOT_FOUND" {
+		t.Errorf("class %q, want PATH_NOT_FOUND (%v)", se.Class, err)
+	}
+	if exitcode.Code(err) != exitcode.Error {
+		t.Errorf("exit %d, want %d", exitcode.Code(err), exitcode.Error)
+	}
+	if !strings.Contains(err.Error(), lessons) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q should name the path in one line", err)
+	}
+	if after := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json")); string(after) != string(before) {
+		t.Errorf("pointer.json changed")
+	}
+}
+
+// TestAnalysisErrorHasItsClass: a staged file that is not the table it is
+// listed as (course_day bytes listed as fact) fails the read-back with
+// Spark's analysis error class, in one line.
+func TestAnalysisErrorHasItsClass(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	wh := t.TempDir()
+	h := harness(t)
+	res := h.MustPublish(t, fx.Job(t, wh, "published", mon, tue))
+	e := open(t)
+	defer e.Close()
+	st := engine.Staged{
+		FactFiles: map[dates.Date][]pointer.File{dates.MustParse(mon): res.Entries[dates.MustParse(mon)].CourseDayFiles},
+	}
+	_, err := e.ReadBack(context.Background(), wh, job.Spec(fx.Job(t, wh, "x", mon)), st)
+	var se *spark.Error
+	if !errors.As(err, &se) || !strings.HasPrefix(se.Class, "UNRESOLVED_COLUMN") {
+		t.Fatalf("ReadBack error %v, want Spark's UNRESOLVED_COLUMN class", err)
+	}
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "learner_key") {
+		t.Errorf("error %q should name the column in one line", err)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestRelativePaths: paths given relative to the job's working directory
+// reach the Spark server absolute (the server has its own working
+// directory), as the README's fixture command gives them.
+func TestRelativePaths(t *testing.T) {
+	h := harness(t)
+	fx := publishtest.LoadFixture(t, "")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := func(p string) string {
+		r, err := filepath.Rel(wd, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	wh := t.TempDir()
+	args := fx.Args(rel(wh), "relative", mon, tue)
+	for i, a := range args {
+		if filepath.IsAbs(a) && strings.HasPrefix(a, fx.Dir) {
+			args[i] = rel(a)
+		}
+	}
+	code, _, stderr := h.Run(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("publish with relative paths: exit %d: %s", code, stderr)
+	}
+	for ds, n := range publishtest.FactSum(t, wh) {
+		if want := fx.Expected.ByDate[ds].Events; n != want {
+			t.Errorf("%s: %d events, want %d", ds, n, want)
+		}
+	}
+}
