@@ -13,6 +13,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
+	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
@@ -55,7 +56,7 @@ func TestSettingsApplied(t *testing.T) {
 
 func TestSettingErrors(t *testing.T) {
 	ctx := context.Background()
-	r := remote(t)
+	r := sparktest.Remote(t)
 	tests := []struct {
 		name     string
 		settings map[string]string
