@@ -65,8 +65,8 @@ func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error
 const eventDateExpr = "to_date(CAST(event_time AS TIMESTAMP))"
 
 // eventsQuery reads raw with a column list and a predicate on ingest_date,
-// derives event_date (eventDateExpr) and keeps the requested dates. Every other raw column is dropped
-// here, before any join.
+// derives event_date (eventDateExpr) and keeps the requested dates. Every
+// other raw column is dropped here, before any join.
 func eventsQuery(spec engine.Spec) string {
 	return fmt.Sprintf(`SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date
 FROM (
