@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/gen"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
@@ -56,6 +57,11 @@ type hostileCase struct {
 	Kept string `json:"kept"`
 	// Absent are workspace paths the run must not create.
 	Absent []string `json:"absent"`
+	// Engines are the engines the case runs on; none means DuckDB alone.
+	// A case naming spark also runs on Spark (TestHostileInputSpark),
+	// which must give the same outcome and the same failed checks, with
+	// the same figures, as DuckDB.
+	Engines []string `json:"engines"`
 }
 
 // setupOp breaks the workspace before the run. Paths are relative to the
@@ -101,6 +107,13 @@ func readHostileCase(t *testing.T, dir string) hostileCase {
 		t.Fatalf("%s/case.json: a refused case must give its error line", dir)
 	case (c.Exit == 3) != (len(c.GateChecks) > 0):
 		t.Fatalf("%s/case.json: gate_checks go with exit 3 and only with it", dir)
+	case len(c.Engines) > 0 && !slices.Contains(c.Engines, "duckdb"):
+		t.Fatalf("%s/case.json: engines %v leave out duckdb, the engine every case runs on", dir, c.Engines)
+	}
+	for _, e := range c.Engines {
+		if e != "duckdb" && e != "spark" {
+			t.Fatalf("%s/case.json: unknown engine %q", dir, e)
+		}
 	}
 	return c
 }
@@ -231,39 +244,82 @@ func lastFlag(args []string, name string) string {
 	return v
 }
 
-func TestHostileInput(t *testing.T) {
+// hostileCaseDirs lists the corpus's case directories, absolute.
+func hostileCaseDirs(t *testing.T) []string {
+	t.Helper()
 	entries, err := os.ReadDir(hostileDir)
 	if err != nil {
 		t.Fatalf("hostile corpus: %v", err)
 	}
-	var names []string
+	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() {
-			names = append(names, e.Name())
+		if !e.IsDir() {
+			continue
 		}
-	}
-	if len(names) < 40 {
-		t.Fatalf("hostile corpus has %d cases; the corpus went missing", len(names))
-	}
-	for _, name := range names {
-		dir, err := filepath.Abs(filepath.Join(hostileDir, name))
+		dir, err := filepath.Abs(filepath.Join(hostileDir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
+		dirs = append(dirs, dir)
+	}
+	if len(dirs) < 40 {
+		t.Fatalf("hostile corpus has %d cases; the corpus went missing", len(dirs))
+	}
+	return dirs
+}
+
+func TestHostileInput(t *testing.T) {
+	for _, dir := range hostileCaseDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
 			runHostileCase(t, dir, readHostileCase(t, dir))
 		})
 	}
 }
 
-func runHostileCase(t *testing.T, dir string, tc hostileCase) {
+// TestHostileInputSpark runs the cases that name spark on the Spark engine
+// too. Each runs on DuckDB beside it, so the two rejection records can be
+// compared whole: a figure Spark failed to compute (a zero where DuckDB
+// counts) shows as a different detail or figure, or as a missing check. The
+// setup (the good publish before the case) runs on DuckDB: the warehouse it
+// leaves is the same for both engines, and the case's own publish is what is
+// under test.
+func TestHostileInputSpark(t *testing.T) {
+	remote := sparktest.Remote(t)
+	var n int
+	for _, dir := range hostileCaseDirs(t) {
+		tc := readHostileCase(t, dir)
+		if !slices.Contains(tc.Engines, "spark") {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			want := runHostileCase(t, dir, tc)
+			got := runHostileCase(t, dir, tc, "--engine", "spark", "--spark-remote", remote)
+			if !bytes.Equal(got, want) {
+				t.Errorf("failed checks on Spark\n%s\non DuckDB\n%s", got, want)
+			}
+		})
+	}
+	// The event identity, title length and magic cases at least.
+	if n < 4 {
+		t.Fatalf("%d hostile cases name spark in their engines; the Spark subset went missing", n)
+	}
+}
+
+// runHostileCase runs one case in a fresh workspace, the case's publish
+// with engineArgs appended, and returns the failed checks of its rejection
+// record as written (nil unless the case expects exit 3).
+func runHostileCase(t *testing.T, dir string, tc hostileCase, engineArgs ...string) json.RawMessage {
+	t.Helper()
 	w := biNewWS(t)
 	w.goodPublish()
 	for _, op := range tc.Setup {
 		w.apply(op, dir)
 	}
 	args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(tc.Args, dir)...)
+	args = append(args, engineArgs...)
 	jobID := lastFlag(args, "job-id")
 
 	pointerBefore := w.pointerBytes()
@@ -278,6 +334,7 @@ func runHostileCase(t *testing.T, dir string, tc hostileCase) {
 
 	r := biRun(t, args...)
 
+	var failed json.RawMessage
 	if r.code != tc.Exit {
 		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.Exit, r.stdout, r.stderr)
 	}
@@ -294,7 +351,7 @@ func runHostileCase(t *testing.T, dir string, tc hostileCase) {
 		}
 		whAfter := biHashTree(t, w.warehouse)
 		if tc.Exit == 3 {
-			checkRejection(t, w, jobID, tc.GateChecks, whAfter)
+			failed = checkRejection(t, w, jobID, tc.GateChecks, whAfter)
 		}
 		biDiffTrees(t, "warehouse", whBefore, whAfter)
 	} else {
@@ -313,6 +370,7 @@ func runHostileCase(t *testing.T, dir string, tc hostileCase) {
 			t.Errorf("%s was created", p)
 		}
 	}
+	return failed
 }
 
 func fileExists(p string) bool {
@@ -323,20 +381,24 @@ func fileExists(p string) bool {
 // checkRejection asserts a gate rejection left exactly its records: the
 // rejection file naming the failed checks and the job's own staging prefix,
 // which it then removes from after so the rest of the warehouse can be
-// compared byte for byte.
-func checkRejection(t *testing.T, w *biWS, jobID string, want []string, after map[string]string) {
+// compared byte for byte. It returns the record's failed checks as written.
+func checkRejection(t *testing.T, w *biWS, jobID string, want []string, after map[string]string) json.RawMessage {
 	t.Helper()
 	rel := filepath.Join(w.warehouse, "rejections", "job_id="+jobID+".json")
 	var rej struct {
-		Failed []struct {
-			Name string `json:"name"`
-		} `json:"failed_checks"`
+		Failed json.RawMessage `json:"failed_checks"`
 	}
 	if err := json.Unmarshal(w.read(rel), &rej); err != nil {
 		t.Fatalf("rejection record: %v", err)
 	}
+	var failed []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(rej.Failed, &failed); err != nil {
+		t.Fatalf("rejection record failed_checks: %v", err)
+	}
 	var got []string
-	for _, c := range rej.Failed {
+	for _, c := range failed {
 		if !slices.Contains(got, c.Name) {
 			got = append(got, c.Name)
 		}
@@ -355,6 +417,7 @@ func checkRejection(t *testing.T, w *biWS, jobID string, want []string, after ma
 			delete(after, p)
 		}
 	}
+	return rej.Failed
 }
 
 // checkPublished asserts an accepted case moved the pointer by one

@@ -9,6 +9,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
@@ -30,8 +31,13 @@ var (
 
 // schema asks Spark for one Parquet file's columns and types (Spark's type
 // names, lower case: string, timestamp, timestampntz, ...). Asking per file
-// (not once for the directory) is what lets an error name the file.
+// (not once for the directory) is what lets an error name the file. The
+// magic bytes are checked first, here as in the DuckDB engine, so both
+// engines refuse the same damaged files with the same words.
 func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
+	if err := inputs.CheckMagic(what, file); err != nil {
+		return nil, nil, err
+	}
 	step := fmt.Sprintf("read the schema of %s file %s", what, file)
 	df, err := e.session.Read().Format("parquet").Load(file)
 	if err != nil {
@@ -124,6 +130,9 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	in.Figures.RawColumns = union
+	if err := e.eventIdentity(ctx, spec, &in.Figures); err != nil {
+		return in, err
+	}
 	prohibited := map[string]bool{}
 	for _, c := range spec.ProhibitedColumns {
 		prohibited[strings.ToLower(c)] = true
@@ -149,13 +158,20 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 
-	lessonPin := fmt.Sprintf("SELECT lesson_id FROM %s WHERE manifest_id = %s", pathRef(spec.Lessons), quote(spec.ManifestID))
+	// The longest title is measured in bytes (octet_length; Spark's length
+	// counts characters) and ties go to the smallest lesson_id, nulls last,
+	// as in the DuckDB engine, so both name the same lesson.
+	lessonPin := fmt.Sprintf("SELECT lesson_id, octet_length(lesson_title) AS title_bytes FROM %s WHERE manifest_id = %s",
+		pathRef(spec.Lessons), quote(spec.ManifestID))
 	var dupLessons string
-	if err := e.scan(ctx, "check manifest "+spec.Lessons, fmt.Sprintf(`WITH pin AS (%s)
+	if err := e.scan(ctx, "check manifest "+spec.Lessons, fmt.Sprintf(`WITH pin AS (%s),
+		longest AS (SELECT lesson_id, title_bytes FROM pin WHERE title_bytes IS NOT NULL
+		            ORDER BY title_bytes DESC, lesson_id ASC NULLS LAST LIMIT 1)
 		SELECT (SELECT count(*) FROM pin),
 		       (SELECT concat_ws(char(1), sort_array(collect_list(lesson_id))) FROM
-		          (SELECT lesson_id FROM pin GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20))`, lessonPin),
-		&in.Figures.ManifestRows, &dupLessons); err != nil {
+		          (SELECT lesson_id FROM pin GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)),
+		       (SELECT CAST(title_bytes AS BIGINT) FROM longest), (SELECT lesson_id FROM longest)`, lessonPin),
+		&in.Figures.ManifestRows, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson); err != nil {
 		return in, err
 	}
 	if in.Figures.ManifestRows == 0 {
@@ -178,6 +194,46 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	}
 	in.Figures.DuplicateEnrollments = splitList(dupPairs)
 	return in, nil
+}
+
+// eventIdentity counts, before any join, the raw events that cannot be
+// placed or counted once, with the DuckDB engine's meaning: a null
+// event_time anywhere in the read window, and a null or repeated event_id
+// among the events of the requested dates, with a sorted sample of five
+// repeated ids. The three counts come from one scan of raw, grouped by
+// event_id: only events of the requested dates and those without a time
+// (whose date is unknown) reach the shuffle. The sample is a second scan,
+// run only when there is something to name.
+func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.InputFigures) error {
+	if f.RawFiles == 0 {
+		return nil
+	}
+	if _, err := e.registerRaw(ctx, spec); err != nil {
+		return err
+	}
+	what := "check raw event ids " + spec.Raw
+	byID := fmt.Sprintf(`SELECT event_id, count_if(event_time IS NULL) AS no_time, count_if(requested) AS n_requested
+		FROM (SELECT event_id, event_time, coalesce(%s IN %s, false) AS requested FROM %s
+		      WHERE ingest_date BETWEEN DATE %s AND DATE %s)
+		WHERE event_time IS NULL OR requested
+		GROUP BY event_id`,
+		eventDateExpr, dateList(spec.Dates), rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(no_time), 0) AS BIGINT),
+		CAST(coalesce(sum(CASE WHEN event_id IS NULL THEN n_requested ELSE 0 END), 0) AS BIGINT),
+		CAST(coalesce(sum(CASE WHEN event_id IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT)
+		FROM (%s)`, byID), &f.NullEventTimes, &f.NullEventIDs, &f.DuplicateEventIDs); err != nil {
+		return err
+	}
+	if f.DuplicateEventIDs == 0 {
+		return nil
+	}
+	sample, err := e.strings(ctx, what, fmt.Sprintf(
+		"SELECT event_id FROM (%s) WHERE event_id IS NOT NULL AND n_requested > 1 ORDER BY event_id LIMIT 5", byID))
+	if err != nil {
+		return err
+	}
+	f.DuplicateEventIDSample = sample
+	return nil
 }
 
 // noPin explains a pin with no rows: a wrong argument, not an empty input.

@@ -19,19 +19,33 @@ const (
 )
 
 // rawSource registers the raw partitions of the read window as a view and
-// returns the events query over it. Spark discovers ingest_date from the
-// directory names (basePath is the raw root) and the WHERE clause on it is
-// a partition filter; the path glob keeps partitions outside the window
-// from being listed or having their footers read at all.
+// returns the events query over it.
 func (e *Engine) rawSource(ctx context.Context, spec engine.Spec) (string, error) {
-	parts, err := inputs.RawPartitions(spec.Raw)
+	ok, err := e.registerRaw(ctx, spec)
 	if err != nil {
 		return "", err
 	}
-	inWindow := window(parts, spec)
-	if len(inWindow) == 0 {
+	if !ok {
 		return `SELECT CAST(NULL AS STRING) AS event_id, CAST(NULL AS STRING) AS learner_key, CAST(NULL AS STRING) AS lesson_id,
 			CAST(NULL AS STRING) AS course_id, CAST(NULL AS TIMESTAMP) AS event_time, CAST(NULL AS DATE) AS event_date WHERE false`, nil
+	}
+	return eventsQuery(spec), nil
+}
+
+// registerRaw registers the raw partitions of the read window as the view
+// rawView, and reports false, registering nothing, when the window holds
+// none. Spark discovers ingest_date from the directory names (basePath is
+// the raw root) and a WHERE clause on it is a partition filter; the path
+// glob keeps partitions outside the window from being listed or having
+// their footers read at all.
+func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error) {
+	parts, err := inputs.RawPartitions(spec.Raw)
+	if err != nil {
+		return false, err
+	}
+	inWindow := window(parts, spec)
+	if len(inWindow) == 0 {
+		return false, nil
 	}
 	names := make([]string, len(inWindow))
 	for i, p := range inWindow {
@@ -41,25 +55,28 @@ func (e *Engine) rawSource(ctx context.Context, spec engine.Spec) (string, error
 	q := fmt.Sprintf("CREATE OR REPLACE TEMPORARY VIEW %s USING parquet OPTIONS (path %s, basePath %s, mergeSchema 'true')",
 		rawView, quote(glob), quote(spec.Raw))
 	if err := e.exec(ctx, "read raw "+spec.Raw, q); err != nil {
-		return "", err
+		return false, err
 	}
-	return eventsQuery(spec), nil
+	return true, nil
 }
 
+// eventDateExpr derives event_date from event_time in UTC (the session
+// zone is forced to UTC).
+const eventDateExpr = "to_date(CAST(event_time AS TIMESTAMP))"
+
 // eventsQuery reads raw with a column list and a predicate on ingest_date,
-// derives event_date from event_time in UTC (the session zone is forced to
-// UTC) and keeps the requested dates. Every other raw column is dropped
-// here, before any join.
+// derives event_date (eventDateExpr) and keeps the requested dates. Every
+// other raw column is dropped here, before any join.
 func eventsQuery(spec engine.Spec) string {
 	return fmt.Sprintf(`SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date
 FROM (
   SELECT event_id, learner_key, lesson_id, course_id,
          CAST(event_time AS TIMESTAMP) AS event_time,
-         to_date(CAST(event_time AS TIMESTAMP)) AS event_date
+         %s AS event_date
   FROM %s
   WHERE ingest_date BETWEEN DATE %s AND DATE %s
 )
-WHERE event_date IN %s`, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
+WHERE event_date IN %s`, eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
 }
 
 func dateList(ds []dates.Date) string {

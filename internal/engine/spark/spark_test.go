@@ -13,6 +13,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
+	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
@@ -55,7 +56,7 @@ func TestSettingsApplied(t *testing.T) {
 
 func TestSettingErrors(t *testing.T) {
 	ctx := context.Background()
-	r := remote(t)
+	r := sparktest.Remote(t)
 	tests := []struct {
 		name     string
 		settings map[string]string
@@ -185,7 +186,9 @@ func TestSparkErrorsAreOneLine(t *testing.T) {
 	if err := os.MkdirAll(notParquet, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(notParquet, "part-0.parquet"), []byte("lesson_id,title\nl1,x\n"), 0o644); err != nil {
+	// The Parquet magic at both ends passes the engine's own check, so
+	// Spark is the one to find that the footer is not Parquet.
+	if err := os.WriteFile(filepath.Join(notParquet, "part-0.parquet"), []byte("PAR1lesson_id,title\nl1,x\nPAR1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	down := "sc://" + closedPort(t)
@@ -197,7 +200,7 @@ func TestSparkErrorsAreOneLine(t *testing.T) {
 		want  []string
 	}{
 		{"server down", []string{"--spark-remote", down}, []string{down, "[UNAVAILABLE]"}},
-		{"lessons file is not Parquet", []string{"--lessons", notParquet},
+		{"lessons file is not Parquet inside its magic", []string{"--lessons", notParquet},
 			[]string{filepath.Join(notParquet, "part-0.parquet"), "not a readable Parquet file", "[SparkException]"}},
 	}
 	for i, tc := range tests {
