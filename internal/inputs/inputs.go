@@ -149,3 +149,17 @@ func CheckMagic(what, path string) error {
 	}
 	return nil
 }
+
+// IngestDates lists the ingest dates raw holds, oldest first: the engines'
+// IngestDates, which is a directory listing whatever engine reads the files.
+func IngestDates(raw string) ([]dates.Date, error) {
+	parts, err := RawPartitions(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dates.Date, len(parts))
+	for i, p := range parts {
+		out[i] = p.IngestDate
+	}
+	return out, nil
+}

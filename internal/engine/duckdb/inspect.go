@@ -106,15 +106,7 @@ func hasPrefix(typ string, prefixes []string) bool {
 
 // IngestDates implements engine.Engine.
 func (e *Engine) IngestDates(ctx context.Context, raw string) ([]dates.Date, error) {
-	parts, err := inputs.RawPartitions(raw)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]dates.Date, len(parts))
-	for i, p := range parts {
-		out[i] = p.IngestDate
-	}
-	return out, nil
+	return inputs.IngestDates(raw)
 }
 
 // Inspect implements engine.Engine.
@@ -200,8 +192,8 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	if len(rawFiles) == 0 {
 		return nil
 	}
-	src := fmt.Sprintf(`SELECT event_id, event_time, %s IN %s AS requested
-		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)`, eventDateExpr, dateList(spec.Dates), list(rawFiles))
+	src := fmt.Sprintf(`SELECT event_id, event_time, coalesce(%s, false) AS requested
+		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)`, utcDayRanges("CAST(event_time AS TIMESTAMPTZ)", spec.Dates), list(rawFiles))
 	// Distinct 64-bit hashes instead of distinct strings: on the design day
 	// (60M events) that is 6 s and 2.4 GB instead of 9 s and 3.4 GB. Equal
 	// ids hash alike, so no hash repeat means no id repeat; a hash repeat may

@@ -97,15 +97,7 @@ func contains(items []string, s string) bool {
 // IngestDates implements engine.Engine. The listing is the Go side's, as
 // for DuckDB: Spark is not asked until an input is read.
 func (e *Engine) IngestDates(ctx context.Context, raw string) ([]dates.Date, error) {
-	parts, err := inputs.RawPartitions(raw)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]dates.Date, len(parts))
-	for i, p := range parts {
-		out[i] = p.IngestDate
-	}
-	return out, nil
+	return inputs.IngestDates(raw)
 }
 
 // Inspect implements engine.Engine.
