@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/gate"
@@ -99,3 +100,21 @@ func TargetFiles(numBytes, targetBytes int64) int {
 
 // DefaultTargetFileBytes is 192 MB.
 const DefaultTargetFileBytes = 192 << 20
+
+// Prohibited returns the columns of cols that the prohibited list names, in
+// any letter case (EMAIL and Email are the same column to a reader), in the
+// order of cols; nil when there are none. Both engines judge the raw schema
+// they actually read with it, so the gate's check 1 means the same on each.
+func Prohibited(cols, prohibited []string) []string {
+	banned := map[string]bool{}
+	for _, c := range prohibited {
+		banned[strings.ToLower(c)] = true
+	}
+	var found []string
+	for _, c := range cols {
+		if banned[strings.ToLower(c)] {
+			found = append(found, c)
+		}
+	}
+	return found
+}

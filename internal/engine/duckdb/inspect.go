@@ -126,15 +126,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if err := e.eventIdentity(ctx, spec, rawFiles, &in.Figures); err != nil {
 		return in, err
 	}
-	prohibited := map[string]bool{}
-	for _, c := range spec.ProhibitedColumns {
-		prohibited[strings.ToLower(c)] = true
-	}
-	for _, c := range union {
-		if prohibited[strings.ToLower(c)] {
-			in.Figures.ProhibitedFound = append(in.Figures.ProhibitedFound, c)
-		}
-	}
+	in.Figures.ProhibitedFound = engine.Prohibited(union, spec.ProhibitedColumns)
 
 	lessons, err := inputs.ParquetPath("lessons", spec.Lessons)
 	if err != nil {
