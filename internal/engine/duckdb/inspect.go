@@ -13,21 +13,8 @@ import (
 	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
-// column is a required input column and the DuckDB type families it may have.
-type column struct {
-	name  string
-	types []string // accepted type prefixes
-}
-
-var (
-	str        = []string{"VARCHAR"}
-	rawColumns = []column{
-		{"event_id", str}, {"learner_key", str}, {"lesson_id", str}, {"course_id", str},
-		{"event_time", []string{"TIMESTAMP"}},
-	}
-	manifestColumns   = []column{{"manifest_id", str}, {"lesson_id", str}, {"course_id", str}, {"lesson_title", str}}
-	enrollmentColumns = []column{{"learner_key", str}, {"course_id", str}, {"snapshot_id", str}}
-)
+// DuckDB type families, matched by prefix (hasPrefix).
+var rawColumns, manifestColumns, enrollmentColumns = engine.InputColumns([]string{"VARCHAR"}, []string{"TIMESTAMP"})
 
 // schema reads one Parquet file's column names and types. Reading the footer
 // of every file (not only the first) is what lets an error name the file.
@@ -68,33 +55,13 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 
 // checkColumns verifies the required columns of every file of one input and
 // returns the union of the column names seen.
-func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []column) ([]string, error) {
-	seen := map[string]bool{}
-	var union []string
-	for _, f := range files {
-		types, names, err := e.schema(ctx, what, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range required {
-			typ, ok := types[c.name]
-			if !ok {
-				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.name)
-			}
-			if !hasPrefix(typ, c.types) {
-				return nil, fmt.Errorf("%s file %s: column %s has type %s, want %s", what, f, c.name, typ, strings.Join(c.types, " or "))
-			}
-		}
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				union = append(union, n)
-			}
-		}
-	}
-	return union, nil
+func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []engine.Column) ([]string, error) {
+	schema := func(file string) (map[string]string, []string, error) { return e.schema(ctx, what, file) }
+	return engine.CheckColumns(what, files, required, schema, hasPrefix)
 }
 
+// hasPrefix matches DuckDB type families: TIMESTAMP also accepts
+// TIMESTAMP WITH TIME ZONE and TIMESTAMP_NS.
 func hasPrefix(typ string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if strings.HasPrefix(typ, p) {

@@ -3,6 +3,7 @@ package spark
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,21 +14,8 @@ import (
 	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
-// column is a required input column and the Spark type names it may have.
-type column struct {
-	name  string
-	types []string
-}
-
-var (
-	str        = []string{"string"}
-	rawColumns = []column{
-		{"event_id", str}, {"learner_key", str}, {"lesson_id", str}, {"course_id", str},
-		{"event_time", []string{"timestamp", "timestampntz"}},
-	}
-	manifestColumns   = []column{{"manifest_id", str}, {"lesson_id", str}, {"course_id", str}, {"lesson_title", str}}
-	enrollmentColumns = []column{{"learner_key", str}, {"course_id", str}, {"snapshot_id", str}}
-)
+// Spark type names, matched exactly.
+var rawColumns, manifestColumns, enrollmentColumns = engine.InputColumns([]string{"string"}, []string{"timestamp", "timestampntz"})
 
 // schema asks Spark for one Parquet file's columns and types (Spark's type
 // names, lower case: string, timestamp, timestampntz, ...). Asking per file
@@ -58,40 +46,11 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 
 // checkColumns verifies the required columns of every file of one input and
 // returns the union of the column names seen.
-func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []column) ([]string, error) {
-	seen := map[string]bool{}
-	var union []string
-	for _, f := range files {
-		types, names, err := e.schema(ctx, what, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range required {
-			typ, ok := types[c.name]
-			if !ok {
-				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.name)
-			}
-			if !contains(c.types, typ) {
-				return nil, fmt.Errorf("%s file %s: column %s has type %s, want %s", what, f, c.name, typ, strings.Join(c.types, " or "))
-			}
-		}
-		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
-				union = append(union, n)
-			}
-		}
-	}
-	return union, nil
-}
-
-func contains(items []string, s string) bool {
-	for _, it := range items {
-		if it == s {
-			return true
-		}
-	}
-	return false
+func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []engine.Column) ([]string, error) {
+	schema := func(file string) (map[string]string, []string, error) { return e.schema(ctx, what, file) }
+	// Spark names types exactly (string, timestamp, timestampntz).
+	exact := func(typ string, want []string) bool { return slices.Contains(want, typ) }
+	return engine.CheckColumns(what, files, required, schema, exact)
 }
 
 // IngestDates implements engine.Engine. The listing is the Go side's, as

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Column is a required input column and the type names an engine accepts
+// for it, in that engine's own spelling.
+type Column struct {
+	Name  string
+	Types []string
+}
+
+// Schema reads one file's column types by name and its column names in file
+// order; an engine asks per file so that an error can name the file.
+type Schema func(file string) (types map[string]string, names []string, err error)
+
+// CheckColumns verifies the required columns of every file of one input
+// (what: raw, lessons, enrollments) and returns the union of the column names
+// seen, in first-seen order. accepts says whether a file's type name is one
+// of a column's Types; engines spell and match types differently (DuckDB by
+// family prefix, Spark exactly), the errors they give are the same.
+func CheckColumns(what string, files []string, required []Column, schema Schema, accepts func(typ string, want []string) bool) ([]string, error) {
+	seen := map[string]bool{}
+	var union []string
+	for _, f := range files {
+		types, names, err := schema(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range required {
+			typ, ok := types[c.Name]
+			if !ok {
+				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.Name)
+			}
+			if !accepts(typ, c.Types) {
+				return nil, fmt.Errorf("%s file %s: column %s has type %s, want %s", what, f, c.Name, typ, strings.Join(c.Types, " or "))
+			}
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				union = append(union, n)
+			}
+		}
+	}
+	return union, nil
+}
+
+// InputColumns are the required columns of the raw events, the lesson
+// manifest and the enrollment snapshot (SPEC section 3), given an engine's
+// spelling of a string type and of a timestamp type.
+func InputColumns(str, timestamp []string) (raw, manifest, enrollments []Column) {
+	col := func(name string, types []string) Column { return Column{Name: name, Types: types} }
+	raw = []Column{col("event_id", str), col("learner_key", str), col("lesson_id", str), col("course_id", str), col("event_time", timestamp)}
+	manifest = []Column{col("manifest_id", str), col("lesson_id", str), col("course_id", str), col("lesson_title", str)}
+	enrollments = []Column{col("learner_key", str), col("course_id", str), col("snapshot_id", str)}
+	return raw, manifest, enrollments
+}
