@@ -95,18 +95,12 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	}
 	in.Figures.ProhibitedFound = engine.Prohibited(union, spec.ProhibitedColumns)
 
-	lessons, err := inputs.ParquetPath("lessons", spec.Lessons)
+	check := func(what string, files []string, required []engine.Column) error {
+		_, err := e.checkColumns(ctx, what, files, required)
+		return err
+	}
+	lessons, enrollments, err := engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check)
 	if err != nil {
-		return in, err
-	}
-	if _, err := e.checkColumns(ctx, "lessons", lessons, manifestColumns); err != nil {
-		return in, err
-	}
-	enrollments, err := inputs.ParquetPath("enrollments", spec.Enrollments)
-	if err != nil {
-		return in, err
-	}
-	if _, err := e.checkColumns(ctx, "enrollments", enrollments, enrollmentColumns); err != nil {
 		return in, err
 	}
 
