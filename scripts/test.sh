@@ -38,8 +38,15 @@ ENGAGEMENT_SPARK_REMOTE=$(bash scripts/spark.sh start)
 export ENGAGEMENT_SPARK_REMOTE
 unset ENGAGEMENT_SKIP_SPARK
 
-echo "== go test"
-go test -count=1 -timeout 20m ./...
+# The packages where goroutines or processes race (the pointer stores, the
+# job's publish and its unknown-outcome paths, progress, gc, the listing)
+# run under the race detector; the rest run plainly, once.
+race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/inputs ./internal/failpoint"
+echo "== go test -race ($race_pkgs)"
+go test -race -count=1 -timeout 20m $race_pkgs
+
+echo "== go test (the other packages)"
+go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|inputs|failpoint)$|/internal/pointer/')
 
 echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
 # Budgets are execution counts, not durations: a duration -fuzztime can fail

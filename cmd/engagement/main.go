@@ -12,6 +12,10 @@ import (
 )
 
 func main() {
+	// A write to a closed stdout returns an error the command handles
+	// (a publish that moved the pointer still exits 0) instead of killing
+	// the process with SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -147,6 +147,12 @@ func biHashTree(t *testing.T, roots ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, root := range roots {
+		// A root may be a symlink (a symlinked warehouse); walk what it names.
+		if fi, err := os.Lstat(root); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if root, err = filepath.EvalSymlinks(root); err != nil {
+				t.Fatal(err)
+			}
+		}
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -190,18 +196,21 @@ func biDiffTrees(t *testing.T, what string, before, after map[string]string) {
 	}
 }
 
-// rewriteParquet replaces the copy's file rel with the biResult of a query over
-// the pristine fixture file (bound to the view src).
-func (w *biWS) rewriteParquet(rel, query string) {
+// rewriteParquet writes the copy's file rel from a query over the pristine
+// fixture file from (bound to the view src).
+func (w *biWS) rewriteParquet(rel, from, query string) {
 	w.t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	defer db.Close()
-	srcFile := filepath.Join(w.src, rel)
+	srcFile := filepath.Join(w.src, from)
 	dst := filepath.Join(w.dir, rel)
-	tmp := dst + ".new"
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	tmp := filepath.Join(filepath.Dir(dst), ".rewrite.new")
 	if _, err := db.Exec("CREATE VIEW src AS SELECT * FROM read_parquet(" + biSQLQuote(srcFile) + ", hive_partitioning=false)"); err != nil {
 		w.t.Fatal(err)
 	}

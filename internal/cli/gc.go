@@ -16,14 +16,20 @@ func runGC(ctx context.Context, env Env, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "list what would be deleted; delete nothing")
 	minAge := fs.Duration("min-age", gc.DefaultMinAge, "delete only prefixes idle at least this long")
 	force := fs.Bool("force-min-age", false, fmt.Sprintf("accept a --min-age below %s (only when no attempt is running)", gc.MinAgeFloor))
+	lockTimeout := fs.Duration("lock-timeout", localfs.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *wh == "" {
 		return exitcode.UsageError(fmt.Errorf("gc: --warehouse is required"))
 	}
+	if *lockTimeout <= 0 {
+		return exitcode.UsageError(fmt.Errorf("gc: --lock-timeout %s: want a positive duration", *lockTimeout))
+	}
+	store := localfs.New(*wh)
+	store.LockTimeout, store.Log = *lockTimeout, env.Log
 	rep, err := gc.Run(ctx, gc.Options{
-		Warehouse: *wh, Store: localfs.New(*wh), Now: time.Now(),
+		Warehouse: *wh, Store: store, Now: time.Now(),
 		MinAge: *minAge, Force: *force, DryRun: *dryRun,
 	})
 	verb := "deleted"

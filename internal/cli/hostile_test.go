@@ -67,15 +67,19 @@ type hostileCase struct {
 // setupOp breaks the workspace before the run. Paths are relative to the
 // workspace copy of the fixture.
 type setupOp struct {
-	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish
+	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish, copytree, rename, symlink
 	// copy: From (in the case directory) to Path. truncate: keep Keep
 	// bytes of Path (negative: drop that many from the end). patch: write
-	// Bytes at Offset (negative: from the end). sql: replace the Parquet
-	// file Path with Query over the pristine file (view src). text: write
-	// Content repeated Repeat times (at least once). publish: run a publish
-	// with Args appended to the base; it must exit Exit.
+	// Bytes at Offset (negative: from the end). sql: write the Parquet
+	// file Path from Query over the pristine file at From (view src; From
+	// defaults to Path). text: write Content repeated Repeat times (at
+	// least once). publish: run a publish with Args appended to the base;
+	// it must exit Exit. copytree: copy the workspace tree From to Path.
+	// rename: move Path to To (in the workspace). symlink: make Path a
+	// symlink to To (placeholders expanded).
 	Path    string   `json:"path"`
 	From    string   `json:"from"`
+	To      string   `json:"to"`
 	Keep    int64    `json:"keep"`
 	Offset  int64    `json:"offset"`
 	Bytes   string   `json:"bytes"`
@@ -172,7 +176,26 @@ func (w *biWS) apply(op setupOp, dir string) {
 		copy(b[off:], op.Bytes)
 		biWriteFile(w.t, p, b)
 	case "sql":
-		w.rewriteParquet(op.Path, w.expand(op.Query, dir))
+		from := op.From
+		if from == "" {
+			from = op.Path
+		}
+		w.rewriteParquet(op.Path, from, w.expand(op.Query, dir))
+	case "copytree":
+		if err := os.CopyFS(p, os.DirFS(filepath.Join(w.dir, filepath.FromSlash(op.From)))); err != nil {
+			w.t.Fatal(err)
+		}
+	case "rename":
+		if err := os.Rename(p, filepath.Join(w.dir, filepath.FromSlash(op.To))); err != nil {
+			w.t.Fatal(err)
+		}
+	case "symlink":
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := os.Symlink(w.expand(op.To, dir), p); err != nil {
+			w.t.Fatal(err)
+		}
 	case "text":
 		biWriteFile(w.t, p, []byte(strings.Repeat(w.expand(op.Content, dir), max(op.Repeat, 1))))
 	case "mkdir":

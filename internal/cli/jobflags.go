@@ -30,6 +30,7 @@ var flagKeys = []struct{ flag, key, help string }{
 	{"engine", config.KeyEngine, "duckdb (default) or spark"},
 	{"spark-remote", config.KeySparkRemote, "Spark Connect URL, sc://HOST:PORT"},
 	{"as-of", config.KeyAsOfDate, "run date for the freshness check (default: today, UTC)"},
+	{"lock-timeout", config.KeyLockTimeout, "longest wait for the pointer's writer lock before giving up (default 5m)"},
 }
 
 func addJobFlags(fs *flag.FlagSet, withJobID bool) *jobFlags {

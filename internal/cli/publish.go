@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
@@ -16,6 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/version"
 )
 
 // openEngine starts the engine the job names.
@@ -33,6 +36,11 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 		}
 		e, err := duckdb.Open(ctx, settings)
 		if err != nil {
+			// A signal while the engine starts cancels the run; only a
+			// setting DuckDB refuses is the user's mistake.
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("open duckdb: %w", ctx.Err())
+			}
 			return nil, exitcode.UsageError(err)
 		}
 		return e, nil
@@ -74,17 +82,30 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 	if d, ok := eng.(*duckdb.Engine); ok {
 		d.SetProgress(prog)
 	}
-	p := &job.Publisher{Engine: eng, Store: localfs.New(j.Warehouse), Log: env.Log, Clock: time.Now, Progress: prog}
+	if len(j.ProhibitedColumns) == 0 {
+		env.Log.Warn("the prohibited-column check is off: engagement.prohibitedColumns is none", "job_id", j.JobID)
+	}
+	store := localfs.New(j.Warehouse)
+	store.LockTimeout, store.Log = j.LockTimeout, env.Log
+	p := &job.Publisher{Engine: eng, Store: store, Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
 	res, err := p.Publish(ctx, j)
 	prog.Close()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "published job_id=%s generation=%d\n", res.JobID, res.Pointer.Generation)
+	var out strings.Builder
+	fmt.Fprintf(&out, "published job_id=%s generation=%d\n", res.JobID, res.Pointer.Generation)
 	for _, d := range j.Dates {
 		e := res.Entries[d]
-		fmt.Fprintf(env.Stdout, "  %s event_count=%d unknown_lesson_count=%d unknown_lesson_rate=%.4f fact_files=%d course_day_files=%d\n",
+		fmt.Fprintf(&out, "  %s event_count=%d unknown_lesson_count=%d unknown_lesson_rate=%.4f fact_files=%d course_day_files=%d\n",
 			d, e.EventCount, e.UnknownLessonCount, e.UnknownLessonRate, len(e.FactFiles), len(e.CourseDayFiles))
+	}
+	// The pointer has moved: what the exit code reports is the publish, so a
+	// closed stdout (a scheduler that stopped reading) only costs the
+	// summary, which the log says.
+	if _, err := io.WriteString(env.Stdout, out.String()); err != nil {
+		env.Log.Warn("published, but the summary could not be printed to stdout", "job_id", res.JobID,
+			"generation", res.Pointer.Generation, "error", err.Error())
 	}
 	return nil
 }
@@ -95,7 +116,11 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	plan, err := eng.Explain(ctx, job.Spec(j))
+	spec, err := job.ListedSpec(j)
+	if err != nil {
+		return err
+	}
+	plan, err := eng.Explain(ctx, spec)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -36,8 +37,9 @@ type Job struct {
 	RestatementHorizonDays int
 	LatenessDays           int
 	TargetFileBytes        int64
-	ProhibitedColumns      []string
-	FreshnessMaxDays       int // 0 turns the freshness check off
+	ProhibitedColumns      []string // lower case; empty only when the config says "none"
+	FreshnessMaxDays       int      // 0 turns the freshness check off
+	LockTimeout            time.Duration
 	AsOf                   dates.Date
 	AsOfSet                bool // false: the command fills AsOf from the clock, outside the transform
 	AllowOutsideHorizon    bool
@@ -66,7 +68,13 @@ const (
 	KeyProhibitedColumns      = "engagement.prohibitedColumns"
 	KeyFreshnessMaxDays       = "engagement.freshnessMaxDays"
 	KeyAsOfDate               = "engagement.asOfDate"
+	KeyLockTimeout            = "engagement.lockTimeout"
 )
+
+// ProhibitedNone is the one value of engagement.prohibitedColumns that
+// turns the prohibited-column check off; an empty value is refused, so the
+// check can never be lost to a blank line.
+const ProhibitedNone = "none"
 
 // Defaults are the production values; the fixture config overrides what differs.
 var defaults = map[string]string{
@@ -79,6 +87,7 @@ var defaults = map[string]string{
 	KeyTargetFileBytes:        "192MB",
 	KeyProhibitedColumns:      "email,payment_token,card_number,raw_ip",
 	KeyFreshnessMaxDays:       "2",
+	KeyLockTimeout:            "5m",
 }
 
 var pathKeys = map[string]bool{KeyWarehouse: true, KeyRaw: true, KeyLessons: true, KeyEnrollments: true}
@@ -88,7 +97,7 @@ func KnownKeys() []string {
 	keys := []string{KeyEngine, KeySparkRemote, KeyWarehouse, KeyRaw, KeyLessons, KeyEnrollments,
 		KeyManifestID, KeyEnrollmentSnapshotID, KeyUnknownCap, KeyHotCourses, KeySaltBuckets,
 		KeyRestatementHorizonDays, KeyLatenessDays, KeyTargetFileBytes, KeyProhibitedColumns,
-		KeyFreshnessMaxDays, KeyAsOfDate}
+		KeyFreshnessMaxDays, KeyAsOfDate, KeyLockTimeout}
 	sort.Strings(keys)
 	return keys
 }
@@ -156,9 +165,8 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		bad(KeyUnknownCap, "%q: want a fraction between 0 and 1", values[KeyUnknownCap])
 	}
 	j.HotCourses = splitList(values[KeyHotCourses])
-	j.ProhibitedColumns = splitList(values[KeyProhibitedColumns])
-	for i, c := range j.ProhibitedColumns {
-		j.ProhibitedColumns[i] = strings.ToLower(c)
+	if j.ProhibitedColumns, err = prohibitedList(values[KeyProhibitedColumns]); err != nil {
+		bad(KeyProhibitedColumns, "%v", err)
 	}
 	ints := []struct {
 		key string
@@ -180,6 +188,9 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	}
 	if j.TargetFileBytes, err = ParseBytes(values[KeyTargetFileBytes]); err != nil || j.TargetFileBytes <= 0 {
 		bad(KeyTargetFileBytes, "%q: want a positive size such as 192MB", values[KeyTargetFileBytes])
+	}
+	if j.LockTimeout, err = time.ParseDuration(values[KeyLockTimeout]); err != nil || j.LockTimeout <= 0 {
+		bad(KeyLockTimeout, "%q: want a positive duration such as 5m or 30s", values[KeyLockTimeout])
 	}
 	if v := values[KeyAsOfDate]; v != "" {
 		if j.AsOf, err = dates.Parse(v); err != nil {
@@ -244,6 +255,41 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// plainColumn is what a prohibited-list item may be: a column name, so a
+// stray word, a quote or an inline comment is caught instead of quietly
+// matching nothing.
+var plainColumn = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// prohibitedList reads engagement.prohibitedColumns: plain column names,
+// lower-cased, or exactly "none" for no check at all.
+func prohibitedList(v string) ([]string, error) {
+	if strings.EqualFold(strings.TrimSpace(v), ProhibitedNone) {
+		return []string{}, nil
+	}
+	var out []string
+	for _, part := range strings.Split(v, ",") {
+		item := strings.TrimSpace(part)
+		if item == "" && strings.TrimSpace(v) != "" {
+			return nil, fmt.Errorf("empty item in %q", v)
+		}
+		if item == "" {
+			continue
+		}
+		if !plainColumn.MatchString(item) {
+			hint := ""
+			if strings.Contains(item, "#") {
+				hint = " (the properties format has no inline comments: put the comment on a line of its own)"
+			}
+			return nil, fmt.Errorf("item %q is not a plain column name (letters, digits, _ and -)%s", item, hint)
+		}
+		out = append(out, strings.ToLower(item))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty: the prohibited-column check would be off; list the columns, or write %q to turn the check off on purpose", ProhibitedNone)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

@@ -37,6 +37,7 @@ func TestInvariantsCatchDamage(t *testing.T) {
 		}, "does not parse"},
 		{"generation skipped", func(t *testing.T, w *world, p pointer.Pointer) {
 			p.Generation += 2
+			p.Parent.Generation += 2
 			writePointer(t, w, p)
 		}, "want the old"},
 		{"truncated file", func(t *testing.T, w *world, p pointer.Pointer) {

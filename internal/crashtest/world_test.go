@@ -67,6 +67,19 @@ func (w *world) args(jobID string, ds []string) []string {
 // process died by SIGKILL (from the test or from a failpoint).
 func (w *world) run(env []string, jobID string, ds []string, killAfter time.Duration) (code int, killed bool, stderr string, ran time.Duration) {
 	w.t.Helper()
+	var act func(*exec.Cmd)
+	if killAfter > 0 {
+		act = func(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+	}
+	code, sig, stderr, ran := w.runWith(env, jobID, ds, killAfter, act)
+	return code, sig == syscall.SIGKILL, stderr, ran
+}
+
+// runWith runs one real publish process and, unless it has exited, does
+// act to it after the delay (a kill, a signal, a change of its inputs).
+// sig is the signal that ended the process, 0 when it exited.
+func (w *world) runWith(env []string, jobID string, ds []string, after time.Duration, act func(*exec.Cmd)) (code int, sig syscall.Signal, stderr string, ran time.Duration) {
+	w.t.Helper()
 	cmd := exec.Command(publishtest.Binary(w.t), w.args(jobID, ds)...)
 	cmd.Env = append(os.Environ(), env...)
 	var errb bytes.Buffer
@@ -75,11 +88,17 @@ func (w *world) run(env []string, jobID string, ds []string, killAfter time.Dura
 	if err := cmd.Start(); err != nil {
 		w.t.Fatalf("start engagement: %v", err)
 	}
-	if killAfter > 0 {
-		timer := time.AfterFunc(killAfter, func() { _ = cmd.Process.Kill() })
-		defer timer.Stop()
+	var timer *time.Timer
+	acted := make(chan struct{})
+	if act != nil {
+		timer = time.AfterFunc(after, func() { act(cmd); close(acted) })
 	}
 	err := cmd.Wait()
+	if timer != nil && !timer.Stop() {
+		// The action fired: let it finish before anything it touches is
+		// looked at.
+		<-acted
+	}
 	ran = time.Since(start)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -87,9 +106,12 @@ func (w *world) run(env []string, jobID string, ds []string, killAfter time.Dura
 	}
 	if ee != nil {
 		ws, _ := ee.Sys().(syscall.WaitStatus)
-		return ee.ExitCode(), ws.Signaled() && ws.Signal() == syscall.SIGKILL, errb.String(), ran
+		if ws.Signaled() {
+			sig = ws.Signal()
+		}
+		return ee.ExitCode(), sig, errb.String(), ran
 	}
-	return 0, false, errb.String(), ran
+	return 0, 0, errb.String(), ran
 }
 
 // snapshot is what readers could see before a run.

@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"strings"
-
-	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
 // Column is a required input column and the type names an engine accepts
@@ -61,22 +59,13 @@ func InputColumns(str, timestamp []string) (raw, manifest, enrollments []Column)
 	return raw, manifest, enrollments
 }
 
-// CheckPinInputs lists the lesson manifest's and the enrollment snapshot's
-// Parquet files and checks their required columns through the engine's
-// check (its CheckColumns with its own schema reader), manifest first, so
-// both engines refuse a bad pin input in the same order with the same error.
-func CheckPinInputs(spec Spec, manifest, enrollments []Column, check func(what string, files []string, required []Column) error) (lessonFiles, enrollmentFiles []string, err error) {
-	if lessonFiles, err = inputs.ParquetPath("lessons", spec.Lessons); err != nil {
-		return nil, nil, err
+// CheckPinInputs checks the required columns of the listed manifest and
+// enrollment files through the engine's check (its CheckColumns with its
+// own schema reader), manifest first, so both engines refuse a bad pin input
+// in the same order with the same error.
+func CheckPinInputs(spec Spec, manifest, enrollments []Column, check func(what string, files []string, required []Column) error) error {
+	if err := check("lessons", spec.Inputs.LessonPaths(), manifest); err != nil {
+		return err
 	}
-	if err := check("lessons", lessonFiles, manifest); err != nil {
-		return nil, nil, err
-	}
-	if enrollmentFiles, err = inputs.ParquetPath("enrollments", spec.Enrollments); err != nil {
-		return nil, nil, err
-	}
-	if err := check("enrollments", enrollmentFiles, enrollments); err != nil {
-		return nil, nil, err
-	}
-	return lessonFiles, enrollmentFiles, nil
+	return check("enrollments", spec.Inputs.EnrollmentPaths(), enrollments)
 }

@@ -5,10 +5,10 @@ package engine
 
 import (
 	"context"
-	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
@@ -33,9 +33,12 @@ type Spec struct {
 	JobID                string
 	Dates                []dates.Date // sorted, unique
 	IngestFrom, IngestTo dates.Date   // raw read window, inclusive
-	Raw                  string       // root of the ingest_date=YYYY-MM-DD partitions
-	Lessons              string       // manifest Parquet file or directory
-	Enrollments          string       // enrollment Parquet file or directory
+	Raw                  string       // root of the ingest_date=YYYY-MM-DD partitions, for messages
+	Lessons              string       // manifest Parquet file or directory, for messages
+	Enrollments          string       // enrollment Parquet file or directory, for messages
+	// Inputs is the attempt's one listing: the exact files every step
+	// reads. An engine never lists or globs an input itself.
+	Inputs               inputs.Listing
 	ManifestID           string
 	EnrollmentSnapshotID string
 	HotCourses           []string
@@ -63,13 +66,11 @@ type Staged struct {
 type Engine interface {
 	// Name is "duckdb" or "spark".
 	Name() string
-	// IngestDates lists the ingest_date partitions present under raw, sorted.
-	// It reads no file, so the restatement horizon can be checked before
-	// any input is opened.
-	IngestDates(ctx context.Context, raw string) ([]dates.Date, error)
-	// Inspect reads the schemas and pins the job
-	// would use, computing the figures of gate checks 1 to 3. It fails with
-	// an error naming the file or column when an input is unusable.
+	// Inspect reads the schemas and pins of the listed input files,
+	// computing the figures of gate checks 2 and 3 and the raw event
+	// identity (check 1, prohibited columns, is judged by the job on the
+	// files' footers). It fails with an error naming the file or column
+	// when an input is unusable.
 	Inspect(ctx context.Context, spec Spec) (Inputs, error)
 	// Stage writes both tables for spec.Dates under
 	// <warehouse>/<stagingDir>/<table>/event_date=<d>/ and returns the files.
@@ -100,21 +101,3 @@ func TargetFiles(numBytes, targetBytes int64) int {
 
 // DefaultTargetFileBytes is 192 MB.
 const DefaultTargetFileBytes = 192 << 20
-
-// Prohibited returns the columns of cols that the prohibited list names, in
-// any letter case (EMAIL and Email are the same column to a reader), in the
-// order of cols; nil when there are none. Both engines judge the raw schema
-// they actually read with it, so the gate's check 1 means the same on each.
-func Prohibited(cols, prohibited []string) []string {
-	banned := map[string]bool{}
-	for _, c := range prohibited {
-		banned[strings.ToLower(c)] = true
-	}
-	var found []string
-	for _, c := range cols {
-		if banned[strings.ToLower(c)] {
-			found = append(found, c)
-		}
-	}
-	return found
-}

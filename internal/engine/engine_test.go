@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math"
-	"reflect"
 	"testing"
 )
 
@@ -74,24 +73,5 @@ func TestPublishedColumns(t *testing.T) {
 				t.Errorf("%v holds a helper column %q", cols, c)
 			}
 		}
-	}
-}
-
-func TestProhibited(t *testing.T) {
-	cases := []struct {
-		name             string
-		cols, prohibited []string
-		want             []string
-	}{
-		{"none listed", []string{"event_id", "Email"}, nil, nil},
-		{"absent", []string{"event_id", "lesson_id"}, []string{"email"}, nil},
-		{"any letter case", []string{"event_id", "EMAIL", "Email", "raw_ip"}, []string{"email", "Raw_IP"}, []string{"EMAIL", "Email", "raw_ip"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Prohibited(tc.cols, tc.prohibited); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("Prohibited(%q, %q) = %q, want %q", tc.cols, tc.prohibited, got, tc.want)
-			}
-		})
 	}
 }

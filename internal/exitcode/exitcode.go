@@ -3,7 +3,10 @@
 // command stays a thin mapping.
 package exitcode
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // The exit codes a scheduler can branch on.
 const (
@@ -47,10 +50,14 @@ func mark(sentinel, err error) error {
 }
 
 // Code returns the exit code for err: 0 for nil, 1 for anything unmarked.
+// A cancelled run (a signal) is 1 whatever else the error says: the user
+// did nothing wrong, and a retry with a new job id is safe.
 func Code(err error) int {
 	switch {
 	case err == nil:
 		return OK
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return Error
 	case errors.Is(err, ErrUsage):
 		return Usage
 	case errors.Is(err, ErrGateRejected):

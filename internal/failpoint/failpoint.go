@@ -5,6 +5,7 @@ package failpoint
 
 import (
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -21,9 +22,36 @@ const (
 	AfterPointer  = "after-pointer"  // pointer moved, monitors not printed
 )
 
-// Hit kills the process with SIGKILL when the armed point is name. SIGKILL,
-// not exit, so no deferred cleanup runs: that is what a crash looks like.
+var (
+	mu    sync.Mutex
+	hooks = map[string]func(){}
+)
+
+// SetHook makes Hit(name) call fn in this process, for in-process tests
+// that need something to happen at a point (a directory turning read-only
+// between the history copy and the pointer write); the returned func
+// removes it.
+func SetHook(name string, fn func()) (remove func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	hooks[name] = fn
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		delete(hooks, name)
+	}
+}
+
+// Hit runs the hook set for name, then kills the process with SIGKILL when
+// the armed point is name. SIGKILL, not exit, so no deferred cleanup runs:
+// that is what a crash looks like.
 func Hit(name string) {
+	mu.Lock()
+	fn := hooks[name]
+	mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 	if os.Getenv(Env) == name {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is asynchronous; never run past the point

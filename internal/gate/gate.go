@@ -29,6 +29,7 @@ const (
 	CheckEventTimePresent       = "raw_event_time_present"
 	CheckEventIDUnique          = "raw_event_id_unique"
 	CheckManifestTitleLength    = "manifest_title_length"
+	CheckManifestLessonPresent  = "manifest_lesson_id_present"
 )
 
 // MaxTitleBytes bounds a lesson_title. The title is copied into every fact
@@ -43,6 +44,7 @@ type InputFigures struct {
 	RawColumns           []string `json:"raw_columns"`
 	ProhibitedFound      []string `json:"prohibited_found"`
 	ManifestRows         int64    `json:"manifest_rows"`
+	NullLessonIDs        int64    `json:"null_lesson_ids"` // manifest pin rows without a lesson_id
 	DuplicateLessonIDs   []string `json:"duplicate_lesson_ids"`
 	EnrollmentRows       int64    `json:"enrollment_rows"`
 	DuplicateEnrollments []string `json:"duplicate_enrollments"` // learner_key|course_id, a sample
@@ -151,6 +153,14 @@ func InputChecks(in InputFigures) []Check {
 			Passed:  len(in.DuplicateLessonIDs) == 0,
 			Detail:  listDetail("lesson_id duplicated inside the manifest pin", in.DuplicateLessonIDs),
 			Figures: map[string]any{"manifest_rows": in.ManifestRows, "duplicated": nonNil(in.DuplicateLessonIDs)},
+		},
+		{
+			// A manifest row without a lesson_id can match no event: it is
+			// a broken catalog row, refused like a duplicate, never skipped.
+			Name:    CheckManifestLessonPresent,
+			Passed:  in.NullLessonIDs == 0,
+			Detail:  fmt.Sprintf("%d rows of the manifest pin have a null lesson_id", in.NullLessonIDs),
+			Figures: map[string]any{"manifest_rows": in.ManifestRows, "null_lesson_ids": in.NullLessonIDs},
 		},
 		{
 			Name:   CheckEnrollmentUniquePair,

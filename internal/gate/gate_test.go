@@ -13,7 +13,7 @@ var allChecks = []string{
 	CheckProhibitedColumns, CheckManifestUniqueLesson, CheckEnrollmentUniquePair,
 	CheckNullKeys, CheckUnknownLessonCap, CheckMatchedPlusUnknown, CheckFactEqualsCourseDay,
 	CheckDatesStaged, CheckManifestCourseConflict, CheckFactRowCourseConflict, CheckInputEqualsFact,
-	CheckEventTimePresent, CheckEventIDUnique, CheckManifestTitleLength,
+	CheckEventTimePresent, CheckEventIDUnique, CheckManifestTitleLength, CheckManifestLessonPresent,
 }
 
 var day = dates.MustParse("2026-03-02")
@@ -126,6 +126,7 @@ func TestEachCheckTripsAlone(t *testing.T) {
 		{CheckManifestTitleLength, func(f *figures) {
 			f.in.LongestTitleBytes, f.in.LongestTitleLesson = MaxTitleBytes+1, "lesson-go-01"
 		}, []string{"65537 bytes", "lesson-go-01"}},
+		{CheckManifestLessonPresent, func(f *figures) { f.in.NullLessonIDs = 2 }, []string{"2 rows", "null lesson_id"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.check, func(t *testing.T) {
@@ -340,9 +341,9 @@ func TestReasonsNamesChecksAndDates(t *testing.T) {
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("Failed() = %v, want %v", names, want)
 	}
-	// Checks per date: 8 staged checks for each of the two dates plus 6 input checks.
-	if len(r.Checks) != 6+2*8 {
-		t.Errorf("report has %d checks, want 22", len(r.Checks))
+	// Checks per date: 8 staged checks for each of the two dates plus 7 input checks.
+	if len(r.Checks) != 7+2*8 {
+		t.Errorf("report has %d checks, want 23", len(r.Checks))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gc"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 )
 
 var (
@@ -84,7 +85,7 @@ func (w *wh) publish(id string) {
 	e := pointer.DateEntry{JobID: id, ManifestID: "m", EnrollmentSnapshotID: "e",
 		FactFiles:      []pointer.File{{Path: rel + "/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", Bytes: 1, Rows: 1}},
 		CourseDayFiles: []pointer.File{}, EventCount: 1, GateReport: rel + "/_gate.json"}
-	if _, err := pointer.Publish(context.Background(), w.store, id, map[dates.Date]pointer.DateEntry{day1: e}); err != nil {
+	if _, err := pointer.Publish(context.Background(), w.store, pointertest.Commit(id, map[dates.Date]pointer.DateEntry{day1: e})); err != nil {
 		w.t.Fatal(err)
 	}
 }

@@ -1,7 +1,10 @@
-// Package inputs finds the files of the three inputs on a local filesystem:
-// the raw events' ingest_date partitions and the Parquet files of the lesson
-// manifest and the enrollment snapshot. It only lists; it never writes, so the
-// raw tree stays byte-identical whatever the job does.
+// Package inputs lists the files of an attempt's three inputs once: the raw
+// events of the read window (ingest_date=YYYY-MM-DD partitions), the lesson
+// manifest and the enrollment snapshot. Every later step and every engine
+// reads exactly that list, and the attempt lists again before the gate to
+// prove nothing was added, removed or changed meanwhile. It only lists and
+// reads; it never writes, so the inputs stay byte-identical whatever the job
+// does.
 package inputs
 
 import (
@@ -9,8 +12,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 )
@@ -18,56 +23,130 @@ import (
 // PartitionPrefix names a raw partition directory: ingest_date=YYYY-MM-DD.
 const PartitionPrefix = "ingest_date="
 
-// Partition is one ingest_date directory and its Parquet files.
-type Partition struct {
-	IngestDate dates.Date
-	Dir        string
-	Files      []string // absolute or as joined from the root, sorted
+// Hidden reports whether a directory entry is bookkeeping rather than data,
+// by the Hadoop convention Spark follows: a name beginning with "_" or "."
+// (_SUCCESS, .part-0.parquet.crc, _temporary/). Every other file in a
+// partition or input directory is data, whatever its name: Hive writes
+// 000000_0, other tools .PARQUET or .parq.
+func Hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+
+// File is one input file as the attempt listed it. Size and modification
+// time are what the second listing compares: a file rewritten in place
+// changes at least one of them.
+type File struct {
+	Path    string    `json:"path"`
+	Bytes   int64     `json:"bytes"`
+	ModTime time.Time `json:"mtime"`
 }
 
-// RawPartitions lists the ingest_date partitions under root, sorted by date.
-// Partitions with no Parquet file are left out: an empty directory is not a
-// landed ingest day. Hidden and underscore entries (Spark's _SUCCESS, .crc)
-// are skipped; any other directory that is not a partition is an error,
-// because guessing what it holds could silently drop or add events.
-func RawPartitions(root string) ([]Partition, error) {
+// RawFile is a raw data file and the partition it was listed under.
+type RawFile struct {
+	File
+	IngestDate dates.Date `json:"ingest_date"`
+}
+
+// Request names an attempt's inputs and its raw read window [From, To].
+type Request struct {
+	Raw, Lessons, Enrollments string
+	From, To                  dates.Date
+}
+
+// Listing is the one list of files an attempt reads.
+type Listing struct {
+	// IngestDates are the landed raw partitions (those holding a data
+	// file), oldest first: the restatement horizon is judged on them.
+	IngestDates []dates.Date `json:"ingest_dates"`
+	// Raw are the data files of the partitions inside the read window,
+	// sorted by path.
+	Raw         []RawFile `json:"raw"`
+	Lessons     []File    `json:"lessons"`
+	Enrollments []File    `json:"enrollments"`
+}
+
+// RawPaths are the raw files' paths, sorted.
+func (l Listing) RawPaths() []string {
+	out := make([]string, len(l.Raw))
+	for i, f := range l.Raw {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// LessonPaths are the manifest's files.
+func (l Listing) LessonPaths() []string { return paths(l.Lessons) }
+
+// EnrollmentPaths are the enrollment snapshot's files.
+func (l Listing) EnrollmentPaths() []string { return paths(l.Enrollments) }
+
+func paths(fs []File) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// ListRaw lists the landed partitions under root and the data files of
+// those inside [from, to]. A partition counts as landed when it holds a data
+// file; an empty one is not a landed ingest day. Hidden entries are skipped
+// everywhere. Anything else that does not fit the layout is an error naming
+// it, because guessing what it holds could silently drop or add events: a
+// file or a non-partition directory beside the partitions, and a directory
+// inside a partition of the read window (hour=23/part-1.parquet).
+// Partitions outside the window are only looked at to see whether they
+// landed; nothing in them is read.
+func ListRaw(root string, from, to dates.Date) ([]dates.Date, []RawFile, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("read raw %s: %w", root, err)
+		return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
 	}
-	var out []Partition
+	var landed []dates.Date
+	var files []RawFile
 	for _, e := range entries {
 		name := e.Name()
-		if skip(name) {
+		if Hidden(name) {
 			continue
 		}
-		if !e.IsDir() {
-			return nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
+		dir := filepath.Join(root, name)
+		st, err := os.Stat(dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
+		}
+		if !st.IsDir() {
+			return nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
 		}
 		if !strings.HasPrefix(name, PartitionPrefix) {
-			return nil, fmt.Errorf("read raw %s: unexpected directory %q: want %sYYYY-MM-DD", root, name, PartitionPrefix)
+			return nil, nil, fmt.Errorf("read raw %s: unexpected directory %q: want %sYYYY-MM-DD", root, name, PartitionPrefix)
 		}
 		d, err := dates.Parse(strings.TrimPrefix(name, PartitionPrefix))
 		if err != nil {
-			return nil, fmt.Errorf("read raw %s: directory %q: %w", root, name, err)
+			return nil, nil, fmt.Errorf("read raw %s: directory %q: %w", root, name, err)
 		}
-		dir := filepath.Join(root, name)
-		files, err := parquetFiles(dir)
+		inWindow := d >= from && d <= to
+		data, err := dataFiles("read raw "+root+": partition", dir, inWindow)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if len(files) > 0 {
-			out = append(out, Partition{IngestDate: d, Dir: dir, Files: files})
+		if len(data) == 0 {
+			continue
+		}
+		landed = append(landed, d)
+		if inWindow {
+			for _, f := range data {
+				files = append(files, RawFile{File: f, IngestDate: d})
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].IngestDate < out[j].IngestDate })
-	return out, nil
+	slices.Sort(landed)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return landed, files, nil
 }
 
-// ParquetPath returns the Parquet files of an input given as a file or a
-// directory (Spark writes a directory of part files). A directory with no
-// Parquet file is an error naming it.
-func ParquetPath(what, path string) ([]string, error) {
+// ListPath lists an input given as a file or a directory (Spark writes a
+// directory of part files). A directory follows the partition rules: hidden
+// entries skipped, every other file data, a nested directory an error. A
+// directory without a data file is an error naming it.
+func ListPath(what, path string) ([]File, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%s: no path given", what)
 	}
@@ -76,38 +155,153 @@ func ParquetPath(what, path string) ([]string, error) {
 		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	if !st.IsDir() {
-		return []string{path}, nil
+		return []File{{Path: path, Bytes: st.Size(), ModTime: st.ModTime()}}, nil
 	}
-	files, err := parquetFiles(path)
+	files, err := dataFiles(what, path, true)
 	if err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s %s: %w", what, path, ErrNoParquet)
+		return nil, fmt.Errorf("%s %s: %w", what, path, ErrNoData)
 	}
 	return files, nil
 }
 
-// ErrNoParquet is returned for a directory input without Parquet files.
-var ErrNoParquet = errors.New("no .parquet files in the directory")
+// ErrNoData is returned for a directory input without a data file.
+var ErrNoData = errors.New("no data files in the directory (names beginning with _ or . are ignored)")
 
-func parquetFiles(dir string) ([]string, error) {
+// dataFiles lists the data files of dir, sorted. With strict, a directory
+// entry is an error naming it; without, it is passed over (a partition
+// outside the read window is not read, so it is not judged).
+func dataFiles(what, dir string, strict bool) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
-	var files []string
+	var files []File
 	for _, e := range entries {
-		if e.IsDir() || skip(e.Name()) || !strings.HasSuffix(e.Name(), ".parquet") {
+		if Hidden(e.Name()) {
 			continue
 		}
-		files = append(files, filepath.Join(dir, e.Name()))
+		p := filepath.Join(dir, e.Name())
+		// Stat, not Lstat: a symlinked input file is read like any other.
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+		if st.IsDir() {
+			if !strict {
+				continue
+			}
+			return nil, fmt.Errorf("%s %s: %s is a directory: a partition or input directory holds data files only (names beginning with _ or . are ignored)", what, dir, e.Name())
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s %s: %s is not a regular file", what, dir, e.Name())
+		}
+		files = append(files, File{Path: p, Bytes: st.Size(), ModTime: st.ModTime()})
 	}
-	sort.Strings(files)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
 }
 
-func skip(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+// List lists raw, then the manifest, then the enrollments. Raw errors are
+// prefixed "list raw: " and the others "inspect inputs: " by the caller.
+func List(req Request) (Listing, error) {
+	var l Listing
+	var err error
+	if l.IngestDates, l.Raw, err = ListRaw(req.Raw, req.From, req.To); err != nil {
+		return Listing{}, err
+	}
+	if l.Lessons, err = ListPath("lessons", req.Lessons); err != nil {
+		return Listing{}, err
+	}
+	if l.Enrollments, err = ListPath("enrollments", req.Enrollments); err != nil {
+		return Listing{}, err
+	}
+	return l, nil
+}
+
+// CheckMagic checks every listed file for the Parquet magic at both ends.
+func (l Listing) CheckMagic() error {
+	for _, f := range l.Raw {
+		if err := CheckMagic("raw", f.Path); err != nil {
+			return err
+		}
+	}
+	for _, in := range []struct {
+		what  string
+		files []File
+	}{{"lessons", l.Lessons}, {"enrollments", l.Enrollments}} {
+		for _, f := range in.files {
+			if err := CheckMagic(in.what, f.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ErrChanged marks an input that changed between the attempt's listing and
+// its check before the gate.
+var ErrChanged = errors.New("input changed during the attempt")
+
+// Verify lists req again and compares it with l, the attempt's listing: a
+// data file added, removed or changed (size or modification time) in the
+// read window or in either pin input fails the attempt, naming the files,
+// since the checks and the stage may then have judged different files.
+func Verify(req Request, l Listing) error {
+	now, err := List(req)
+	if err != nil {
+		return fmt.Errorf("%w: list again: %w", ErrChanged, err)
+	}
+	var changes []string
+	changes = append(changes, diff("raw", rawFiles(l.Raw), rawFiles(now.Raw))...)
+	changes = append(changes, diff("lessons", l.Lessons, now.Lessons)...)
+	changes = append(changes, diff("enrollments", l.Enrollments, now.Enrollments)...)
+	if len(changes) == 0 {
+		return nil
+	}
+	more := ""
+	if len(changes) > 3 {
+		more = fmt.Sprintf(" (and %d more)", len(changes)-3)
+		changes = changes[:3]
+	}
+	return fmt.Errorf("%w: %s%s; the attempt's checks and its stage may have read different files, so nothing is published: rerun with a new job id once the inputs are settled",
+		ErrChanged, strings.Join(changes, "; "), more)
+}
+
+func rawFiles(rf []RawFile) []File {
+	out := make([]File, len(rf))
+	for i, f := range rf {
+		out[i] = f.File
+	}
+	return out
+}
+
+func diff(what string, before, after []File) []string {
+	was := map[string]File{}
+	for _, f := range before {
+		was[f.Path] = f
+	}
+	var out []string
+	for _, f := range after {
+		old, ok := was[f.Path]
+		delete(was, f.Path)
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s file %s was added after the attempt listed its inputs", what, f.Path))
+		case old.Bytes != f.Bytes || !old.ModTime.Equal(f.ModTime):
+			out = append(out, fmt.Sprintf("%s file %s changed after the attempt listed it (%d bytes modified %s, now %d bytes modified %s)",
+				what, f.Path, old.Bytes, old.ModTime.UTC().Format(time.RFC3339Nano), f.Bytes, f.ModTime.UTC().Format(time.RFC3339Nano)))
+		}
+	}
+	for _, f := range before {
+		if _, gone := was[f.Path]; gone {
+			out = append(out, fmt.Sprintf("%s file %s was removed after the attempt listed it", what, f.Path))
+		}
+	}
+	return out
+}
 
 // parquetMagic opens and closes every Parquet file.
 const parquetMagic = "PAR1"
@@ -148,18 +342,4 @@ func CheckMagic(what, path string) error {
 		}
 	}
 	return nil
-}
-
-// IngestDates lists the ingest dates raw holds, oldest first: the engines'
-// IngestDates, which is a directory listing whatever engine reads the files.
-func IngestDates(raw string) ([]dates.Date, error) {
-	parts, err := RawPartitions(raw)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]dates.Date, len(parts))
-	for i, p := range parts {
-		out[i] = p.IngestDate
-	}
-	return out, nil
 }

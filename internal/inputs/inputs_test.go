@@ -1,10 +1,15 @@
 package inputs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
 )
 
 func touch(t *testing.T, p string) {
@@ -17,64 +22,151 @@ func touch(t *testing.T, p string) {
 	}
 }
 
-func TestRawPartitions(t *testing.T) {
+var (
+	d1 = dates.MustParse("2026-03-01")
+	d2 = dates.MustParse("2026-03-02")
+	d3 = dates.MustParse("2026-03-03")
+	d4 = dates.MustParse("2026-03-04")
+)
+
+func TestListRaw(t *testing.T) {
 	root := t.TempDir()
-	touch(t, filepath.Join(root, "ingest_date=2026-03-03", "part-1.parquet"))
-	touch(t, filepath.Join(root, "ingest_date=2026-03-03", "part-0.parquet"))
-	touch(t, filepath.Join(root, "ingest_date=2026-03-03", "_SUCCESS"))
-	touch(t, filepath.Join(root, "ingest_date=2026-03-03", ".part-0.parquet.crc"))
+	p3 := filepath.Join(root, "ingest_date=2026-03-03")
+	// Every non-hidden file is data, whatever its name (Hive's 000000_0,
+	// .PARQUET, .parq); hidden names are bookkeeping, even a hidden
+	// directory holding Parquet.
+	for _, name := range []string{"part-1.parquet", "part-0.parquet", "000000_0", "x.PARQUET", "y.parq", "_SUCCESS", ".part-0.parquet.crc", "_temporary/0/part-9.parquet"} {
+		touch(t, filepath.Join(p3, filepath.FromSlash(name)))
+	}
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-0.parquet"))
+	touch(t, filepath.Join(root, "ingest_date=2026-03-04", "_SUCCESS")) // landed nothing
 	touch(t, filepath.Join(root, "_SUCCESS"))
-	if err := os.MkdirAll(filepath.Join(root, "ingest_date=2026-03-02"), 0o755); err != nil { // landed nothing
+	// Outside the read window a partition is only looked at, not judged.
+	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "hour=23", "part-1.parquet"))
+	if err := os.MkdirAll(filepath.Join(root, "ingest_date=2026-03-02"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	parts, err := RawPartitions(root)
+	ingest, files, err := ListRaw(root, d2, d4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(parts) != 2 || parts[0].IngestDate.String() != "2026-03-01" || parts[1].IngestDate.String() != "2026-03-03" {
-		t.Fatalf("partitions %+v, want 2026-03-01 and 2026-03-03", parts)
+	if !slices.Equal(ingest, []dates.Date{d1, d3}) {
+		t.Errorf("landed partitions %v, want 2026-03-01 and 2026-03-03", ingest)
 	}
-	if got := parts[1].Files; len(got) != 2 || !strings.HasSuffix(got[0], "part-0.parquet") || !strings.HasSuffix(got[1], "part-1.parquet") {
-		t.Errorf("files %v, want the two part files sorted", got)
+	var got []string
+	for _, f := range files {
+		if f.IngestDate != d3 || f.Bytes != 1 || f.ModTime.IsZero() {
+			t.Errorf("file %+v: want ingest date %s, 1 byte and a modification time", f, d3)
+		}
+		got = append(got, filepath.Base(f.Path))
+	}
+	if want := []string{"000000_0", "part-0.parquet", "part-1.parquet", "x.PARQUET", "y.parq"}; !slices.Equal(got, want) {
+		t.Errorf("window files %v, want %v", got, want)
 	}
 }
 
-func TestRawPartitionsRefusesStrangers(t *testing.T) {
+func TestListRawRefusesStrangers(t *testing.T) {
 	cases := []struct{ entry, want string }{
 		{"ingest_date=2026-02-30/part-0.parquet", "ingest_date=2026-02-30"},
 		{"event_date=2026-03-01/part-0.parquet", "event_date=2026-03-01"},
 		{"stray.parquet", "stray.parquet"},
+		{"ingest_date=2026-03-02/hour=23/part-1.parquet", "hour=23 is a directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.entry, func(t *testing.T) {
 			root := t.TempDir()
 			touch(t, filepath.Join(root, filepath.FromSlash(tc.entry)))
-			_, err := RawPartitions(root)
+			_, _, err := ListRaw(root, d2, d3)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one naming %s", err, tc.want)
 			}
 		})
 	}
-	if _, err := RawPartitions(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, _, err := ListRaw(filepath.Join(t.TempDir(), "missing"), d2, d3); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing root: err %v", err)
 	}
 }
 
-func TestParquetPath(t *testing.T) {
+func TestListPath(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ParquetPath("lessons", dir); err == nil || !strings.Contains(err.Error(), dir) {
-		t.Errorf("empty dir: err %v, want one naming %s", err, dir)
+	touch(t, filepath.Join(dir, "_SUCCESS"))
+	if _, err := ListPath("lessons", dir); !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("dir with only hidden files: err %v, want ErrNoData naming %s", err, dir)
 	}
 	touch(t, filepath.Join(dir, "b.parquet"))
-	touch(t, filepath.Join(dir, "a.parquet"))
-	files, err := ParquetPath("lessons", dir)
-	if err != nil || len(files) != 2 || filepath.Base(files[0]) != "a.parquet" {
+	touch(t, filepath.Join(dir, "a"))
+	files, err := ListPath("lessons", dir)
+	if err != nil || len(files) != 2 || filepath.Base(files[0].Path) != "a" || filepath.Base(files[1].Path) != "b.parquet" {
 		t.Errorf("files %v err %v", files, err)
 	}
-	one := filepath.Join(dir, "a.parquet")
-	if files, err := ParquetPath("lessons", one); err != nil || len(files) != 1 || files[0] != one {
+	one := filepath.Join(dir, "b.parquet")
+	if files, err := ListPath("lessons", one); err != nil || len(files) != 1 || files[0].Path != one || files[0].Bytes != 1 {
 		t.Errorf("single file: %v %v", files, err)
+	}
+	touch(t, filepath.Join(dir, "nested", "c.parquet"))
+	if _, err := ListPath("lessons", dir); err == nil || !strings.Contains(err.Error(), "nested is a directory") {
+		t.Errorf("nested directory: err %v", err)
+	}
+	if _, err := ListPath("enrollments", filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "enrollments") {
+		t.Errorf("missing path: err %v", err)
+	}
+}
+
+// Verify fails an attempt whose inputs changed after it listed them, naming
+// the file and what happened to it.
+func TestVerify(t *testing.T) {
+	later := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string)
+		want   string // "" means unchanged
+	}{
+		{"Unchanged", func(*testing.T, string) {}, ""},
+		{"AddedInWindow", func(t *testing.T, dir string) {
+			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-02", "late.parquet"))
+		}, filepath.Join("ingest_date=2026-03-02", "late.parquet") + " was added"},
+		{"NewPartitionInWindow", func(t *testing.T, dir string) {
+			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-03", "p.parquet"))
+		}, "was added"},
+		{"AddedOutsideWindow", func(t *testing.T, dir string) {
+			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-09", "p.parquet"))
+		}, ""},
+		{"Removed", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"))
+		}, "part-0.parquet was removed"},
+		{"Rewritten", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"), []byte("xy"), 0o644)
+		}, "part-0.parquet changed after the attempt listed it (1 bytes"},
+		{"Touched", func(t *testing.T, dir string) {
+			os.Chtimes(filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"), later, later)
+		}, "now 1 bytes modified 2030-01-01T00:00:00Z"},
+		{"PinChanged", func(t *testing.T, dir string) { touch(t, filepath.Join(dir, "enrollments", "part-1.parquet")) }, "enrollments file"},
+		{"NestedDirectoryAppeared", func(t *testing.T, dir string) {
+			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-02", "hour=1", "p.parquet"))
+		}, "list again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"))
+			touch(t, filepath.Join(dir, "lessons", "part-0.parquet"))
+			touch(t, filepath.Join(dir, "enrollments", "part-0.parquet"))
+			req := Request{Raw: filepath.Join(dir, "raw"), Lessons: filepath.Join(dir, "lessons"), Enrollments: filepath.Join(dir, "enrollments"), From: d2, To: d3}
+			l, err := List(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, dir)
+			err = Verify(req, l)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("Verify: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Verify error %v, want ErrChanged mentioning %q", err, tc.want)
+			}
+		})
 	}
 }
 

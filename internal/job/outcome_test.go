@@ -10,11 +10,14 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/warehouse"
+	"os/exec"
+	"strconv"
 )
 
 // TestUnknownPointerOutcome runs whole publishes against pointer stores
@@ -35,7 +38,7 @@ func TestUnknownPointerOutcome(t *testing.T) {
 		{"LostReplyLanded", func(s pointer.Store) pointer.Store { return pointertest.LostReply{Store: s} },
 			true, exitcode.OK, "re-reading the pointer and its history shows the write landed", nil, exitcode.AlreadyPublished},
 		{"FailedWithoutWriting", func(s pointer.Store) pointer.Store { return pointertest.FailingSwap{Store: s} },
-			false, exitcode.Error, "not published: the write failed and re-reading the pointer shows it did not land", pointer.ErrNotWritten, exitcode.Usage},
+			false, exitcode.Error, "did not land (learned by re-reading)", pointer.ErrNotWritten, exitcode.Usage},
 		{"BlackoutNotLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s} },
 			false, exitcode.Error, "outcome unknown", pointer.ErrOutcomeUnknown, exitcode.Usage},
 		{"BlackoutLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s, Lands: true} },
@@ -126,4 +129,109 @@ func TestUnknownPointerOutcome(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHistoryTakenPointerNotVisible: the generation is taken in the history
+// but pointer.json cannot be replaced, so readers still see the old one.
+// That is exit 1 naming both generations and what completes the publish,
+// never exit 0; the next publish, once pointer.json can be written, rolls
+// the taken generation forward. Once through a fault wrapper, once through
+// a real directory turned read-only between the two writes.
+func TestHistoryTakenPointerNotVisible(t *testing.T) {
+	const mon, tue = "2026-03-02", "2026-03-03"
+	for _, tc := range []struct {
+		name string
+		// fault arms the failure for the faulty publish and returns the
+		// store to publish through and the undo.
+		fault func(t *testing.T, wh string) (pointer.Store, func())
+	}{
+		{"FaultWrapper", func(t *testing.T, wh string) (pointer.Store, func()) {
+			put := func(gen int64, data []byte) error {
+				return os.WriteFile(filepath.Join(wh, "pointer-history", strconv.FormatInt(gen, 10)+".json"), data, 0o644)
+			}
+			return &pointertest.HistoryOnly{Store: localfs.New(wh), PutHistory: put}, func() {}
+		}},
+		{"ReadOnlyDirectory", func(t *testing.T, wh string) (pointer.Store, func()) {
+			// After the history copy is written and before pointer.json is
+			// replaced, the warehouse directory stops taking new entries.
+			var undo func()
+			remove := failpoint.SetHook(failpoint.MidPointer, func() { undo = readOnly(t, wh) })
+			return localfs.New(wh), func() {
+				remove()
+				if undo != nil {
+					undo()
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, "")
+			wh := t.TempDir()
+			if seed := publishWith(t, localfs.New(wh), fx.Job(t, wh, "seed", mon, tue)); seed.err != nil {
+				t.Fatal(seed.err)
+			}
+			before := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
+			store, undo := tc.fault(t, wh)
+			got := publishWith(t, store, fx.Job(t, wh, "faulty", mon))
+			undo()
+
+			if code := exitcode.Code(got.err); code != exitcode.Error || !errors.Is(got.err, pointer.ErrNotVisible) {
+				t.Fatalf("exit %d (%v), want %d wrapping ErrNotVisible", code, got.err, exitcode.Error)
+			}
+			for _, says := range []string{"generation 2 is taken in pointer-history/2.json", "pointer.json still shows generation 1", "next publish"} {
+				if !strings.Contains(got.err.Error(), says) {
+					t.Errorf("error does not say %q: %v", says, got.err)
+				}
+			}
+			if got.result.Published {
+				t.Errorf("Result.Published with readers on the old generation")
+			}
+			if after := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json")); !bytes.Equal(before, after) {
+				t.Errorf("pointer.json changed")
+			}
+			if h, err := localfs.New(wh).LoadGeneration(t.Context(), 2); err != nil || h.UpdatedByJobID != "faulty" {
+				t.Fatalf("history generation 2: %+v, %v; want the faulty job's", h.UpdatedByJobID, err)
+			}
+
+			// The next publish completes it: generation 2 rolled forward,
+			// then the new job's own generation 3 on top.
+			next := publishWith(t, localfs.New(wh), fx.Job(t, wh, "next", tue))
+			if next.err != nil {
+				t.Fatal(next.err)
+			}
+			p := publishtest.LoadPointer(t, wh)
+			if p.Generation != 3 || p.Dates[dates.MustParse(mon)].JobID != "faulty" || p.Dates[dates.MustParse(tue)].JobID != "next" {
+				t.Errorf("after the next publish: generation %d, %s by %s, %s by %s; want 3, faulty, next",
+					p.Generation, mon, p.Dates[dates.MustParse(mon)].JobID, tue, p.Dates[dates.MustParse(tue)].JobID)
+			}
+			for ds, n := range publishtest.FactSum(t, wh) {
+				if want := fx.Expected.ByDate[ds].Events; n != want {
+					t.Errorf("%s: visible %d events, want %d", ds, n, want)
+				}
+			}
+		})
+	}
+}
+
+// readOnly stops dir from taking new entries, for root too (chattr +i; a
+// mode of 0555 binds only other users), and returns the undo. It fails the
+// test rather than skip when it cannot.
+func readOnly(t *testing.T, dir string) func() {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		return func() { os.Chmod(dir, 0o755) }
+	}
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +i %s: %v: %s", dir, err, out)
+	}
+	undo := func() {
+		if out, err := exec.Command("chattr", "-i", dir).CombinedOutput(); err != nil {
+			t.Errorf("chattr -i %s: %v: %s", dir, err, out)
+		}
+	}
+	t.Cleanup(undo) // a temp dir left immutable could not be removed
+	return undo
 }

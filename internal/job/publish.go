@@ -19,14 +19,17 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/version"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // Attempt is the content of _attempt.json.
 type Attempt struct {
 	JobID                string            `json:"job_id"`
+	WriterVersion        string            `json:"writer_version"`
 	Engine               string            `json:"engine"`
 	Dates                []string          `json:"dates"`
 	IngestFrom           string            `json:"ingest_from"`
@@ -41,6 +44,9 @@ type Attempt struct {
 	OutsideHorizon       bool              `json:"outside_horizon_override"`
 	StartedAt            time.Time         `json:"started_at"`
 	Settings             map[string]string `json:"settings"`
+	// Inputs is the attempt's one listing: every file it read, with the
+	// size and modification time it was read at.
+	Inputs inputs.Listing `json:"inputs"`
 }
 
 // Rejection is the content of rejections/job_id=<id>.json.
@@ -61,18 +67,31 @@ type Result struct {
 	// LandedDespite is the pointer store's error for this job's write when
 	// a re-read showed the write landed anyway (Published is then true).
 	LandedDespite error
+	// Superseded are this job's dates that a concurrent job's later
+	// generation, built on this one's, already names instead.
+	Superseded []dates.Date
 }
 
-// Publisher runs attempts. Clock is read once per attempt, for the attempt
-// record and the freshness check, and never inside the transform.
-// Progress, when set, hears when each phase (inspect, stage, gate, pointer)
-// starts and ends; it only reports and never feeds back into the run.
+// Publisher runs attempts. Clock is read at the start of an attempt (the
+// attempt record, the freshness check) and when the pointer is written (the
+// generation's write time), never inside the transform. Version names the
+// tool in what it writes (version.String() when empty). Progress, when set,
+// hears when each phase (inspect, stage, gate, pointer) starts and ends; it
+// only reports and never feeds back into the run.
 type Publisher struct {
 	Engine   engine.Engine
 	Store    pointer.Store
 	Log      *slog.Logger
 	Clock    func() time.Time
+	Version  string
 	Progress progress.Reporter
+}
+
+func (p *Publisher) version() string {
+	if p.Version == "" {
+		return version.String()
+	}
+	return p.Version
 }
 
 // phase starts a reported phase. The returned func ends it once; later
@@ -101,6 +120,11 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := job.CheckPublish(); err != nil {
 		return res, err
 	}
+	// Before anything is created: a warehouse inside an input (or holding
+	// one) would have the job write into what it reads.
+	if err := warehouse.Overlap(job.Warehouse, inputFlags(job)); err != nil {
+		return res, exitcode.UsageError(err)
+	}
 	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
 	if err != nil {
 		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
@@ -110,7 +134,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	stagingRel := warehouse.StagingDir(job.JobID)
 	stagingAbs := warehouse.Abs(job.Warehouse, stagingRel)
-	if _, err := os.Stat(stagingAbs); err == nil {
+	if _, err := os.Lstat(stagingAbs); err == nil {
 		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingAbs))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return res, fmt.Errorf("check staging %s: %w", stagingAbs, err)
@@ -119,7 +143,10 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	spec := Spec(job)
 	endInspect := p.phase("inspect")
 	defer endInspect()
-	ingest, err := p.Engine.IngestDates(ctx, job.Raw)
+	// One listing for the whole attempt: every later step and the engine
+	// read exactly these files, and the listing is checked again before
+	// the gate.
+	ingest, raw, err := inputs.ListRaw(job.Raw, spec.IngestFrom, spec.IngestTo)
 	if err != nil {
 		return res, fmt.Errorf("list raw: %w", err)
 	}
@@ -130,24 +157,27 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := mon.freshness(ctx, job, ingest, now); err != nil {
 		return res, err
 	}
-	in, err := p.Engine.Inspect(ctx, spec)
+	if spec.Inputs, err = listPins(ingest, raw, job); err != nil {
+		return res, fmt.Errorf("inspect inputs: %w", err)
+	}
+	in, err := p.inspect(ctx, spec)
 	endInspect()
 	if err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 
 	// Claim the prefix with an exclusive mkdir so two attempts racing on one
-	// job id cannot both write into it.
-	if err := os.MkdirAll(warehouse.Abs(job.Warehouse, warehouse.StagingRoot), 0o755); err != nil {
-		return res, fmt.Errorf("create staging root: %w", err)
+	// job id cannot both write into it; nothing on the way is a symlink.
+	if err := warehouse.MkdirAll(job.Warehouse, warehouse.StagingRoot); err != nil {
+		return res, err
 	}
-	if err := os.Mkdir(stagingAbs, 0o755); err != nil {
+	if err := warehouse.MkdirExclusive(job.Warehouse, stagingRel); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return res, exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingAbs))
 		}
-		return res, fmt.Errorf("create staging %s: %w", stagingAbs, err)
+		return res, err
 	}
-	if err := warehouse.WriteJSON(job.Warehouse, warehouse.AttemptPath(job.JobID), attemptRecord(job, spec, p.Engine.Name(), now)); err != nil {
+	if err := warehouse.WriteJSON(job.Warehouse, warehouse.AttemptPath(job.JobID), attemptRecord(job, spec, p.Engine.Name(), p.version(), now)); err != nil {
 		return res, err
 	}
 	failpoint.Hit(failpoint.AfterAttempt)
@@ -169,6 +199,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	failpoint.Hit(failpoint.AfterStaging)
 	endGate := p.phase("gate")
 	defer endGate()
+	// The engine wrote the prefix; nothing in it may lead elsewhere.
+	if err := warehouse.CheckTree(job.Warehouse, stagingRel); err != nil {
+		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
+	}
+	if err := inputs.Verify(request(job, spec), spec.Inputs); err != nil {
+		return res, fmt.Errorf("job %s: %w", job.JobID, err)
+	}
 	figures, err := p.Engine.ReadBack(ctx, job.Warehouse, spec, staged)
 	if err != nil {
 		endGate()
@@ -191,18 +228,79 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	res.Entries = entries(job, staged, figures)
 	endPointer := p.phase("pointer")
 	defer endPointer()
-	out, err := pointer.PublishOutcome(ctx, p.Store, job.JobID, res.Entries)
+	out, err := pointer.PublishOutcome(ctx, p.Store, pointer.Commit{
+		JobID: job.JobID, Entries: res.Entries, WrittenAt: p.Clock().UTC(), WriterVersion: p.version(),
+	})
 	endPointer()
 	if err != nil {
 		return res, pointerError(job, stagingRel, err)
 	}
-	res.Published, res.Pointer, res.LandedDespite = true, out.Pointer, out.LandedDespite
+	res.Published, res.Pointer, res.LandedDespite, res.Superseded = true, out.Pointer, out.LandedDespite, out.Superseded
 	if out.LandedDespite != nil {
 		p.Log.Warn("the pointer store reported an error for this job's write, and re-reading the pointer and its history shows the write landed: published",
 			"job_id", job.JobID, "generation", out.Pointer.Generation, "store_error", out.LandedDespite.Error())
 	}
+	if len(out.Superseded) > 0 {
+		p.Log.Info("published; a concurrent job's later generation, built on this one, already replaced some of its dates",
+			"job_id", job.JobID, "generation", out.Pointer.Generation, "current_generation", out.Current, "dates", dates.Strings(out.Superseded))
+	}
 	failpoint.Hit(failpoint.AfterPointer)
 	return res, nil
+}
+
+// inputFlags names the inputs for the overlap check and its error.
+func inputFlags(job config.Job) [][2]string {
+	return [][2]string{{"--raw", job.Raw}, {"--lessons", job.Lessons}, {"--enrollments", job.Enrollments}}
+}
+
+func request(job config.Job, spec engine.Spec) inputs.Request {
+	return inputs.Request{Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
+}
+
+// listPins completes the listing with the two pin inputs.
+func listPins(ingest []dates.Date, raw []inputs.RawFile, job config.Job) (inputs.Listing, error) {
+	l := inputs.Listing{IngestDates: ingest, Raw: raw}
+	var err error
+	if l.Lessons, err = inputs.ListPath("lessons", job.Lessons); err != nil {
+		return l, err
+	}
+	if l.Enrollments, err = inputs.ListPath("enrollments", job.Enrollments); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// inspect judges the listed files before any join: their magic bytes and
+// the prohibited fields of the raw footers (read in Go, the same for every
+// engine), then the engine's schema, pin and event identity figures.
+func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	if err := spec.Inputs.CheckMagic(); err != nil {
+		return engine.Inputs{}, err
+	}
+	found, err := inputs.ProhibitedFields(spec.Inputs.RawPaths(), spec.ProhibitedColumns)
+	if err != nil {
+		return engine.Inputs{}, err
+	}
+	in, err := p.Engine.Inspect(ctx, spec)
+	if err != nil {
+		return in, err
+	}
+	in.Figures.ProhibitedFound = found
+	return in, nil
+}
+
+// ListedSpec is the engine's view of job with the inputs listed, for a
+// command that reads them without publishing (explain).
+func ListedSpec(job config.Job) (engine.Spec, error) {
+	spec := Spec(job)
+	ingest, raw, err := inputs.ListRaw(job.Raw, spec.IngestFrom, spec.IngestTo)
+	if err != nil {
+		return spec, fmt.Errorf("list raw: %w", err)
+	}
+	if spec.Inputs, err = listPins(ingest, raw, job); err != nil {
+		return spec, err
+	}
+	return spec, nil
 }
 
 // pointerError says what a failed pointer move means for the orchestrator.
@@ -210,12 +308,15 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 // staging, and after an unknown outcome it may be the published bytes.
 func pointerError(job config.Job, stagingRel string, err error) error {
 	switch {
+	case errors.Is(err, pointer.ErrNotVisible):
+		return fmt.Errorf("move pointer for job %s: not visible to readers: %w; staging %s is kept", job.JobID, err, stagingRel)
+	case errors.Is(err, pointer.ErrBrokenChain):
+		return fmt.Errorf("move pointer for job %s: refused, nothing written: %w; staging %s is kept", job.JobID, err, stagingRel)
 	case errors.Is(err, pointer.ErrOutcomeUnknown):
 		return fmt.Errorf("move pointer for job %s: outcome unknown: the write failed and the pointer could not be re-read, so this job may or may not be published; "+
 			"run engagement status to see which job each date names; staging %s is kept; a rerun with a new job id is safe either way: %w", job.JobID, stagingRel, err)
 	case errors.Is(err, pointer.ErrNotWritten):
-		return fmt.Errorf("move pointer for job %s: not published: the write failed and re-reading the pointer shows it did not land; "+
-			"the pointer is unchanged and staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
+		return fmt.Errorf("move pointer for job %s: not published, the pointer is unchanged and staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
 	}
 	return fmt.Errorf("move pointer for job %s: not published; staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
 }
@@ -254,7 +355,7 @@ func Spec(job config.Job) engine.Spec {
 // needs a human's explicit override, which is logged.
 func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 	if len(ingest) == 0 {
-		return fmt.Errorf("read raw %s: no ingest_date partition with Parquet files", job.Raw)
+		return fmt.Errorf("read raw %s: no ingest_date partition with data files", job.Raw)
 	}
 	newest := ingest[len(ingest)-1]
 	oldest := newest.AddDays(-(job.RestatementHorizonDays - 1))
@@ -276,14 +377,14 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
 }
 
-func attemptRecord(job config.Job, spec engine.Spec, engineName string, now time.Time) Attempt {
+func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, now time.Time) Attempt {
 	return Attempt{
-		JobID: job.JobID, Engine: engineName, Dates: dates.Strings(job.Dates),
+		JobID: job.JobID, WriterVersion: writer, Engine: engineName, Dates: dates.Strings(job.Dates),
 		IngestFrom: spec.IngestFrom.String(), IngestTo: spec.IngestTo.String(),
 		Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments,
 		ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
 		UnknownCap: job.UnknownCap, HotCourses: job.HotCourses, OutsideHorizon: job.AllowOutsideHorizon,
-		StartedAt: now, Settings: spec.Settings,
+		StartedAt: now, Settings: spec.Settings, Inputs: spec.Inputs,
 	}
 }
 

@@ -8,6 +8,8 @@ package pointer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,12 +17,25 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 )
 
-// FormatVersion is the only pointer format this build reads and writes.
-const FormatVersion = 1
+// The pointer formats. Format 2 adds the parent link, the write time, the
+// writer's version and the operation to every generation; format 1 has none
+// of them. This build writes FormatVersion and reads every format up to it;
+// a newer format is refused (ErrNewerFormat), never guessed at. A build that
+// knows only format 1 refuses a format 2 pointer the same way: its decoder
+// accepts format_version 1 alone and no unknown field.
+const (
+	FormatVersion    = 2
+	minFormatVersion = 1
+)
+
+// ErrNewerFormat: the stored pointer was written by a newer engagement in a
+// format this build does not know.
+var ErrNewerFormat = errors.New("pointer format newer than this build reads")
 
 // File is one staged Parquet file a reader must read.
 type File struct {
@@ -43,18 +58,49 @@ type DateEntry struct {
 	GateReport           string  `json:"gate_report"` // relative path of _gate.json
 }
 
+// Parent names the generation a pointer was made from: its number and the
+// SHA-256 of its stored bytes. A generation is a true successor of the
+// stored pointer only when both match, so a history file that was planted,
+// renumbered or edited is never taken for one.
+type Parent struct {
+	Generation int64  `json:"generation"`
+	SHA256     string `json:"sha256"`
+}
+
+// Operations that make a generation.
+const OpPublish = "publish"
+
 // Pointer is the whole stored pointer: one entry per published event date.
 type Pointer struct {
-	FormatVersion  int                      `json:"format_version"`
-	Generation     int64                    `json:"generation"`
+	FormatVersion int   `json:"format_version"`
+	Generation    int64 `json:"generation"`
+	// Parent is nil for generation 1 and in format 1.
+	Parent *Parent `json:"parent,omitempty"`
+	// WrittenAt and WriterVersion are read by the command from the clock and
+	// the build, never inside a transform. Format 2 only.
+	WrittenAt     time.Time `json:"written_at,omitzero"`
+	WriterVersion string    `json:"writer_version,omitempty"`
+	// Operation says how the generation came to be (publish). Format 2 only.
+	Operation      string                   `json:"operation,omitempty"`
 	UpdatedByJobID string                   `json:"updated_by_job_id"`
 	Dates          map[dates.Date]DateEntry `json:"dates"`
+
+	// Digest is the hex SHA-256 of the bytes this pointer was decoded from
+	// (or that Publish wrote); empty for one built in memory. A child names
+	// it as its parent.
+	Digest string `json:"-"`
 }
 
 // Empty returns the pointer of a warehouse nothing has been published to:
 // generation 0 and an empty, non-nil date map.
 func Empty() Pointer {
 	return Pointer{FormatVersion: FormatVersion, Dates: map[dates.Date]DateEntry{}}
+}
+
+// Sum is the hex SHA-256 of stored pointer bytes, the form a Parent names.
+func Sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // Version is an opaque token naming one stored state of the pointer: the
@@ -73,8 +119,9 @@ var ErrConflict = errors.New("pointer changed since it was read")
 // landed, and a re-read could not tell.
 var ErrOutcomeUnknown = errors.New("pointer write outcome unknown")
 
-// ErrNotWritten: a write failed, and a re-read showed that it did not land;
-// the stored pointer is not this write, so a retry is safe.
+// ErrNotWritten: a write failed and certainly did not land (the store
+// refused it up front, or a re-read showed it); the stored pointer is not
+// this write, so a retry is safe.
 var ErrNotWritten = errors.New("pointer write did not land")
 
 // Store is the seam every pointer backend implements (local filesystem now,
@@ -95,11 +142,19 @@ type Store interface {
 	Load(ctx context.Context) (Pointer, Version, error)
 
 	// Swap makes next the current pointer only if the stored version is still
-	// expect, after first keeping an immutable copy of next under
+	// expect and next's parent is the stored pointer (generation and digest),
+	// after first keeping an immutable copy of next under
 	// pointer-history/<next.Generation>.json. next.Generation must be the
-	// loaded generation + 1. Returns an error wrapping ErrConflict when it
-	// lost a race and wrote nothing (or only completed an interrupted earlier
-	// Swap); any other error means the outcome is unknown.
+	// loaded generation + 1. Before taking a generation it looks past the
+	// stored pointer in the history (Beyond): it rolls an interrupted Swap's
+	// copy forward only when that copy is a true successor, and refuses a
+	// history that is not a chain. Returns an error wrapping ErrConflict when
+	// it lost a race and wrote nothing (or only completed an interrupted
+	// earlier Swap), one wrapping ErrBrokenChain when the history beyond the
+	// pointer is not a successor, or ErrNotWritten when it refused before
+	// writing anything (a symlink, a lock it could not take); in all three
+	// nothing of next was written. Any other error means the outcome is
+	// unknown.
 	Swap(ctx context.Context, expect Version, next Pointer) error
 
 	// Generations lists the retained history generations, ascending. A store
@@ -116,17 +171,24 @@ type Store interface {
 type wirePointer struct {
 	FormatVersion  int                  `json:"format_version"`
 	Generation     int64                `json:"generation"`
+	Parent         *Parent              `json:"parent"`
+	WrittenAt      time.Time            `json:"written_at"`
+	WriterVersion  string               `json:"writer_version"`
+	Operation      string               `json:"operation"`
 	UpdatedByJobID string               `json:"updated_by_job_id"`
 	Dates          map[string]DateEntry `json:"dates"`
 }
 
 // Decode parses and validates a stored pointer strictly: unknown, duplicate
-// or differently-cased fields are rejected, format_version must be 1,
-// generation >= 1, updated_by_job_id non-empty, every entry has a non-empty
+// or differently-cased fields are rejected, format_version must be one this
+// build reads (a newer one wraps ErrNewerFormat), format 2 names its parent
+// (from generation 2 on), write time, writer version and operation, and
+// format 1 none of them, generation >= 1, updated_by_job_id non-empty,
+// every entry has a non-empty
 // job_id, every file path is relative, slash-separated, has no ".." element
 // and is not absolute, bytes/rows >= 0, counts >= 0, rate in [0,1] and not
 // NaN. Errors say which field and date are wrong. Empty or null file lists
-// decode as empty non-nil slices. Decode never panics.
+// decode as empty non-nil slices. Digest is set from b. Decode never panics.
 func Decode(b []byte) (Pointer, error) {
 	if !json.Valid(b) {
 		// Unmarshal would report the same, but Valid also rejects trailing
@@ -149,8 +211,13 @@ func Decode(b []byte) (Pointer, error) {
 	p := Pointer{
 		FormatVersion:  w.FormatVersion,
 		Generation:     w.Generation,
+		Parent:         w.Parent,
+		WrittenAt:      w.WrittenAt,
+		WriterVersion:  w.WriterVersion,
+		Operation:      w.Operation,
 		UpdatedByJobID: w.UpdatedByJobID,
 		Dates:          make(map[dates.Date]DateEntry, len(w.Dates)),
+		Digest:         Sum(b),
 	}
 	keys := make([]string, 0, len(w.Dates))
 	for k := range w.Dates {
@@ -170,6 +237,15 @@ func Decode(b []byte) (Pointer, error) {
 	return p, nil
 }
 
+// EncodeDigest is Encode, and the digest a Decode of the bytes would give.
+func EncodeDigest(p Pointer) ([]byte, string, error) {
+	b, err := Encode(p)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, Sum(b), nil
+}
+
 // Encode returns the pointer as indented JSON (2 spaces) with a trailing
 // newline, dates in ascending order, so equal pointers give equal bytes. It
 // refuses a pointer Decode would reject: storing one would leave every later
@@ -186,11 +262,20 @@ func Encode(p Pointer) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// Normalized returns p in the form Decode produces (non-nil date map and
+// file lists, copies of everything shared), for comparing a pointer built
+// in memory with one read back.
+func (p Pointer) Normalized() Pointer { return normalize(p) }
+
 // normalize returns p with a non-nil date map and non-nil file lists, the
 // form Decode produces, so a pointer built in memory compares equal to the
 // same pointer read back. p itself is not modified.
 func normalize(p Pointer) Pointer {
 	out := p
+	if p.Parent != nil {
+		parent := *p.Parent
+		out.Parent = &parent
+	}
 	out.Dates = make(map[dates.Date]DateEntry, len(p.Dates))
 	for d, e := range p.Dates {
 		out.Dates[d] = normalizeEntry(e)
@@ -214,11 +299,18 @@ func cloneFiles(fs []File) []File {
 // validate checks every rule Decode enforces; dates are visited in order so
 // the reported error does not depend on map iteration.
 func validate(p Pointer) error {
-	if p.FormatVersion != FormatVersion {
-		return fmt.Errorf("format_version: got %d, want %d", p.FormatVersion, FormatVersion)
+	switch {
+	case p.FormatVersion > FormatVersion:
+		return fmt.Errorf("format_version %d: %w (it reads %d to %d): upgrade engagement to read this warehouse",
+			p.FormatVersion, ErrNewerFormat, minFormatVersion, FormatVersion)
+	case p.FormatVersion < minFormatVersion:
+		return fmt.Errorf("format_version: got %d, want %d to %d", p.FormatVersion, minFormatVersion, FormatVersion)
 	}
 	if p.Generation < 1 {
 		return fmt.Errorf("generation: got %d, want >= 1", p.Generation)
+	}
+	if err := validateLineage(p); err != nil {
+		return err
 	}
 	if p.UpdatedByJobID == "" {
 		return errors.New("updated_by_job_id: empty")
@@ -239,6 +331,47 @@ func validate(p Pointer) error {
 		}
 	}
 	return nil
+}
+
+// validateLineage checks the format 2 fields: present in format 2 (the
+// parent from generation 2 on, naming the generation before), absent in
+// format 1, so a pointer never claims a lineage its format cannot carry.
+func validateLineage(p Pointer) error {
+	if p.FormatVersion == 1 {
+		if p.Parent != nil || !p.WrittenAt.IsZero() || p.WriterVersion != "" || p.Operation != "" {
+			return errors.New("format_version 1 carries no parent, written_at, writer_version or operation")
+		}
+		return nil
+	}
+	switch {
+	case p.Generation == 1 && p.Parent != nil:
+		return errors.New("parent: generation 1 has none")
+	case p.Generation > 1 && p.Parent == nil:
+		return fmt.Errorf("parent: missing, generation %d must name generation %d", p.Generation, p.Generation-1)
+	case p.Parent != nil && p.Parent.Generation != p.Generation-1:
+		return fmt.Errorf("parent.generation: got %d, want %d", p.Parent.Generation, p.Generation-1)
+	case p.Parent != nil && !isHexSum(p.Parent.SHA256):
+		return fmt.Errorf("parent.sha256: %q is not 64 lower-case hex digits", p.Parent.SHA256)
+	case p.WrittenAt.IsZero():
+		return errors.New("written_at: missing")
+	case p.WriterVersion == "":
+		return errors.New("writer_version: empty")
+	case p.Operation == "" || !isPlainKey(p.Operation):
+		return fmt.Errorf("operation: %q, want a lower-case word such as %q", p.Operation, OpPublish)
+	}
+	return nil
+}
+
+func isHexSum(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func validateEntry(e DateEntry) error {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -59,12 +61,36 @@ const validJSON = `{
 }
 `
 
+// validJSONv2 is a format 2 generation: validJSON's successor, naming it.
+var validJSONv2 = strings.Replace(strings.Replace(validJSON, `"format_version": 1,
+  "generation": 7,`, `"format_version": 2,
+  "generation": 8,
+  "parent": {
+    "generation": 7,
+    "sha256": "`+pointer.Sum([]byte(validJSON))+`"
+  },
+  "written_at": "2026-03-04T06:00:00Z",
+  "writer_version": "v0.9.0",
+  "operation": "publish",`, 1), `"updated_by_job_id": "20260303T0600Z"`, `"updated_by_job_id": "20260304T0600Z"`, 1)
+
 func TestDecodeEncodeRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		format     int
+	}{{"Format1", validJSON, 1}, {"Format2", validJSONv2, 2}} {
+		t.Run(tc.name, func(t *testing.T) { roundTrip(t, tc.json, tc.format) })
+	}
+}
+
+func roundTrip(t *testing.T, validJSON string, format int) {
 	p, err := pointer.Decode([]byte(validJSON))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	if p.Generation != 7 || len(p.Dates) != 2 {
+	if p.FormatVersion != format || p.Digest != pointer.Sum([]byte(validJSON)) {
+		t.Errorf("decoded format %d digest %q, want %d and the sum of the bytes", p.FormatVersion, p.Digest, format)
+	}
+	if p.Generation < 7 || len(p.Dates) != 2 {
 		t.Fatalf("decoded %+v", p)
 	}
 	e := p.Dates[dates.MustParse("2026-03-02")]
@@ -92,8 +118,11 @@ func TestDecodeEncodeRoundTrip(t *testing.T) {
 // Encode writes empty file lists as [], never null, and is deterministic.
 func TestEncodeEmptyListsAndDeterminism(t *testing.T) {
 	p := pointer.Pointer{
-		FormatVersion:  1,
+		FormatVersion:  2,
 		Generation:     1,
+		WrittenAt:      time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC),
+		WriterVersion:  "v1",
+		Operation:      pointer.OpPublish,
 		UpdatedByJobID: "j",
 		Dates:          map[dates.Date]pointer.DateEntry{},
 	}
@@ -104,7 +133,7 @@ func TestEncodeEmptyListsAndDeterminism(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(first, []byte("null")) {
+	if bytes.Contains(first, []byte("null")) || bytes.Contains(first, []byte("parent")) {
 		t.Errorf("Encode wrote null:\n%s", first)
 	}
 	if !bytes.HasSuffix(first, []byte("}\n")) || !bytes.Contains(first, []byte("\n  \"generation\": 1,")) {
@@ -131,8 +160,11 @@ func TestDecodeRejects(t *testing.T) {
 		to      string
 		mention string // the error must mention this
 	}{
-		{"BadVersion", `"format_version": 1`, `"format_version": 2`, "format_version"},
+		{"NewerVersion", `"format_version": 1`, `"format_version": 3`, "newer than this build reads"},
+		{"VersionZero", `"format_version": 1`, `"format_version": 0`, "format_version"},
 		{"MissingVersion", `"format_version": 1,`, ``, "format_version"},
+		{"Format1WithParent", `"generation": 7,`, `"generation": 7, "parent": {"generation": 6, "sha256": "` + strings.Repeat("a", 64) + `"},`, "format_version 1 carries no parent"},
+		{"Format1WithWriter", `"generation": 7,`, `"generation": 7, "writer_version": "v1",`, "format_version 1"},
 		{"GenerationZero", `"generation": 7`, `"generation": 0`, "generation"},
 		{"GenerationNegative", `"generation": 7`, `"generation": -3`, "generation"},
 		{"GenerationFraction", `"generation": 7`, `"generation": 7.5`, "generation"},
@@ -172,6 +204,9 @@ func TestDecodeRejects(t *testing.T) {
 				t.Fatalf("fixture lacks %q", tc.from)
 			}
 			in := strings.Replace(validJSON, tc.from, tc.to, 1)
+			if tc.from == validJSON {
+				in = tc.to
+			}
 			_, err := pointer.Decode([]byte(in))
 			if err == nil {
 				t.Fatalf("Decode accepted:\n%s", in)
@@ -180,6 +215,47 @@ func TestDecodeRejects(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tc.mention)
 			}
 		})
+	}
+}
+
+// TestDecodeRejectsLineage breaks the format 2 fields one at a time.
+func TestDecodeRejectsLineage(t *testing.T) {
+	sum := pointer.Sum([]byte(validJSON))
+	for _, tc := range []struct {
+		name, from, to, mention string
+	}{
+		{"MissingParent", `"parent": {
+    "generation": 7,
+    "sha256": "` + sum + `"
+  },`, ``, "parent: missing"},
+		{"ParentNotPrevious", `"generation": 7,
+    "sha256"`, `"generation": 5,
+    "sha256"`, "parent.generation"},
+		{"ParentShortSum", sum, sum[:10], "parent.sha256"},
+		{"ParentUpperSum", sum, strings.ToUpper(sum), "parent.sha256"},
+		{"MissingWrittenAt", `"written_at": "2026-03-04T06:00:00Z",`, ``, "written_at"},
+		{"MissingWriter", `"writer_version": "v0.9.0",`, ``, "writer_version"},
+		{"BadOperation", `"operation": "publish"`, `"operation": "Publish!"`, "operation"},
+		{"ParentOnGenerationOne", `"generation": 8,`, `"generation": 1,`, "parent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(validJSONv2, tc.from) {
+				t.Fatalf("fixture lacks %q", tc.from)
+			}
+			_, err := pointer.Decode([]byte(strings.Replace(validJSONv2, tc.from, tc.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.mention) {
+				t.Errorf("Decode error %v, want one mentioning %q", err, tc.mention)
+			}
+		})
+	}
+}
+
+// A newer format is refused with ErrNewerFormat, naming what this build
+// reads, never read as if it were an older one.
+func TestNewerFormatRefusedClearly(t *testing.T) {
+	_, err := pointer.Decode([]byte(strings.Replace(validJSONv2, `"format_version": 2`, `"format_version": 3`, 1)))
+	if !errors.Is(err, pointer.ErrNewerFormat) || !strings.Contains(err.Error(), "upgrade engagement") {
+		t.Errorf("error %v, want ErrNewerFormat saying to upgrade", err)
 	}
 }
 
@@ -207,8 +283,7 @@ func TestEncodeRejectsInvalid(t *testing.T) {
 		}, "fact_files[0].path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pointer.Merge(good, good.UpdatedByJobID, nil)
-			p.Generation = good.Generation
+			p := good.Normalized()
 			tc.mutate(&p)
 			_, err := pointer.Encode(p)
 			if err == nil || !strings.Contains(err.Error(), tc.mention) {
@@ -229,13 +304,20 @@ func TestMergeDoesNotMutate(t *testing.T) {
 		tue: {JobID: "job-z", FactFiles: []pointer.File{{Path: "staging/job_id=job-z/f.parquet", Bytes: 1, Rows: 1}}},
 		wed: {JobID: "job-z"},
 	}
-	next := pointer.Merge(cur, "job-z", entries)
+	at := time.Date(2026, 3, 4, 6, 0, 0, 0, time.FixedZone("CET", 3600))
+	next := pointer.Merge(cur, pointer.Commit{JobID: "job-z", Entries: entries, WrittenAt: at, WriterVersion: "v9"})
 
 	if !reflect.DeepEqual(cur, snapshot) {
 		t.Errorf("Merge mutated its input")
 	}
-	if next.Generation != 8 || next.UpdatedByJobID != "job-z" || next.FormatVersion != 1 {
-		t.Errorf("Merge header = %d/%q/%d, want 8/job-z/1", next.Generation, next.UpdatedByJobID, next.FormatVersion)
+	if next.Generation != 8 || next.UpdatedByJobID != "job-z" || next.FormatVersion != pointer.FormatVersion {
+		t.Errorf("Merge header = %d/%q/%d, want 8/job-z/%d", next.Generation, next.UpdatedByJobID, next.FormatVersion, pointer.FormatVersion)
+	}
+	if want := (pointer.Parent{Generation: 7, SHA256: pointer.Sum([]byte(validJSON))}); next.Parent == nil || *next.Parent != want {
+		t.Errorf("Merge parent = %+v, want %+v", next.Parent, want)
+	}
+	if !next.WrittenAt.Equal(at) || next.WrittenAt.Location() != time.UTC || next.WriterVersion != "v9" || next.Operation != pointer.OpPublish {
+		t.Errorf("Merge lineage = %v %q %q, want %v in UTC, v9, publish", next.WrittenAt, next.WriterVersion, next.Operation, at)
 	}
 	if !reflect.DeepEqual(next.Dates[mon], cur.Dates[mon]) {
 		t.Errorf("Merge changed the untouched date %s", mon)
@@ -262,6 +344,8 @@ func TestMergeDoesNotMutate(t *testing.T) {
 
 // fakeStore answers Publish's re-read from fixed values, for the branches a
 // real store reaches only through faults the conformance suite cannot make.
+// Every pointer it holds went through Encode and Decode, as a stored one
+// does, so it carries its digest.
 type fakeStore struct {
 	cur     pointer.Pointer
 	after   *pointer.Pointer // what Load returns once Swap was called, if set
@@ -297,31 +381,63 @@ func (f *fakeStore) LoadGeneration(_ context.Context, g int64) (pointer.Pointer,
 	return p, nil
 }
 
+// stored is p as a store gives it back: encoded, decoded, with its digest.
+func stored(t *testing.T, p pointer.Pointer) pointer.Pointer {
+	t.Helper()
+	b, err := pointer.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := pointer.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+func commit(job string, entries map[dates.Date]pointer.DateEntry) pointer.Commit {
+	return pointer.Commit{JobID: job, Entries: entries, WrittenAt: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC), WriterVersion: "test"}
+}
+
 func TestPublishResolvesUnknownOutcome(t *testing.T) {
 	errIO := errors.New("io failure")
 	d := dates.MustParse("2026-03-02")
 	entries := map[dates.Date]pointer.DateEntry{d: {JobID: "job-x"}}
-	base := pointer.Pointer{FormatVersion: 1, Generation: 4, UpdatedByJobID: "job-base", Dates: map[dates.Date]pointer.DateEntry{}}
-	mine := pointer.Merge(base, "job-x", entries)
-	theirs := pointer.Merge(base, "job-other", nil)
-	later := pointer.Merge(theirs, "job-later", nil)
+	base := stored(t, pointer.Pointer{FormatVersion: 1, Generation: 4, UpdatedByJobID: "job-base", Dates: map[dates.Date]pointer.DateEntry{}})
+	mine := stored(t, pointer.Merge(base, commit("job-x", entries)))
+	theirs := stored(t, pointer.Merge(base, commit("job-other", nil)))
+	later := stored(t, pointer.Merge(theirs, commit("job-later", nil)))
+	// A later generation built on this job's, as a concurrent job makes it.
+	onMine := stored(t, pointer.Merge(mine, commit("job-next", map[dates.Date]pointer.DateEntry{d: {JobID: "job-next"}})))
+	forged := stored(t, pointer.Merge(theirs, commit("job-next", nil)))
+	forged.Generation, forged.Parent = 6, &pointer.Parent{Generation: 5, SHA256: strings.Repeat("0", 64)}
+	forged = stored(t, forged)
 
 	for _, tc := range []struct {
-		name      string
-		store     *fakeStore
-		wantErr   []error // nil: success
-		wantSwaps int
+		name       string
+		store      *fakeStore
+		wantErr    []error // nil: success
+		wantSwaps  int
+		superseded []dates.Date
 	}{
-		// The history copy landed but the pointer did not move: Publish
-		// succeeds and swaps once more so the store rolls it forward.
-		{"HistoryOnlyLanded", &fakeStore{cur: base, swapErr: errIO, history: map[int64]pointer.Pointer{5: mine}}, nil, 2},
-		{"OtherJobTookGeneration", &fakeStore{cur: base, after: &theirs, swapErr: errIO, history: map[int64]pointer.Pointer{5: theirs}}, []error{pointer.ErrNotWritten, errIO}, 1},
-		{"HistoryNotRetained", &fakeStore{cur: base, after: &later, swapErr: errIO}, []error{pointer.ErrOutcomeUnknown, errIO}, 1},
-		{"NotWritten", &fakeStore{cur: base, swapErr: errIO}, []error{pointer.ErrNotWritten, errIO}, 1},
-		{"HistoryUnreadable", &fakeStore{cur: base, swapErr: errIO, histErr: errors.New("503")}, []error{pointer.ErrOutcomeUnknown, errIO}, 1},
+		// The history copy landed and the extra Swap rolled it forward:
+		// pointer.json shows the job, so Publish succeeds.
+		{"HistoryOnlyLandedRolledForward", &fakeStore{cur: base, after: &mine, swapErr: errIO, history: map[int64]pointer.Pointer{5: mine}}, nil, 1, nil},
+		// The history copy landed but pointer.json cannot be moved: readers
+		// do not see the job, so it is not a success.
+		{"HistoryOnlyLandedNotVisible", &fakeStore{cur: base, swapErr: errIO, history: map[int64]pointer.Pointer{5: mine}}, []error{pointer.ErrNotVisible}, 2, nil},
+		// A concurrent job built on this one before the re-read.
+		{"LandedThenBuiltOn", &fakeStore{cur: base, after: &onMine, swapErr: errIO, history: map[int64]pointer.Pointer{5: mine, 6: onMine}}, nil, 1, []dates.Date{d}},
+		// A later pointer.json whose chain does not lead back to this job.
+		{"LandedChainBroken", &fakeStore{cur: base, after: &forged, swapErr: errIO, history: map[int64]pointer.Pointer{5: mine, 6: forged}}, []error{pointer.ErrNotVisible}, 1, nil},
+		{"OtherJobTookGeneration", &fakeStore{cur: base, after: &theirs, swapErr: errIO, history: map[int64]pointer.Pointer{5: theirs}}, []error{pointer.ErrNotWritten, errIO}, 1, nil},
+		{"HistoryNotRetained", &fakeStore{cur: base, after: &later, swapErr: errIO}, []error{pointer.ErrOutcomeUnknown, errIO}, 1, nil},
+		{"NotWritten", &fakeStore{cur: base, swapErr: errIO}, []error{pointer.ErrNotWritten, errIO}, 1, nil},
+		{"HistoryUnreadable", &fakeStore{cur: base, swapErr: errIO, histErr: errors.New("503")}, []error{pointer.ErrOutcomeUnknown, errIO}, 1, nil},
+		{"BrokenChainNotRetried", &fakeStore{cur: base, swapErr: fmt.Errorf("swap: %w", pointer.ErrBrokenChain)}, []error{pointer.ErrBrokenChain}, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := pointer.PublishOutcome(t.Context(), tc.store, "job-x", entries)
+			out, err := pointer.PublishOutcome(t.Context(), tc.store, commit("job-x", entries))
 			got := out.Pointer
 			if tc.store.swaps != tc.wantSwaps {
 				t.Errorf("Swap called %d times, want %d", tc.store.swaps, tc.wantSwaps)
@@ -335,6 +451,9 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 				}
 				if !errors.Is(out.LandedDespite, errIO) {
 					t.Errorf("LandedDespite = %v, want the Swap's error %v: the caller must learn the store misbehaved", out.LandedDespite, errIO)
+				}
+				if !slices.Equal(out.Superseded, tc.superseded) {
+					t.Errorf("Superseded = %v, want %v", out.Superseded, tc.superseded)
 				}
 				return
 			}
@@ -358,7 +477,7 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 
 func TestPublishGivesUpOnEndlessConflict(t *testing.T) {
 	s := &fakeStore{cur: pointer.Empty(), swapErr: pointer.ErrConflict}
-	_, err := pointer.Publish(t.Context(), s, "job-x", map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}})
+	_, err := pointer.Publish(t.Context(), s, commit("job-x", map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}}))
 	if !errors.Is(err, pointer.ErrConflict) {
 		t.Errorf("error = %v, want ErrConflict", err)
 	}
@@ -371,16 +490,17 @@ func TestPublishRefusesInvalid(t *testing.T) {
 	s := &fakeStore{cur: pointer.Empty()}
 	d := dates.MustParse("2026-03-02")
 	for _, tc := range []struct {
-		name    string
-		job     string
-		entries map[dates.Date]pointer.DateEntry
+		name   string
+		commit pointer.Commit
 	}{
-		{"EmptyJobID", "", map[dates.Date]pointer.DateEntry{d: {JobID: "j"}}},
-		{"EntryWithoutJobID", "j", map[dates.Date]pointer.DateEntry{d: {}}},
-		{"BadPath", "j", map[dates.Date]pointer.DateEntry{d: {JobID: "j", FactFiles: []pointer.File{{Path: "../x"}}}}},
+		{"EmptyJobID", commit("", map[dates.Date]pointer.DateEntry{d: {JobID: "j"}})},
+		{"EntryWithoutJobID", commit("j", map[dates.Date]pointer.DateEntry{d: {}})},
+		{"BadPath", commit("j", map[dates.Date]pointer.DateEntry{d: {JobID: "j", FactFiles: []pointer.File{{Path: "../x"}}}})},
+		{"NoWriteTime", pointer.Commit{JobID: "j", Entries: map[dates.Date]pointer.DateEntry{d: {JobID: "j"}}, WriterVersion: "v"}},
+		{"NoWriterVersion", pointer.Commit{JobID: "j", Entries: map[dates.Date]pointer.DateEntry{d: {JobID: "j"}}, WrittenAt: time.Now()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := pointer.Publish(t.Context(), s, tc.job, tc.entries); err == nil {
+			if _, err := pointer.Publish(t.Context(), s, tc.commit); err == nil {
 				t.Errorf("Publish accepted an invalid pointer")
 			}
 			if s.swaps != 0 {

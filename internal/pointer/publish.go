@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -16,59 +17,154 @@ import (
 // jobs than a warehouse ever sees while still ending a livelock.
 const maxPublishAttempts = 64
 
-// Merge returns a copy of cur whose entries for the given dates are replaced
-// by entries (all other dates untouched), Generation cur.Generation+1,
-// UpdatedByJobID jobID, FormatVersion 1. It does not mutate cur or entries;
-// the result shares no slices or maps with either.
-func Merge(cur Pointer, jobID string, entries map[dates.Date]DateEntry) Pointer {
+// Commit is one change of the pointer: a job's entries for its dates, and
+// what the new generation records about its making. WrittenAt and
+// WriterVersion come from the command (its clock, its build), never from a
+// transform.
+type Commit struct {
+	JobID         string
+	Entries       map[dates.Date]DateEntry
+	WrittenAt     time.Time
+	WriterVersion string
+	Operation     string // OpPublish when empty
+}
+
+// Merge returns the successor of cur that c makes: cur's entries with c's
+// dates replaced (all other dates untouched), Generation cur.Generation+1,
+// the parent (cur's generation and digest, for cur.Generation >= 1),
+// UpdatedByJobID c.JobID, the current FormatVersion. It does not mutate cur
+// or c; the result shares no slices or maps with either.
+func Merge(cur Pointer, c Commit) Pointer {
+	op := c.Operation
+	if op == "" {
+		op = OpPublish
+	}
 	next := Pointer{
 		FormatVersion:  FormatVersion,
 		Generation:     cur.Generation + 1,
-		UpdatedByJobID: jobID,
-		Dates:          make(map[dates.Date]DateEntry, len(cur.Dates)+len(entries)),
+		WrittenAt:      c.WrittenAt.UTC(),
+		WriterVersion:  c.WriterVersion,
+		Operation:      op,
+		UpdatedByJobID: c.JobID,
+		Dates:          make(map[dates.Date]DateEntry, len(cur.Dates)+len(c.Entries)),
+	}
+	if cur.Generation > 0 {
+		next.Parent = &Parent{Generation: cur.Generation, SHA256: cur.Digest}
 	}
 	for d, e := range cur.Dates {
 		next.Dates[d] = normalizeEntry(e)
 	}
-	for d, e := range entries {
+	for d, e := range c.Entries {
 		next.Dates[d] = normalizeEntry(e)
 	}
 	return next
 }
 
+// Successor reports whether h is a true successor of cur: the next
+// generation, naming cur (generation and the digest of its stored bytes) as
+// its parent, or generation 1 without a parent when nothing is stored yet.
+func Successor(cur, h Pointer) bool {
+	if h.Generation != cur.Generation+1 {
+		return false
+	}
+	if cur.Generation == 0 {
+		return h.Parent == nil
+	}
+	return h.Parent != nil && h.Parent.Generation == cur.Generation && cur.Digest != "" && h.Parent.SHA256 == cur.Digest
+}
+
+// ErrBrokenChain: the history holds a generation beyond the stored pointer
+// that is not its true successor. Nothing was written; a human decides.
+var ErrBrokenChain = errors.New("pointer history does not continue pointer.json")
+
+// Beyond decides, for a Swap about to take generation cur.Generation+1, what
+// the history (gens, ascending, loaded with load) holds past cur: nil when
+// nothing (the generation is free); the next generation when it is a true
+// successor of cur, which an interrupted Swap left behind and which must be
+// rolled forward before anything else moves; or an error wrapping
+// ErrBrokenChain when the history beyond cur is anything else. A Swap takes
+// a generation only from the one before it, so an interrupted Swap leaves at
+// most one generation past the pointer: more means pointer.json was put back
+// by hand or lost, which is never silently undone.
+func Beyond(cur Pointer, gens []int64, load func(int64) (Pointer, error)) (*Pointer, error) {
+	if len(gens) == 0 || gens[len(gens)-1] <= cur.Generation {
+		return nil, nil
+	}
+	newest := gens[len(gens)-1]
+	if newest > cur.Generation+1 {
+		return nil, fmt.Errorf("%w: pointer-history goes up to generation %d but pointer.json is at generation %d, and an interrupted write leaves at most generation %d: "+
+			"pointer.json was replaced by hand or lost; nothing was changed: to return to the newest generation copy pointer-history/%d.json over pointer.json, "+
+			"to keep pointer.json move the history files above generation %d aside",
+			ErrBrokenChain, newest, cur.Generation, cur.Generation+1, newest, cur.Generation)
+	}
+	h, err := load(newest)
+	if err != nil {
+		return nil, fmt.Errorf("read history generation %d beyond the pointer: %w", newest, err)
+	}
+	if Successor(cur, h) {
+		return &h, nil
+	}
+	why := "it names no parent (written by an engagement older than pointer format 2), so it cannot be proven a successor: finish that write with the version that made it, or move it aside"
+	if h.Parent != nil {
+		why = fmt.Sprintf("it names generation %d with sha256 %s as its parent, pointer.json is generation %d with sha256 %s: a planted, renumbered or edited history file; check what it names, then move it aside",
+			h.Parent.Generation, h.Parent.SHA256, cur.Generation, cur.Digest)
+	}
+	return nil, fmt.Errorf("%w: pointer-history/%d.json (job %s) is not a successor of pointer.json (generation %d) and is not rolled forward: %s; nothing was changed",
+		ErrBrokenChain, newest, h.UpdatedByJobID, cur.Generation, why)
+}
+
 // Outcome is what Publish did, for a caller that reports more than success.
 type Outcome struct {
-	// Pointer is the pointer this job wrote.
+	// Pointer is the pointer this job wrote, its Digest set.
 	Pointer Pointer
 	// LandedDespite is the error a Swap reported for the write that a
 	// re-read then showed had landed; nil when the Swap reported success.
 	// A caller reports it, because the store misbehaved even though the
 	// publish happened.
 	LandedDespite error
+	// Current is the generation pointer.json showed when the write was
+	// confirmed: this job's, or a later one built on it.
+	Current int64
+	// Superseded are this job's dates that a later generation, built on
+	// this job's, already names another job for.
+	Superseded []dates.Date
 }
 
-// Publish moves the pointer for this job's dates: Load, Merge, Swap, and
-// returns the pointer this job wrote. See PublishOutcome.
-func Publish(ctx context.Context, s Store, jobID string, entries map[dates.Date]DateEntry) (Pointer, error) {
-	out, err := PublishOutcome(ctx, s, jobID, entries)
+// ErrNotVisible: the job's generation is in the history, but pointer.json,
+// what readers load, does not show it.
+var ErrNotVisible = errors.New("written to the pointer history, but pointer.json does not show it")
+
+// Publish moves the pointer for c and returns the pointer it wrote. See
+// PublishOutcome.
+func Publish(ctx context.Context, s Store, c Commit) (Pointer, error) {
+	out, err := PublishOutcome(ctx, s, c)
 	return out.Pointer, err
 }
 
-// PublishOutcome moves the pointer for this job's dates: Load, Merge, Swap.
+// PublishOutcome moves the pointer for c's dates: Load, Merge, Swap, and a
+// re-read of the pointer.
 //
 // On ErrConflict it re-reads, re-merges only this job's dates and retries
 // (at most 64 attempts, short deterministic backoff, ctx respected); giving
 // up returns an error wrapping ErrConflict, and nothing of this job was
-// written.
+// written. ErrBrokenChain and ErrNotWritten from Swap are returned at once:
+// nothing was written and no retry of this attempt can mend it.
 //
 // On any other Swap error it re-reads to learn whether its write landed
-// (landed = the history generation it tried to write exists and names jobID
-// as updated_by_job_id). Then it returns the landed pointer with a nil error
-// and the Swap's error in LandedDespite, or an error wrapping ErrNotWritten
-// and the original when the write certainly did not land, or an error
-// wrapping both ErrOutcomeUnknown and the original when the re-read cannot
-// tell.
-func PublishOutcome(ctx context.Context, s Store, jobID string, entries map[dates.Date]DateEntry) (Outcome, error) {
+// (landed = the history generation it tried to write exists and names the
+// job as updated_by_job_id). When it certainly did not land it returns an
+// error wrapping ErrNotWritten and the original; when the re-read cannot
+// tell, one wrapping both ErrOutcomeUnknown and the original.
+//
+// A write that landed is then confirmed by re-reading pointer.json, which
+// is what readers load, without ctx's cancellation: it must show this job's
+// generation, or a later one whose parent chain leads back to it (a
+// concurrent job built on this one). Otherwise the error wraps
+// ErrNotVisible (the history holds the generation, pointer.json does not)
+// or ErrOutcomeUnknown (the re-read failed). A nil error therefore means
+// readers see this job's write.
+func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
+	jobID := c.JobID
 	if jobID == "" {
 		return Outcome{}, errors.New("publish: empty job id")
 	}
@@ -85,24 +181,29 @@ func PublishOutcome(ctx context.Context, s Store, jobID string, entries map[date
 		if err != nil {
 			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 		}
-		next := Merge(cur, jobID, entries)
+		next := Merge(cur, c)
 		// A pointer the store would refuse to encode is a caller bug; catch
 		// it here so it is not mistaken for a write of unknown outcome.
-		if err := validate(next); err != nil {
+		_, digest, err := EncodeDigest(next)
+		if err != nil {
 			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 		}
+		next.Digest = digest
 		err = s.Swap(ctx, ver, next)
 		if err == nil {
-			return Outcome{Pointer: next}, nil
+			return confirm(ctx, s, jobID, next, nil)
 		}
 		if errors.Is(err, ErrConflict) {
 			continue
+		}
+		if errors.Is(err, ErrBrokenChain) || errors.Is(err, ErrNotWritten) {
+			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 		}
 		landed, rerr := resolve(ctx, s, jobID, next, ver, err)
 		if rerr != nil {
 			return Outcome{}, rerr
 		}
-		return Outcome{Pointer: landed, LandedDespite: err}, nil
+		return confirm(ctx, s, jobID, landed, err)
 	}
 	return Outcome{}, fmt.Errorf("publish %s: gave up after %d attempts: %w", jobID, maxPublishAttempts, ErrConflict)
 }
@@ -159,6 +260,49 @@ func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Ve
 
 // backoff is deterministic so test runs and incident timelines repeat; the
 // ramp keeps a lost race cheap while spreading out a pile-up.
+// confirm re-reads pointer.json after wrote landed; see PublishOutcome.
+func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite error) (Outcome, error) {
+	ctx = context.WithoutCancel(ctx)
+	cur, _, err := s.Load(ctx)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("publish %s generation %d: %w: the write was reported done but pointer.json could not be re-read to confirm it: %w",
+			jobID, wrote.Generation, ErrOutcomeUnknown, err)
+	}
+	out := Outcome{Pointer: wrote, LandedDespite: despite, Current: cur.Generation}
+	switch {
+	case cur.Generation < wrote.Generation:
+		return Outcome{}, fmt.Errorf("publish %s: %w: generation %d is taken in pointer-history/%d.json, but pointer.json still shows generation %d, so readers do not see this job; "+
+			"the next publish to this warehouse rolls generation %d forward once pointer.json can be replaced (or copy pointer-history/%d.json over pointer.json)",
+			jobID, ErrNotVisible, wrote.Generation, wrote.Generation, cur.Generation, wrote.Generation, wrote.Generation)
+	case cur.Generation == wrote.Generation:
+		if cur.UpdatedByJobID != jobID || cur.Digest != wrote.Digest {
+			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json at generation %d was written by %s, not by this job", jobID, ErrNotVisible, cur.Generation, cur.UpdatedByJobID)
+		}
+		return out, nil
+	}
+	// A later generation: it shows this job's write only if its parent chain
+	// leads back to it, generation by generation, through the history.
+	child := cur
+	for g := cur.Generation - 1; g >= wrote.Generation; g-- {
+		h, err := s.LoadGeneration(ctx, g)
+		if err != nil || child.Parent == nil || child.Parent.SHA256 != h.Digest {
+			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json is at generation %d and its chain back to this job's generation %d cannot be followed at generation %d (%v)",
+				jobID, ErrNotVisible, cur.Generation, wrote.Generation, g+1, err)
+		}
+		child = h
+	}
+	if child.Digest != wrote.Digest {
+		return Outcome{}, fmt.Errorf("publish %s: %w: generation %d in the chain of pointer.json is not this job's write", jobID, ErrNotVisible, wrote.Generation)
+	}
+	for d := range wrote.Dates {
+		if e, ok := cur.Dates[d]; ok && e.JobID != jobID && wrote.Dates[d].JobID == jobID {
+			out.Superseded = append(out.Superseded, d)
+		}
+	}
+	slices.Sort(out.Superseded)
+	return out, nil
+}
+
 func backoff(attempt int) time.Duration {
 	return min(time.Duration(attempt)*2*time.Millisecond, 20*time.Millisecond)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
@@ -82,12 +83,14 @@ func Query(warehouse string, p pointer.Pointer, table string, only *dates.Date) 
 		if len(files) == 0 {
 			continue
 		}
-		var quoted []string
+		var paths []string
 		for _, f := range files {
-			quoted = append(quoted, quote(filepath.Join(warehouse, filepath.FromSlash(f.Path))))
+			paths = append(paths, filepath.Join(warehouse, filepath.FromSlash(f.Path)))
 		}
-		parts = append(parts, fmt.Sprintf("SELECT %s, DATE %s AS event_date FROM read_parquet([%s], hive_partitioning=false)",
-			strings.Join(cols[:len(cols)-1], ", "), quote(d.String()), strings.Join(quoted, ", ")))
+		// Exact file names, never patterns: a warehouse path such as W/wh?
+		// must not also read a sibling W/whB.
+		parts = append(parts, fmt.Sprintf("SELECT %s, DATE %s AS event_date FROM read_parquet(%s, hive_partitioning=false)",
+			strings.Join(cols[:len(cols)-1], ", "), quote(d.String()), duckdb.FileList(paths)))
 	}
 	if len(parts) == 0 {
 		return "", nil

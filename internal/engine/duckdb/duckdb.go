@@ -109,11 +109,21 @@ func (e *Engine) exec(ctx context.Context, what, q string) error {
 // literals, not parameters, so every value that reaches SQL goes through here.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// list makes a SQL list of string literals: ['a', 'b'].
-func list(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = quote(s)
+// globEscaper escapes what DuckDB's file readers expand as a pattern: every
+// path given to read_parquet (or parquet_file_metadata) is a glob, so a
+// '[', '*' or '?' in a name becomes a one-character class matching itself.
+// Braces and backslashes are literal to DuckDB.
+var globEscaper = strings.NewReplacer("[", "[[]", "*", "[*]", "?", "[?]")
+
+// FileRef makes a SQL literal that DuckDB's file readers take as exactly
+// the file p, never as a pattern that could match a sibling.
+func FileRef(p string) string { return quote(globEscaper.Replace(p)) }
+
+// FileList makes a SQL list of FileRef literals: ['a', 'b'].
+func FileList(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = FileRef(p)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }

@@ -30,10 +30,7 @@ const (
 
 // Plan returns the physical plan of the staging query.
 func (e *Engine) Plan(ctx context.Context, spec engine.Spec) (*PlanNode, error) {
-	s, err := resolve(spec)
-	if err != nil {
-		return nil, err
-	}
+	s := resolve(spec)
 	var kind, text string
 	if err := e.conn.QueryRowContext(ctx, "EXPLAIN (FORMAT json) "+factQuery(spec, s)).Scan(&kind, &text); err != nil {
 		return nil, fmt.Errorf("explain: %w", firstLine(err))

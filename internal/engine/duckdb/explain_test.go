@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
-	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 )
 
@@ -28,7 +27,7 @@ func TestPlanShowsManifestJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	plan, err := e.Plan(context.Background(), job.Spec(j))
+	plan, err := e.Plan(context.Background(), publishtest.Listed(t, j))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func TestPlanShowsManifestJoin(t *testing.T) {
 		t.Errorf("manifest join build side is not the smaller input")
 	}
 
-	text, err := e.Explain(context.Background(), job.Spec(j))
+	text, err := e.Explain(context.Background(), publishtest.Listed(t, j))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 				ManifestID: gen.ManifestID, EnrollmentSnapshotID: gen.EnrollmentSnapshotID,
 				TargetFileBytes: engine.DefaultTargetFileBytes,
 			}
+			spec = publishtest.WithInputs(t, spec)
 			e, err := duckdb.Open(ctx, map[string]string{"threads": "2"})
 			if err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@ func (e *Engine) ReadBack(ctx context.Context, warehouse string, spec engine.Spe
 		if files := staged.FactFiles[d]; len(files) > 0 {
 			q := fmt.Sprintf(`SELECT count(*), coalesce(sum(event_count), 0)::BIGINT,
 				count(*) FILTER (WHERE learner_key IS NULL OR lesson_id IS NULL OR course_id IS NULL)
-				FROM read_parquet(%s, hive_partitioning=false)`, list(paths(warehouse, files)))
+				FROM read_parquet(%s, hive_partitioning=false)`, FileList(paths(warehouse, files)))
 			if err := e.conn.QueryRowContext(ctx, q).Scan(&f.FactRows, &f.FactEventSum, &f.FactNullKeyRows); err != nil {
 				return nil, fmt.Errorf("read back %s %s: %w", engine.FactTable, d, firstLine(err))
 			}
@@ -47,7 +47,7 @@ func (e *Engine) ReadBack(ctx context.Context, warehouse string, spec engine.Spe
 				coalesce(sum(matched_lesson_count), 0)::BIGINT, coalesce(sum(unknown_lesson_count), 0)::BIGINT,
 				coalesce(sum(enrolled_event_count), 0)::BIGINT,
 				count(*) FILTER (WHERE matched_lesson_count + unknown_lesson_count <> event_count)
-				FROM read_parquet(%s, hive_partitioning=false)`, list(paths(warehouse, files)))
+				FROM read_parquet(%s, hive_partitioning=false)`, FileList(paths(warehouse, files)))
 			if err := e.conn.QueryRowContext(ctx, q).Scan(&f.CourseDayRows, &f.EventCount, &f.MatchedLessonCount,
 				&f.UnknownLessonCount, &f.EnrolledEventCount, &f.IdentityViolatedRows); err != nil {
 				return nil, fmt.Errorf("read back %s %s: %w", engine.CourseDayTable, d, firstLine(err))

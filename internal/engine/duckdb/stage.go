@@ -13,7 +13,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
-	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/warehouse"
@@ -24,20 +23,9 @@ type sources struct {
 	raw, lessons, enrollments []string
 }
 
-func resolve(spec engine.Spec) (sources, error) {
-	var s sources
-	parts, err := inputs.RawPartitions(spec.Raw)
-	if err != nil {
-		return s, err
-	}
-	s.raw = windowFiles(parts, spec)
-	if s.lessons, err = inputs.ParquetPath("lessons", spec.Lessons); err != nil {
-		return s, err
-	}
-	if s.enrollments, err = inputs.ParquetPath("enrollments", spec.Enrollments); err != nil {
-		return s, err
-	}
-	return s, nil
+// resolve takes the attempt's listing: the engine reads exactly those files.
+func resolve(spec engine.Spec) sources {
+	return sources{raw: spec.Inputs.RawPaths(), lessons: spec.Inputs.LessonPaths(), enrollments: spec.Inputs.EnrollmentPaths()}
 }
 
 func dateList(ds []dates.Date) string {
@@ -96,7 +84,7 @@ FROM (
 )
 WHERE ingest_date BETWEEN DATE %s AND DATE %s
   AND event_date IN %s`,
-		eventDateExpr, list(raw), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
+		eventDateExpr, FileList(raw), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
 }
 
 // factQuery is the staging plan. It aggregates the events to the fact grain
@@ -162,14 +150,14 @@ func dimensions(spec engine.Spec, s sources) string {
 enrollments AS (
   SELECT learner_key, course_id
   FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s
-)`, list(s.enrollments), quote(spec.EnrollmentSnapshotID))
+)`, FileList(s.enrollments), quote(spec.EnrollmentSnapshotID))
 }
 
 func manifestCTE(spec engine.Spec, s sources) string {
 	return fmt.Sprintf(`manifest AS (
   SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
   FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE manifest_id = %s
-)`, list(s.lessons), quote(spec.ManifestID))
+)`, FileList(s.lessons), quote(spec.ManifestID))
 }
 
 // conflictFixQuery recomputes, at event level, the two figures that the
@@ -204,15 +192,12 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 		FactFiles:      map[dates.Date][]pointer.File{},
 		CourseDayFiles: map[dates.Date][]pointer.File{},
 	}
-	s, err := resolve(spec)
-	if err != nil {
-		return st, err
-	}
+	s := resolve(spec)
 	steps := stageSteps{total: 3 + 2*len(spec.Dates), p: e.reporter()}
 	// The input count is a separate scan of raw on purpose: the silent-drop
 	// check must not be derived from the output it audits.
 	steps.next("count input events", 0)
-	err = e.eachDate(ctx, "count input events", "SELECT event_date, count(*) FROM ("+eventsQuery(spec, s.raw)+") GROUP BY event_date",
+	err := e.eachDate(ctx, "count input events", "SELECT event_date, count(*) FROM ("+eventsQuery(spec, s.raw)+") GROUP BY event_date",
 		func(d dates.Date, n ...int64) {
 			f := st.Stage[d]
 			f.InputEvents = n[0]
@@ -370,8 +355,8 @@ func (e *Engine) eachDate(ctx context.Context, what, q string, fn func(d dates.D
 // extra predicate appended to its WHERE clause.
 func (e *Engine) writeDate(ctx context.Context, root, relDir string, query func(pred string) string, splitKey string, target int64) ([]pointer.File, error) {
 	dir := abs(root, relDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create staging %s: %w", dir, err)
+	if err := warehouse.MkdirAll(root, relDir); err != nil {
+		return nil, err
 	}
 	single := filepath.Join(dir, "_single.parquet")
 	if err := e.copy(ctx, query(""), single); err != nil {
@@ -413,7 +398,7 @@ func (e *Engine) writeDate(ctx context.Context, root, relDir string, query func(
 			return nil, fmt.Errorf("stat staged %s: %w", p, err)
 		}
 		var rows int64
-		if err := e.conn.QueryRowContext(ctx, "SELECT num_rows FROM parquet_file_metadata("+quote(p)+")").Scan(&rows); err != nil {
+		if err := e.conn.QueryRowContext(ctx, "SELECT num_rows FROM parquet_file_metadata("+FileRef(p)+")").Scan(&rows); err != nil {
 			return nil, fmt.Errorf("read staged %s: %w", p, firstLine(err))
 		}
 		files = append(files, pointer.File{Path: path.Join(relDir, name), Bytes: size, Rows: rows})

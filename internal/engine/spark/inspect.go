@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
-	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
 // Spark type names, matched exactly.
@@ -19,15 +16,11 @@ var rawColumns, manifestColumns, enrollmentColumns = engine.InputColumns([]strin
 
 // schema asks Spark for one Parquet file's columns and types (Spark's type
 // names, lower case: string, timestamp, timestampntz, ...). Asking per file
-// (not once for the directory) is what lets an error name the file. The
-// magic bytes are checked first, here as in the DuckDB engine, so both
-// engines refuse the same damaged files with the same words.
+// (not once for the directory) is what lets an error name the file. The job
+// checked every listed file's magic bytes before, for both engines alike.
 func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
-	if err := inputs.CheckMagic(what, file); err != nil {
-		return nil, nil, err
-	}
 	step := fmt.Sprintf("read the schema of %s file %s", what, file)
-	df, err := e.session.Read().Format("parquet").Load(file)
+	df, err := e.session.Read().Format("parquet").Load(literalPath(file))
 	if err != nil {
 		return nil, nil, wrap(e.remote, step, err)
 	}
@@ -53,12 +46,6 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 	return engine.CheckColumns(what, files, required, schema, exact)
 }
 
-// IngestDates implements engine.Engine. The listing is the Go side's, as
-// for DuckDB: Spark is not asked until an input is read.
-func (e *Engine) IngestDates(ctx context.Context, raw string) ([]dates.Date, error) {
-	return inputs.IngestDates(raw)
-}
-
 // Inspect implements engine.Engine.
 func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
 	var in engine.Inputs
@@ -66,15 +53,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if err != nil {
 		return in, err
 	}
-	parts, err := inputs.RawPartitions(spec.Raw)
-	if err != nil {
-		return in, err
-	}
-	var rawFiles []string
-	for _, p := range window(parts, spec) {
-		rawFiles = append(rawFiles, p.Files...)
-	}
-	sort.Strings(rawFiles)
+	rawFiles := spec.Inputs.RawPaths()
 	in.Figures.RawFiles = len(rawFiles)
 	union, err := e.checkColumns(ctx, "raw", rawFiles, rawColumns)
 	if err != nil {
@@ -84,39 +63,40 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if err := e.eventIdentity(ctx, spec, &in.Figures); err != nil {
 		return in, err
 	}
-	in.Figures.ProhibitedFound = engine.Prohibited(union, spec.ProhibitedColumns)
 
 	check := func(what string, files []string, required []engine.Column) error {
 		_, err := e.checkColumns(ctx, what, files, required)
 		return err
 	}
-	_, _, err = engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check)
-	if err != nil {
+	if err := engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check); err != nil {
 		return in, err
 	}
 
 	// The longest title is measured in bytes (octet_length; Spark's length
 	// counts characters) and ties go to the smallest lesson_id, nulls last,
-	// as in the DuckDB engine, so both name the same lesson.
+	// as in the DuckDB engine, so both name the same lesson. A null
+	// lesson_id is counted for its own check and kept out of the
+	// duplicates, which name lessons.
 	lessonPin := fmt.Sprintf("SELECT lesson_id, octet_length(lesson_title) AS title_bytes FROM %s WHERE manifest_id = %s",
-		pathRef(spec.Lessons), quote(spec.ManifestID))
+		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
 	var dupLessons string
 	if err := e.scan(ctx, "check manifest "+spec.Lessons, fmt.Sprintf(`WITH pin AS (%s),
 		longest AS (SELECT lesson_id, title_bytes FROM pin WHERE title_bytes IS NOT NULL
 		            ORDER BY title_bytes DESC, lesson_id ASC NULLS LAST LIMIT 1)
-		SELECT (SELECT count(*) FROM pin),
+		SELECT (SELECT count(*) FROM pin), (SELECT count_if(lesson_id IS NULL) FROM pin),
 		       (SELECT concat_ws(char(1), sort_array(collect_list(lesson_id))) FROM
-		          (SELECT lesson_id FROM pin GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)),
+		          (SELECT lesson_id FROM pin WHERE lesson_id IS NOT NULL GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)),
 		       (SELECT CAST(title_bytes AS BIGINT) FROM longest), (SELECT lesson_id FROM longest)`, lessonPin),
-		&in.Figures.ManifestRows, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson); err != nil {
+		&in.Figures.ManifestRows, &in.Figures.NullLessonIDs, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson); err != nil {
 		return in, err
 	}
 	if in.Figures.ManifestRows == 0 {
-		return in, e.noPin(ctx, "lessons", spec.Lessons, "manifest_id", spec.ManifestID, "--manifest-id")
+		return in, e.noPin(ctx, "lessons", spec.Lessons, filesRel(spec.Inputs.LessonPaths(), manifestCols), "manifest_id", spec.ManifestID, "--manifest-id")
 	}
 	in.Figures.DuplicateLessonIDs = splitList(dupLessons)
 
-	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", pathRef(spec.Enrollments), quote(spec.EnrollmentSnapshotID))
+	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols)
+	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", enrollRel, quote(spec.EnrollmentSnapshotID))
 	var dupPairs string
 	if err := e.scan(ctx, "check enrollments "+spec.Enrollments, fmt.Sprintf(`WITH pin AS (%s),
 		dups AS (SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
@@ -127,7 +107,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	if in.Figures.EnrollmentRows == 0 {
-		return in, e.noPin(ctx, "enrollments", spec.Enrollments, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
+		return in, e.noPin(ctx, "enrollments", spec.Enrollments, enrollRel, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
 	}
 	in.Figures.DuplicateEnrollments = splitList(dupPairs)
 	return in, nil
@@ -175,9 +155,9 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.In
 
 // noPin explains a pin with no rows: a wrong argument, not an empty input.
 // The error lists the pins that do exist.
-func (e *Engine) noPin(ctx context.Context, what, path, col, pin, flag string) error {
+func (e *Engine) noPin(ctx context.Context, what, path, rel, col, pin, flag string) error {
 	present, err := e.strings(ctx, "read "+what+" "+path, fmt.Sprintf(
-		"SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL ORDER BY 1 LIMIT 10", col, pathRef(path), col))
+		"SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL ORDER BY 1 LIMIT 10", col, rel, col))
 	if err != nil {
 		return err
 	}
@@ -242,15 +222,4 @@ func asInt(v any) (int64, error) {
 		return 0, nil
 	}
 	return 0, fmt.Errorf("unexpected number %v (%T)", v, v)
-}
-
-// window is the raw partitions whose ingest_date lies in the read window.
-func window(parts []inputs.Partition, spec engine.Spec) []inputs.Partition {
-	var out []inputs.Partition
-	for _, p := range parts {
-		if p.IngestDate >= spec.IngestFrom && p.IngestDate <= spec.IngestTo {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -3,12 +3,10 @@ package spark
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
-	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
 // Session-scoped names. Temporary views live in this engine's own Spark
@@ -32,28 +30,22 @@ func (e *Engine) rawSource(ctx context.Context, spec engine.Spec) (string, error
 	return eventsQuery(spec), nil
 }
 
-// registerRaw registers the raw partitions of the read window as the view
-// rawView, and reports false, registering nothing, when the window holds
-// none. Spark discovers ingest_date from the directory names (basePath is
-// the raw root) and a WHERE clause on it is a partition filter; the path
-// glob keeps partitions outside the window from being listed or having
-// their footers read at all.
+// registerRaw registers the listed raw files of the read window as the
+// view rawView, and reports false, registering nothing, when the window
+// holds none. The view is one scan per listed file, projected to the
+// columns the job reads, with the ingest_date the file was listed under:
+// Spark never lists a partition or expands a pattern, so it reads exactly
+// the files the checks judged.
 func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error) {
-	parts, err := inputs.RawPartitions(spec.Raw)
-	if err != nil {
-		return false, err
-	}
-	inWindow := window(parts, spec)
-	if len(inWindow) == 0 {
+	if len(spec.Inputs.Raw) == 0 {
 		return false, nil
 	}
-	names := make([]string, len(inWindow))
-	for i, p := range inWindow {
-		names[i] = filepath.Base(p.Dir)
+	parts := make([]string, len(spec.Inputs.Raw))
+	for i, f := range spec.Inputs.Raw {
+		parts[i] = fmt.Sprintf("SELECT event_id, learner_key, lesson_id, course_id, CAST(event_time AS TIMESTAMP) AS event_time, DATE %s AS ingest_date FROM %s",
+			quote(f.IngestDate.String()), pathRef(f.Path))
 	}
-	glob := filepath.Join(spec.Raw, "{"+strings.Join(names, ",")+"}")
-	q := fmt.Sprintf("CREATE OR REPLACE TEMPORARY VIEW %s USING parquet OPTIONS (path %s, basePath %s, mergeSchema 'true')",
-		rawView, quote(glob), quote(spec.Raw))
+	q := fmt.Sprintf("CREATE OR REPLACE TEMPORARY VIEW %s AS %s", rawView, strings.Join(parts, "\nUNION ALL\n"))
 	if err := e.exec(ctx, "read raw "+spec.Raw, q); err != nil {
 		return false, err
 	}
@@ -162,7 +154,8 @@ SELECT learner_key, lesson_id, event_date,
        (count(DISTINCT course_id) > 1 OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
 FROM joined
 GROUP BY learner_key, lesson_id, event_date`,
-		indent(events), pathRef(spec.Lessons), quote(spec.ManifestID), pathRef(spec.Enrollments), quote(spec.EnrollmentSnapshotID),
+		indent(events), filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID),
+		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID),
 		saltOf(spec), saltsOf(spec))
 }
 

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/inputs"
 )
 
 // Engine is the Spark implementation of engine.Engine. It holds one Spark
@@ -151,20 +153,42 @@ func (e *Engine) rows(ctx context.Context, what, q string) ([]types.Row, error) 
 	return rows, nil
 }
 
-// absSpec makes the input paths absolute. Paths reach the Spark server as
-// text, and the server resolves a relative one against its own working
-// directory, not the job's.
+// absSpec makes the input paths and the listed files absolute. Paths reach
+// the Spark server as text, and the server resolves a relative one against
+// its own working directory, not the job's.
 func absSpec(spec engine.Spec) (engine.Spec, error) {
-	for _, p := range []*string{&spec.Raw, &spec.Lessons, &spec.Enrollments} {
+	abs := func(p *string) error {
 		if *p == "" {
-			continue
+			return nil
 		}
 		a, err := filepath.Abs(*p)
 		if err != nil {
-			return spec, fmt.Errorf("input path %s: %w", *p, err)
+			return fmt.Errorf("input path %s: %w", *p, err)
 		}
 		*p = a
+		return nil
 	}
+	for _, p := range []*string{&spec.Raw, &spec.Lessons, &spec.Enrollments} {
+		if err := abs(p); err != nil {
+			return spec, err
+		}
+	}
+	l := spec.Inputs
+	l.Raw = slices.Clone(l.Raw)
+	l.Lessons, l.Enrollments = slices.Clone(l.Lessons), slices.Clone(l.Enrollments)
+	for i := range l.Raw {
+		if err := abs(&l.Raw[i].Path); err != nil {
+			return spec, err
+		}
+	}
+	for _, fs := range [][]inputs.File{l.Lessons, l.Enrollments} {
+		for i := range fs {
+			if err := abs(&fs[i].Path); err != nil {
+				return spec, err
+			}
+		}
+	}
+	spec.Inputs = l
 	return spec, nil
 }
 
@@ -183,8 +207,37 @@ func list(items []string) string {
 	return "(" + strings.Join(q, ", ") + ")"
 }
 
+// globEscaper escapes what Spark's file sources expand as a pattern: every
+// path they are given goes through Hadoop's glob ({} [] * ? and \ are
+// special), so each of those is escaped with a backslash and the path
+// names exactly one file or directory.
+var globEscaper = strings.NewReplacer(`\`, `\\`, `{`, `\{`, `}`, `\}`, `[`, `\[`, `]`, `\]`, `*`, `\*`, `?`, `\?`)
+
+// literalPath is p as Spark's file sources must be given it to read p
+// itself, never a pattern matching its siblings.
+func literalPath(p string) string { return globEscaper.Replace(p) }
+
 // pathRef names a file or directory for SQL's parquet.`path` form.
-func pathRef(p string) string { return "parquet.`" + strings.ReplaceAll(p, "`", "``") + "`" }
+func pathRef(p string) string {
+	return "parquet.`" + strings.ReplaceAll(literalPath(p), "`", "``") + "`"
+}
+
+// filesRel is a relation over exactly the listed files: one parquet.`file`
+// scan per file, each projected to cols, joined with UNION ALL. Every file
+// was checked for cols, so a column one file lacks fails before this runs.
+func filesRel(files []string, cols string) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		parts[i] = fmt.Sprintf("SELECT %s FROM %s", cols, pathRef(f))
+	}
+	return "(" + strings.Join(parts, "\nUNION ALL\n") + ") AS listed"
+}
+
+// Projections of the two pin inputs, the columns the job reads of them.
+const (
+	manifestCols   = "manifest_id, lesson_id, course_id, lesson_title"
+	enrollmentCols = "learner_key, course_id, snapshot_id"
+)
 
 // channelBuilder is spark-connect-go's builder with a larger receive limit.
 type channelBuilder struct{ *channel.BaseBuilder }

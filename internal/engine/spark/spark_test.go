@@ -15,7 +15,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
@@ -96,7 +95,7 @@ func TestExplainMarksBothJoins(t *testing.T) {
 	j := fx.Job(t, t.TempDir(), "explain", mon, tue)
 	e := open(t)
 	defer e.Close()
-	plan, err := e.Plan(context.Background(), job.Spec(j))
+	plan, err := e.Plan(context.Background(), publishtest.Listed(t, j))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +295,7 @@ func TestAnalysisErrorHasItsClass(t *testing.T) {
 	st := engine.Staged{
 		FactFiles: map[dates.Date][]pointer.File{dates.MustParse(mon): res.Entries[dates.MustParse(mon)].CourseDayFiles},
 	}
-	_, err := e.ReadBack(context.Background(), wh, job.Spec(fx.Job(t, wh, "x", mon)), st)
+	_, err := e.ReadBack(context.Background(), wh, publishtest.Listed(t, fx.Job(t, wh, "x", mon)), st)
 	var se *spark.Error
 	if !errors.As(err, &se) || !strings.HasPrefix(se.Class, "UNRESOLVED_COLUMN") {
 		t.Fatalf("ReadBack error %v, want Spark's UNRESOLVED_COLUMN class", err)

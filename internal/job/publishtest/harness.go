@@ -31,6 +31,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
@@ -107,6 +108,28 @@ func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
 		"--raw", filepath.Join(f.Dir, "raw"), "--lessons", filepath.Join(f.Dir, "lessons"),
 		"--enrollments", filepath.Join(f.Dir, "enrollments"), "--warehouse", warehouse,
 		"--job-id", jobID, "--dates", strings.Join(ds, ",")}
+}
+
+// Listed is the engine's view of j with its inputs listed, as publish and
+// explain hand it to an engine.
+func Listed(t *testing.T, j config.Job) engine.Spec {
+	t.Helper()
+	spec, err := job.ListedSpec(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// WithInputs fills spec.Inputs by listing spec's raw read window and pins.
+func WithInputs(t *testing.T, spec engine.Spec) engine.Spec {
+	t.Helper()
+	l, err := inputs.List(inputs.Request{Raw: spec.Raw, Lessons: spec.Lessons, Enrollments: spec.Enrollments, From: spec.IngestFrom, To: spec.IngestTo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Inputs = l
+	return spec
 }
 
 // Publish runs one attempt in-process.

@@ -4,7 +4,9 @@
 //	<warehouse>/pointer-history/<generation>.json  immutable copy of every generation
 //	<warehouse>/pointer.lock                       flock(2) target serialising writers
 //
-// A Version is the decimal generation of pointer.json.
+// A Version is the decimal generation of pointer.json. Nothing is written
+// through a symlink inside the warehouse: a symlinked pointer-history/,
+// pointer.json or pointer.lock is refused (warehouse.ErrSymlink).
 package localfs
 
 import (
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,7 +47,19 @@ var _ pointer.Store = (*Store)(nil)
 // (through flock on a local filesystem; NFS locking is not relied upon).
 type Store struct {
 	dir string
+	// LockTimeout bounds the wait for the writer lock (DefaultLockTimeout
+	// when zero); Log hears what a wait is waiting for (nil: silent).
+	LockTimeout time.Duration
+	Log         *slog.Logger
 }
+
+// DefaultLockTimeout is how long a writer waits for the lock before giving
+// up. The lock is held for milliseconds by a Swap and for the length of a
+// gc run, so a longer wait means a stuck holder, which a human must see.
+const DefaultLockTimeout = 5 * time.Minute
+
+// ErrLockTimeout: the writer lock stayed held for the whole LockTimeout.
+var ErrLockTimeout = errors.New("gave up waiting for the pointer lock")
 
 // New returns a Store for the warehouse directory, which is created on the
 // first Swap if missing.
@@ -108,18 +123,17 @@ func (s *Store) read() (pointer.Pointer, []byte, error) {
 	return p, b, nil
 }
 
-// Swap makes next current if pointer.json is still at expect.
+// Swap makes next current if pointer.json is still at expect and next's
+// parent is pointer.json as stored (generation and digest).
 //
-// Under the lock it writes two files in order: first the history copy
-// <next.Generation>.json, created exclusively with link(2), then
-// pointer.json, replaced with rename(2). The history copy is the commit
-// point. A writer killed between the two leaves a history copy one
-// generation ahead of pointer.json; readers still see the old generation,
-// which is safe, but the next writer must not build on the old generation
-// or the orphan's dates would be lost. So when the exclusive create finds
-// the copy already there, Swap rolls pointer.json forward to the newest
-// history copy and reports ErrConflict, and the caller re-merges on top of
-// it.
+// Under the lock it first looks past pointer.json in the history
+// (pointer.Beyond): a true successor left by a writer killed between its two
+// writes is rolled forward (ErrConflict, the caller re-merges on top of it),
+// anything else is refused (ErrBrokenChain) and nothing is written. Then it
+// writes two files in order: the history copy <next.Generation>.json,
+// created exclusively with link(2), which is the commit point, and
+// pointer.json, replaced with rename(2). Readers see the old generation or
+// the new one, never a mix.
 func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.Pointer) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -131,16 +145,26 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	if next.Generation != expectGen+1 {
 		return fmt.Errorf("swap: next generation %d does not follow version %q", next.Generation, expect)
 	}
+	if next.FormatVersion != pointer.FormatVersion {
+		return fmt.Errorf("swap: next is format %d; this store writes format %d only", next.FormatVersion, pointer.FormatVersion)
+	}
 	data, err := pointer.Encode(next)
 	if err != nil {
 		return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
 	}
-	if err := mkdirAll(s.dir); err != nil {
-		return err
+	// Refusals before the lock write nothing, and say so: the caller need
+	// not re-read to learn the outcome.
+	if err := warehouse.MkdirAll(s.dir, historyName); err != nil {
+		return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
 	}
-	unlock, err := lock(ctx, s.lockPath())
+	for _, p := range []string{s.pointerPath(), s.lockPath()} {
+		if err := warehouse.NoSymlink(p); err != nil {
+			return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
+		}
+	}
+	unlock, err := s.lock(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
 	}
 	defer unlock()
 
@@ -152,49 +176,54 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		return fmt.Errorf("swap to generation %d: stored version %q, read version %q: %w",
 			next.Generation, got, expect, pointer.ErrConflict)
 	}
+	if !parentIs(next, cur) {
+		return fmt.Errorf("swap to generation %d: pointer.json changed since it was read (same generation, other bytes): %w",
+			next.Generation, pointer.ErrConflict)
+	}
 	s.removeTemps()
-	if err := mkdirAll(s.historyDir()); err != nil {
+	gens, err := s.generations()
+	if err != nil {
 		return err
+	}
+	orphan, err := pointer.Beyond(cur, gens, func(g int64) (pointer.Pointer, error) { return s.loadGeneration(g) })
+	if err != nil {
+		return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+	}
+	if orphan != nil {
+		if err := s.rollForward(orphan.Generation); err != nil {
+			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+		}
+		return fmt.Errorf("swap to generation %d: an interrupted write had left generation %d in the history; it was rolled forward: %w",
+			next.Generation, orphan.Generation, pointer.ErrConflict)
 	}
 	created, err := createExclusive(s.historyDir(), s.historyPath(next.Generation), data)
 	if err != nil {
 		return err
 	}
 	if !created {
-		if err := s.rollForward(cur.Generation); err != nil {
-			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
-		}
-		return fmt.Errorf("swap to generation %d: history copy already existed and was rolled forward: %w",
-			next.Generation, pointer.ErrConflict)
+		// Under the lock only a writer that ignores it can have taken the
+		// generation; re-reading shows what it did.
+		return fmt.Errorf("swap to generation %d: history copy appeared outside the lock: %w", next.Generation, pointer.ErrConflict)
 	}
 	failpoint.Hit(failpoint.MidPointer)
 	return replace(s.dir, s.pointerPath(), data)
 }
 
-// rollForward makes pointer.json equal to the newest history copy. The
-// newest rather than cur+1: if pointer.json was lost while history
-// survived, stepping through every old generation would show readers a
-// regressing pointer.
-func (s *Store) rollForward(cur int64) error {
-	gens, err := s.generations()
-	if err != nil {
-		return err
+// parentIs reports whether next was merged from cur as stored.
+func parentIs(next, cur pointer.Pointer) bool {
+	if cur.Generation == 0 {
+		return next.Parent == nil
 	}
-	if len(gens) == 0 || gens[len(gens)-1] <= cur {
-		return fmt.Errorf("roll forward from generation %d: no newer history copy in %s", cur, s.historyDir())
-	}
-	gen := gens[len(gens)-1]
+	return next.Parent != nil && next.Parent.Generation == cur.Generation && next.Parent.SHA256 == cur.Digest
+}
+
+// rollForward makes pointer.json the history copy of generation gen, byte
+// for byte, so the parent digest its successor names stays true.
+func (s *Store) rollForward(gen int64) error {
 	path := s.historyPath(gen)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("roll forward: read %s: %w", path, err)
-	}
-	p, err := pointer.Decode(b)
-	if err != nil {
-		return fmt.Errorf("roll forward: read %s: %w", path, err)
-	}
-	if p.Generation != gen {
-		return fmt.Errorf("roll forward: %s holds generation %d", path, p.Generation)
 	}
 	return replace(s.dir, s.pointerPath(), b)
 }
@@ -259,6 +288,10 @@ func (s *Store) LoadGeneration(ctx context.Context, generation int64) (pointer.P
 	if err := ctx.Err(); err != nil {
 		return pointer.Pointer{}, err
 	}
+	return s.loadGeneration(generation)
+}
+
+func (s *Store) loadGeneration(generation int64) (pointer.Pointer, error) {
 	if generation < 1 {
 		return pointer.Pointer{}, fmt.Errorf("load generation %d: %w", generation, fs.ErrNotExist)
 	}
@@ -277,16 +310,29 @@ func (s *Store) LoadGeneration(ctx context.Context, generation int64) (pointer.P
 	return p, nil
 }
 
-// lock takes an exclusive flock on a freshly opened descriptor of path.
-// flock locks belong to the open file description, so two goroutines of one
-// process exclude each other too, and the kernel drops the lock when its
-// holder dies: there are no stale locks to clean up. The lock is polled
-// rather than waited on so a cancelled ctx ends the wait.
-func lock(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// lock takes an exclusive flock on a freshly opened descriptor of the lock
+// file. flock locks belong to the open file description, so two goroutines
+// of one process exclude each other too, and the kernel drops the lock when
+// its holder dies: there are no stale locks to clean up. The lock is polled
+// rather than waited on so a cancelled ctx ends the wait; a wait is logged
+// with the holder's pid (which every holder writes into the file) and ends
+// with ErrLockTimeout after LockTimeout, so a stuck holder is never waited
+// on in silence. The file is opened without following a symlink.
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	path := s.lockPath()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, warehouse.NoSymlink(path)
+		}
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
+	timeout := s.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	start := time.Now()
+	var lastLog time.Time
 	wait := 100 * time.Microsecond
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -296,6 +342,19 @@ func lock(ctx context.Context, path string) (unlock func(), err error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		waited := time.Since(start)
+		if waited >= timeout {
+			holder := holderOf(f)
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w after %s: it is held by %s; find out why that process holds it (a gc deleting, a stuck publish) or raise engagement.lockTimeout (--lock-timeout)",
+				path, ErrLockTimeout, timeout, holder)
+		}
+		// Say what is being waited for after a moment, then every 30 s.
+		if s.Log != nil && waited >= time.Second && time.Since(lastLog) >= 30*time.Second {
+			lastLog = time.Now()
+			s.Log.Warn("waiting for the pointer lock", "lock", path, "held_by", holderOf(f),
+				"waited", waited.Round(time.Millisecond).String(), "gives_up_after", timeout.String())
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -307,9 +366,31 @@ func lock(ctx context.Context, path string) (unlock func(), err error) {
 		}
 		wait = min(2*wait, 10*time.Millisecond)
 	}
+	// Record the holder for whoever waits next; the note is advisory, so a
+	// failure to write it does not fail the lock.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if !lastLog.IsZero() {
+		s.Log.Info("got the pointer lock", "lock", path, "waited", time.Since(start).Round(time.Millisecond).String())
+	}
 	// Closing the descriptor releases the lock; an error from Close cannot
 	// undo a write that already happened, so it is not reported.
 	return func() { f.Close() }, nil
+}
+
+// holderOf names the lock's holder from the pid it wrote into the file.
+func holderOf(f *os.File) string {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 {
+		return "an unknown process (no pid recorded)"
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil && errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("pid %d (recorded in the lock file; no such process here, so maybe another machine)", pid)
+	}
+	return fmt.Sprintf("pid %d", pid)
 }
 
 // replace durably replaces path with data: temp file, fsync, rename, fsync
@@ -352,36 +433,13 @@ func createExclusive(dir, path string, data []byte) (created bool, err error) {
 	return true, nil
 }
 
-// mkdirAll creates dir and any missing parents, fsyncing each parent after
-// creating a child in it so the new directory survives a crash.
-func mkdirAll(dir string) error {
-	fi, err := os.Stat(dir)
-	if err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("create directory %s: exists and is not a directory", dir)
-		}
-		return nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("stat %s: %w", dir, err)
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := mkdirAll(parent); err != nil {
-			return err
-		}
-	}
-	// Another writer may create it first; that is as good as creating it.
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create directory %s: %w", dir, err)
-	}
-	return warehouse.SyncDir(parent)
-}
-
 // Lock takes the lock that serialises Swap and returns its release. It is
 // for callers that act on what the pointer names and must keep it still
 // meanwhile (gc deciding which staging prefixes nothing names); a Swap
 // waits until the release.
 func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
-	return lock(ctx, s.lockPath())
+	if err := warehouse.NoSymlink(s.lockPath()); err != nil {
+		return nil, err
+	}
+	return s.lock(ctx)
 }

@@ -95,3 +95,30 @@ func (s *Blackout) LoadGeneration(ctx context.Context, generation int64) (pointe
 	}
 	return s.Store.LoadGeneration(ctx, generation)
 }
+
+// HistoryOnly takes the generation in the history and then fails to replace
+// the pointer, on that Swap and every later one, as a store whose pointer
+// object cannot be written (a read-only directory, a refused PUT) does.
+// PutHistory writes the history copy the way the store itself would. Use
+// it through a pointer: it carries state.
+type HistoryOnly struct {
+	pointer.Store
+	PutHistory func(gen int64, data []byte) error
+	Err        error
+
+	taken atomic.Bool
+}
+
+// Swap implements pointer.Store.
+func (s *HistoryOnly) Swap(_ context.Context, _ pointer.Version, next pointer.Pointer) error {
+	if !s.taken.Swap(true) {
+		data, err := pointer.Encode(next)
+		if err != nil {
+			return err
+		}
+		if err := s.PutHistory(next.Generation, data); err != nil {
+			return err
+		}
+	}
+	return injected(s.Err)
+}

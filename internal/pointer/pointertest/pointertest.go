@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -91,7 +92,7 @@ func testFirstSwap(t *testing.T, s pointer.Store) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	next := pointer.Merge(cur, "job-a", map[dates.Date]pointer.DateEntry{Day0: Entry("job-a", Day0)})
+	next := merge(cur, "job-a", map[dates.Date]pointer.DateEntry{Day0: Entry("job-a", Day0)})
 	if err := s.Swap(ctx, v, next); err != nil {
 		t.Fatalf("Swap from %q: %v", v, err)
 	}
@@ -131,13 +132,13 @@ func testStaleVersion(t *testing.T, newStore func(t *testing.T) pointer.Store) {
 			for _, job := range []string{"job-a", "job-b"} {
 				p, v := mustLoad(t, s)
 				seen, versions = append(seen, p), append(versions, v)
-				if err := s.Swap(ctx, v, pointer.Merge(p, job, map[dates.Date]pointer.DateEntry{Day0: Entry(job, Day0)})); err != nil {
+				if err := s.Swap(ctx, v, merge(p, job, map[dates.Date]pointer.DateEntry{Day0: Entry(job, Day0)})); err != nil {
 					t.Fatalf("Swap %s: %v", job, err)
 				}
 			}
 			before, vBefore := mustLoad(t, s)
 
-			late := pointer.Merge(seen[tc.stale], "job-late", map[dates.Date]pointer.DateEntry{Day0.AddDays(1): Entry("job-late", Day0.AddDays(1))})
+			late := merge(seen[tc.stale], "job-late", map[dates.Date]pointer.DateEntry{Day0.AddDays(1): Entry("job-late", Day0.AddDays(1))})
 			err := s.Swap(ctx, versions[tc.stale], late)
 			if !errors.Is(err, pointer.ErrConflict) {
 				t.Fatalf("stale Swap error = %v, want ErrConflict", err)
@@ -167,7 +168,7 @@ func testGenerationGap(t *testing.T, s pointer.Store) {
 	ctx := t.Context()
 	p1 := mustPublish(t, s, "job-a", Day0)
 	_, v := mustLoad(t, s)
-	next := pointer.Merge(p1, "job-gap", map[dates.Date]pointer.DateEntry{Day0: Entry("job-gap", Day0)})
+	next := merge(p1, "job-gap", map[dates.Date]pointer.DateEntry{Day0: Entry("job-gap", Day0)})
 	next.Generation++
 	if err := s.Swap(ctx, v, next); err == nil {
 		t.Fatalf("Swap to generation %d from generation 1 succeeded", next.Generation)
@@ -202,13 +203,13 @@ func testHistory(t *testing.T, s pointer.Store) {
 func testMergesOnlyItsDates(t *testing.T, s pointer.Store) {
 	ctx := t.Context()
 	monday, tuesday, wednesday := Day0, Day0.AddDays(1), Day0.AddDays(2)
-	if _, err := pointer.Publish(ctx, s, "job-a", map[dates.Date]pointer.DateEntry{
+	if _, err := publish(ctx, s, "job-a", map[dates.Date]pointer.DateEntry{
 		monday:  Entry("job-a", monday),
 		tuesday: Entry("job-a", tuesday),
 	}); err != nil {
 		t.Fatalf("Publish job-a: %v", err)
 	}
-	got, err := pointer.Publish(ctx, s, "job-b", map[dates.Date]pointer.DateEntry{
+	got, err := publish(ctx, s, "job-b", map[dates.Date]pointer.DateEntry{
 		monday:    Entry("job-b", monday),
 		wednesday: Entry("job-b", wednesday),
 	})
@@ -238,7 +239,7 @@ func publishAll(t *testing.T, s pointer.Store, jobs []string, days []dates.Date)
 	for i := range jobs {
 		wg.Go(func() {
 			<-start
-			p, err := pointer.Publish(ctx, s, jobs[i], map[dates.Date]pointer.DateEntry{days[i]: Entry(jobs[i], days[i])})
+			p, err := publish(ctx, s, jobs[i], map[dates.Date]pointer.DateEntry{days[i]: Entry(jobs[i], days[i])})
 			if err != nil {
 				t.Errorf("Publish %s: %v", jobs[i], err)
 			}
@@ -365,7 +366,7 @@ func testUnknownOutcome(t *testing.T, newStore func(t *testing.T) pointer.Store)
 			s := newStore(t)
 			before := mustPublish(t, s, "job-seed", Day0)
 			day := Day0.AddDays(1)
-			got, err := pointer.Publish(ctx, tc.wrap(s), "job-x", map[dates.Date]pointer.DateEntry{day: Entry("job-x", day)})
+			got, err := publish(ctx, tc.wrap(s), "job-x", map[dates.Date]pointer.DateEntry{day: Entry("job-x", day)})
 
 			if tc.errIs == nil {
 				if err != nil {
@@ -385,7 +386,7 @@ func testUnknownOutcome(t *testing.T, newStore func(t *testing.T) pointer.Store)
 
 			cur, _ := mustLoad(t, s)
 			if tc.landed {
-				want := pointer.Merge(before, "job-x", map[dates.Date]pointer.DateEntry{day: Entry("job-x", day)})
+				want := merge(before, "job-x", map[dates.Date]pointer.DateEntry{day: Entry("job-x", day)})
 				assertEqual(t, "pointer after landed write", cur, want)
 				if err == nil {
 					assertEqual(t, "Publish result", got, want)
@@ -403,7 +404,7 @@ func testCancelled(t *testing.T, s pointer.Store) {
 	before := mustPublish(t, s, "job-a", Day0)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := pointer.Publish(ctx, s, "job-b", map[dates.Date]pointer.DateEntry{Day0: Entry("job-b", Day0)})
+	_, err := publish(ctx, s, "job-b", map[dates.Date]pointer.DateEntry{Day0: Entry("job-b", Day0)})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Publish with a cancelled context: error %v, want context.Canceled", err)
 	}
@@ -422,7 +423,7 @@ func mustLoad(t *testing.T, s pointer.Store) (pointer.Pointer, pointer.Version) 
 
 func mustPublish(t *testing.T, s pointer.Store, jobID string, d dates.Date) pointer.Pointer {
 	t.Helper()
-	p, err := pointer.Publish(t.Context(), s, jobID, map[dates.Date]pointer.DateEntry{d: Entry(jobID, d)})
+	p, err := publish(t.Context(), s, jobID, map[dates.Date]pointer.DateEntry{d: Entry(jobID, d)})
 	if err != nil {
 		t.Fatalf("Publish %s: %v", jobID, err)
 	}
@@ -442,7 +443,26 @@ func assertGenerations(t *testing.T, s pointer.Store, want ...int64) {
 
 // normalized is e as it reads back from a store: non-nil file lists.
 func normalized(e pointer.DateEntry) pointer.DateEntry {
-	return pointer.Merge(pointer.Pointer{}, "x", map[dates.Date]pointer.DateEntry{0: e}).Dates[0]
+	return merge(pointer.Pointer{}, "x", map[dates.Date]pointer.DateEntry{0: e}).Dates[0]
+}
+
+// WrittenAt and WriterVersion are what every suite commit records.
+var (
+	WrittenAt     = time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+	WriterVersion = "pointertest"
+)
+
+// Commit is a publish of entries by jobID as the suite writes it.
+func Commit(jobID string, entries map[dates.Date]pointer.DateEntry) pointer.Commit {
+	return pointer.Commit{JobID: jobID, Entries: entries, WrittenAt: WrittenAt, WriterVersion: WriterVersion}
+}
+
+func merge(cur pointer.Pointer, jobID string, entries map[dates.Date]pointer.DateEntry) pointer.Pointer {
+	return pointer.Merge(cur, Commit(jobID, entries))
+}
+
+func publish(ctx context.Context, s pointer.Store, jobID string, entries map[dates.Date]pointer.DateEntry) (pointer.Pointer, error) {
+	return pointer.Publish(ctx, s, Commit(jobID, entries))
 }
 
 // assertEqual compares after normalising pointers and entries to their
@@ -452,9 +472,8 @@ func assertEqual(t *testing.T, what string, got, want any) {
 	norm := func(v any) any {
 		switch v := v.(type) {
 		case pointer.Pointer:
-			p := pointer.Merge(v, v.UpdatedByJobID, nil)
-			p.Generation = v.Generation
-			p.FormatVersion = v.FormatVersion
+			p := v.Normalized()
+			p.Digest = ""
 			return p
 		case map[dates.Date]pointer.DateEntry:
 			out := map[dates.Date]pointer.DateEntry{}

@@ -1,0 +1,154 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+)
+
+// A warehouse path is a path, never a pattern: read and status of W/wh?
+// beside a sibling W/whB see W/wh? alone.
+func TestReadWarehousePathIsNotAPattern(t *testing.T) {
+	w := biNewWS(t)
+	exp := biReadExpected(t, w.src)
+	for _, wh := range []string{"wh?", "whB"} {
+		args := append(w.publishArgs("into-"+strings.Trim(wh, "?"), biGoodDates), "--warehouse", filepath.Join(w.dir, wh))
+		if r := biRun(t, args...); r.code != 0 {
+			t.Fatalf("publish into %s: exit %d\n%s", wh, r.code, r.stderr)
+		}
+	}
+	r := biRun(t, "read", engine.CourseDayTable, "--warehouse", filepath.Join(w.dir, "wh?"), "--format", "csv")
+	if r.code != 0 {
+		t.Fatalf("read: exit %d\n%s", r.code, r.stderr)
+	}
+	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("csv: %v %v", recs, err)
+	}
+	col := map[string]int{}
+	for i, c := range recs[0] {
+		col[c] = i
+	}
+	sums := map[string]int64{}
+	for _, rec := range recs[1:] {
+		n, err := strconv.ParseInt(rec[col["event_count"]], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums[rec[col["event_date"]]] += n
+		if job := rec[col["job_id"]]; job != "into-wh" {
+			t.Errorf("row of job %s read through W/wh?", job)
+		}
+	}
+	for _, d := range []string{"2026-03-02", "2026-03-03"} {
+		if want := exp.ByDate[dates.MustParse(d)].Events; sums[d] != want {
+			t.Errorf("%s: read sums %d events through W/wh?, want %d (W/whB holds the same again)", d, sums[d], want)
+		}
+	}
+}
+
+// A held pointer lock is waited for with a log line naming the holder, and
+// given up after --lock-timeout (exit 1, naming the holder), by publish and
+// gc alike; the pointer is untouched.
+func TestHeldLockGivesUp(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	before := w.pointerBytes()
+	unlock, err := localfs.New(w.warehouse).Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	holder := "held by pid " + strconv.Itoa(os.Getpid())
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"publish", append(w.publishArgs("waits-1", biGoodDates), "--lock-timeout", "1500ms")},
+		{"gc", []string{"gc", "--warehouse", w.warehouse, "--min-age", "1h", "--lock-timeout", "1500ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, tc.args...)
+			if r.code != exitcode.Error {
+				t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+			}
+			line := r.errLine(t)
+			for _, says := range []string{"gave up waiting for the pointer lock after 1.5s", holder, "--lock-timeout"} {
+				if !strings.Contains(line, says) {
+					t.Errorf("error %q does not say %q", line, says)
+				}
+			}
+			if !strings.Contains(r.stderr, `"msg":"waiting for the pointer lock"`) || !strings.Contains(r.stderr, holder) {
+				t.Errorf("no log line says what is waited for:\n%s", r.stderr)
+			}
+			if after := w.pointerBytes(); string(after) != string(before) {
+				t.Errorf("pointer.json changed")
+			}
+		})
+	}
+}
+
+// A closed stdout after the pointer moved costs only the summary: the real
+// process exits 0 (not 141 from SIGPIPE) and logs that it could not print.
+func TestClosedStdoutAfterPublish(t *testing.T) {
+	w := biNewWS(t)
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.Close() // the reader went away: every write to stdout fails
+	cmd := exec.Command(publishtest.Binary(t), w.publishArgs("closed-stdout", biGoodDates)...)
+	cmd.Stdout = wr
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	wr.Close()
+	if err != nil {
+		t.Fatalf("publish with a closed stdout: %v (want exit 0)\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "published, but the summary could not be printed to stdout") {
+		t.Errorf("stderr does not log the lost summary:\n%s", stderr.String())
+	}
+	p, err := pointer.Decode(w.pointerBytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"2026-03-02", "2026-03-03"} {
+		if e := p.Dates[dates.MustParse(d)]; e.JobID != "closed-stdout" {
+			t.Errorf("%s names %q, want closed-stdout", d, e.JobID)
+		}
+	}
+}
+
+// Cancellation (a signal) is never a usage error: whatever step it lands in,
+// the exit code is 1 and nothing is published.
+func TestCancelledRunIsNotUsage(t *testing.T) {
+	w := biNewWS(t)
+	for _, args := range [][]string{
+		w.publishArgs("cancelled-1", biGoodDates),
+		{"explain", "--config", w.conf, "--dates", biGoodDates, "--raw", w.raw, "--lessons", w.lessons, "--enrollments", w.enrollments},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var out, errb strings.Builder
+		if code := cli.Main(ctx, args, &out, &errb); code != exitcode.Error {
+			t.Errorf("%s with a cancelled context: exit %d, want 1\n%s", args[0], code, errb.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.warehouse, "pointer.json")); err == nil {
+		t.Errorf("a cancelled publish wrote a pointer")
+	}
+}

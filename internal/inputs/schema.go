@@ -1,0 +1,148 @@
+package inputs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// maxFooterBytes bounds the footer read from one file: a real footer is
+// kilobytes, and a damaged length must not make the job allocate gigabytes.
+const maxFooterBytes = 64 << 20
+
+// Field is one field of a Parquet schema at any depth: the names from the
+// top column down to it.
+type Field []string
+
+// String is the dotted path, context.email for a field email of a struct
+// column context; the groups of a list or map appear as the format names
+// them (items.list.element.email).
+func (f Field) String() string { return strings.Join(f, ".") }
+
+// Fields returns every field of a Parquet file's schema at any depth, in
+// schema order. It reads only the footer, in Go, so every engine is judged
+// on the same schema.
+func Fields(what, path string) (out []Field, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s file %s: not a readable Parquet footer: %s", what, path, fmt.Sprintf(format, args...))
+	}
+	if st.Size() < 12 {
+		return nil, bad("%d bytes", st.Size())
+	}
+	tail := make([]byte, 8)
+	if _, err := f.ReadAt(tail, st.Size()-8); err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n <= 0 || n > st.Size()-12 || n > maxFooterBytes {
+		return nil, bad("footer length %d in a file of %d bytes", n, st.Size())
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, st.Size()-8-n); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	}
+	// The thrift decoder is not written for hostile bytes; a panic in it is
+	// a damaged file, not a crash of the job.
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, bad("%v", r)
+		}
+	}()
+	md, err := metadata.NewFileMetaData(buf, nil)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	return flatten(md.FileMetaData.GetSchema(), bad)
+}
+
+// schemaElement is the part of a thrift SchemaElement the walk needs.
+type schemaElement interface {
+	GetName() string
+	GetNumChildren() int32
+}
+
+// flatten turns Parquet's depth-first schema list (each group followed by
+// its num_children children) into dotted paths; element 0 is the root.
+func flatten[E schemaElement](elems []E, bad func(string, ...any) error) ([]Field, error) {
+	if len(elems) == 0 {
+		return nil, bad("empty schema")
+	}
+	type frame struct {
+		prefix Field
+		left   int32
+	}
+	stack := []frame{{left: elems[0].GetNumChildren()}}
+	var out []Field
+	for _, e := range elems[1:] {
+		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) == 0 {
+			return nil, bad("schema lists more fields than its groups hold")
+		}
+		top := &stack[len(stack)-1]
+		top.left--
+		p := append(append(Field{}, top.prefix...), e.GetName())
+		out = append(out, p)
+		if c := e.GetNumChildren(); c > 0 {
+			stack = append(stack, frame{prefix: p, left: c})
+		} else if c < 0 {
+			return nil, bad("field %s has %d children", p, c)
+		}
+	}
+	return out, nil
+}
+
+// Prohibited returns the fields that the prohibited list names, as dotted
+// paths, in any letter case and at any depth (EMAIL, Email and
+// context.email all match email), in order and without repeats; nil when
+// there are none. A field is named down to the banned name, so a banned
+// struct column is reported once, not with each of its fields.
+func Prohibited(fields []Field, prohibited []string) []string {
+	banned := map[string]bool{}
+	for _, c := range prohibited {
+		banned[strings.ToLower(c)] = true
+	}
+	seen := map[string]bool{}
+	var found []string
+	for _, f := range fields {
+		for i, name := range f {
+			if !banned[strings.ToLower(name)] {
+				continue
+			}
+			if p := f[:i+1].String(); !seen[p] {
+				seen[p] = true
+				found = append(found, p)
+			}
+			break
+		}
+	}
+	return found
+}
+
+// ProhibitedFields reads the footer of every raw file and returns the
+// prohibited fields found, as Prohibited does, across all of them.
+func ProhibitedFields(files, prohibited []string) ([]string, error) {
+	var all []Field
+	for _, f := range files {
+		fields, err := Fields("raw", f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, fields...)
+	}
+	return Prohibited(all, prohibited), nil
+}

@@ -1,0 +1,115 @@
+package inputs
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2" // writes the nested test files
+)
+
+// writeParquet writes the rows of query to a new Parquet file.
+func writeParquet(t *testing.T, query string) string {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p := filepath.Join(t.TempDir(), "f.parquet")
+	if _, err := db.Exec("COPY (" + query + ") TO '" + p + "' (FORMAT parquet)"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFieldsAtAnyDepth(t *testing.T) {
+	p := writeParquet(t, `SELECT 'e1' AS event_id,
+		{'email': 'a@b', 'device': {'Raw_IP': '10.0.0.1', 'model': 'x'}} AS context,
+		[{'card_number': '4111'}] AS payments`)
+	fields, err := Fields("raw", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fields {
+		got = append(got, f.String())
+	}
+	for _, want := range []string{"event_id", "context", "context.email", "context.device", "context.device.Raw_IP", "context.device.model", "payments"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("fields %v lack %s", got, want)
+		}
+	}
+	found := Prohibited(fields, []string{"email", "raw_ip", "card_number", "payment_token"})
+	if len(found) != 3 || found[0] != "context.email" || found[1] != "context.device.Raw_IP" || !strings.HasSuffix(found[2], ".card_number") || !strings.HasPrefix(found[2], "payments.") {
+		t.Errorf("Prohibited = %v, want context.email, context.device.Raw_IP and the list's card_number", found)
+	}
+}
+
+func TestProhibited(t *testing.T) {
+	f := func(names ...string) Field { return Field(names) }
+	cases := []struct {
+		name       string
+		fields     []Field
+		prohibited []string
+		want       []string
+	}{
+		{"none listed", []Field{f("event_id"), f("Email")}, nil, nil},
+		{"absent", []Field{f("event_id"), f("lesson_id")}, []string{"email"}, nil},
+		{"any letter case", []Field{f("event_id"), f("EMAIL"), f("Email"), f("raw_ip")}, []string{"email", "Raw_IP"}, []string{"EMAIL", "Email", "raw_ip"}},
+		{"nested", []Field{f("context"), f("context", "email"), f("context", "ip")}, []string{"email"}, []string{"context.email"}},
+		// A banned struct column is named once, not with each of its fields.
+		{"banned struct", []Field{f("email"), f("email", "address"), f("email", "verified")}, []string{"email"}, []string{"email"}},
+		{"same field in two files", []Field{f("a", "email"), f("a", "email")}, []string{"email"}, []string{"a.email"}},
+		// A dot inside a name is part of the name, not a path.
+		{"dotted name", []Field{f("user.email")}, []string{"email"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Prohibited(tc.fields, tc.prohibited); !slices.Equal(got, tc.want) {
+				t.Errorf("Prohibited = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A damaged footer is an error naming the file, never a panic.
+func TestFieldsDamagedFooter(t *testing.T) {
+	good, err := os.ReadFile(writeParquet(t, "SELECT 1 AS a, {'b': 2} AS s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(good)
+	for _, tc := range []struct {
+		name  string
+		bytes func() []byte
+	}{
+		{"TooSmall", func() []byte { return []byte("PAR1PAR1") }},
+		{"HugeLength", func() []byte {
+			b := slices.Clone(good)
+			copy(b[n-8:], []byte{0xff, 0xff, 0xff, 0x7f})
+			return b
+		}},
+		{"GarbageFooter", func() []byte {
+			b := slices.Clone(good)
+			for i := n - 40; i < n-8; i++ {
+				b[i] = byte(i * 7)
+			}
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "bad.parquet")
+			if err := os.WriteFile(p, tc.bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Fields("raw", p)
+			if err == nil || !strings.Contains(err.Error(), "raw file "+p) {
+				t.Errorf("Fields error %v, want one naming the file", err)
+			}
+		})
+	}
+}
