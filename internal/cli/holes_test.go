@@ -58,6 +58,10 @@ func TestReadWarehousePathIsNotAPattern(t *testing.T) {
 			t.Errorf("%s: read sums %d events through W/wh?, want %d (W/whB holds the same again)", d, sums[d], want)
 		}
 	}
+	st := biRun(t, "status", "--warehouse", filepath.Join(w.dir, "wh?"), "--format", "json")
+	if st.code != 0 || !strings.Contains(st.stdout, `"updated_by_job_id": "into-wh"`) || strings.Contains(st.stdout, "into-whB") {
+		t.Errorf("status of W/wh?: exit %d\n%s", st.code, st.stdout)
+	}
 }
 
 // A held pointer lock is waited for with a log line naming the holder, and

@@ -596,7 +596,7 @@ func TestFixtureConfResolves(t *testing.T) {
 		t.Fatalf("fixture.conf does not resolve: %v", err)
 	}
 	if j.RestatementHorizonDays != 2 {
-		t.Errorf("fixture horizon = %d, want 2 (SPEC section 9)", j.RestatementHorizonDays)
+		t.Errorf("fixture horizon = %d, want 2 (docs/contract.md, design volume)", j.RestatementHorizonDays)
 	}
 	if j.UnknownCap != 0.02 {
 		t.Errorf("fixture cap = %v, want 0.02", j.UnknownCap)

@@ -49,7 +49,7 @@ func CheckColumns(what string, files []string, required []Column, schema Schema,
 }
 
 // InputColumns are the required columns of the raw events, the lesson
-// manifest and the enrollment snapshot (SPEC section 3), given an engine's
+// manifest and the enrollment snapshot (docs/contract.md, Inputs), given an engine's
 // spelling of a string type and of a timestamp type.
 func InputColumns(str, timestamp []string) (raw, manifest, enrollments []Column) {
 	col := func(name string, types []string) Column { return Column{Name: name, Types: types} }

@@ -1,4 +1,4 @@
-// Package exitcode maps errors to the process exit codes of SPEC section 7,
+// Package exitcode maps errors to the process exit codes (README, exit codes),
 // so the packages that decide what went wrong never call os.Exit and the
 // command stays a thin mapping.
 package exitcode

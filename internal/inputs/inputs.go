@@ -204,18 +204,25 @@ func dataFiles(what, dir string, strict bool) ([]File, error) {
 	return files, nil
 }
 
-// List lists raw, then the manifest, then the enrollments. Raw errors are
-// prefixed "list raw: " and the others "inspect inputs: " by the caller.
+// List lists raw, then the manifest, then the enrollments.
 func List(req Request) (Listing, error) {
-	var l Listing
+	ingest, raw, err := ListRaw(req.Raw, req.From, req.To)
+	if err != nil {
+		return Listing{}, err
+	}
+	return ListPins(ingest, raw, req.Lessons, req.Enrollments)
+}
+
+// ListPins completes a raw listing with the two pin inputs; a caller that
+// judges the raw partitions first (the restatement horizon) lists in two
+// steps.
+func ListPins(ingest []dates.Date, raw []RawFile, lessons, enrollments string) (Listing, error) {
+	l := Listing{IngestDates: ingest, Raw: raw}
 	var err error
-	if l.IngestDates, l.Raw, err = ListRaw(req.Raw, req.From, req.To); err != nil {
+	if l.Lessons, err = ListPath("lessons", lessons); err != nil {
 		return Listing{}, err
 	}
-	if l.Lessons, err = ListPath("lessons", req.Lessons); err != nil {
-		return Listing{}, err
-	}
-	if l.Enrollments, err = ListPath("enrollments", req.Enrollments); err != nil {
+	if l.Enrollments, err = ListPath("enrollments", enrollments); err != nil {
 		return Listing{}, err
 	}
 	return l, nil

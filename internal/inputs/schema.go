@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // maxFooterBytes bounds the footer read from one file: a real footer is
@@ -26,7 +24,7 @@ func (f Field) String() string { return strings.Join(f, ".") }
 // Fields returns every field of a Parquet file's schema at any depth, in
 // schema order. It reads only the footer, in Go, so every engine is judged
 // on the same schema.
-func Fields(what, path string) (out []Field, err error) {
+func Fields(what, path string) ([]Field, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
@@ -54,29 +52,16 @@ func Fields(what, path string) (out []Field, err error) {
 	if _, err := f.ReadAt(buf, st.Size()-8-n); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
 	}
-	// The thrift decoder is not written for hostile bytes; a panic in it is
-	// a damaged file, not a crash of the job.
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, bad("%v", r)
-		}
-	}()
-	md, err := metadata.NewFileMetaData(buf, nil)
+	elems, err := schemaElements(buf)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	return flatten(md.FileMetaData.GetSchema(), bad)
-}
-
-// schemaElement is the part of a thrift SchemaElement the walk needs.
-type schemaElement interface {
-	GetName() string
-	GetNumChildren() int32
+	return flatten(elems, bad)
 }
 
 // flatten turns Parquet's depth-first schema list (each group followed by
 // its num_children children) into dotted paths; element 0 is the root.
-func flatten[E schemaElement](elems []E, bad func(string, ...any) error) ([]Field, error) {
+func flatten(elems []element, bad func(string, ...any) error) ([]Field, error) {
 	if len(elems) == 0 {
 		return nil, bad("empty schema")
 	}
@@ -84,7 +69,7 @@ func flatten[E schemaElement](elems []E, bad func(string, ...any) error) ([]Fiel
 		prefix Field
 		left   int32
 	}
-	stack := []frame{{left: elems[0].GetNumChildren()}}
+	stack := []frame{{left: elems[0].children}}
 	var out []Field
 	for _, e := range elems[1:] {
 		for len(stack) > 0 && stack[len(stack)-1].left == 0 {
@@ -95,9 +80,9 @@ func flatten[E schemaElement](elems []E, bad func(string, ...any) error) ([]Fiel
 		}
 		top := &stack[len(stack)-1]
 		top.left--
-		p := append(append(Field{}, top.prefix...), e.GetName())
+		p := append(append(Field{}, top.prefix...), e.name)
 		out = append(out, p)
-		if c := e.GetNumChildren(); c > 0 {
+		if c := e.children; c > 0 {
 			stack = append(stack, frame{prefix: p, left: c})
 		} else if c < 0 {
 			return nil, bad("field %s has %d children", p, c)

@@ -2,6 +2,8 @@ package inputs
 
 import (
 	"database/sql"
+	"encoding/binary"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,11 +95,19 @@ func TestFieldsDamagedFooter(t *testing.T) {
 			copy(b[n-8:], []byte{0xff, 0xff, 0xff, 0x7f})
 			return b
 		}},
-		{"GarbageFooter", func() []byte {
+		{"GarbageSchema", func() []byte {
+			// The footer's first bytes, where the schema list starts.
 			b := slices.Clone(good)
-			for i := n - 40; i < n-8; i++ {
-				b[i] = byte(i * 7)
+			start := n - 8 - int(binary.LittleEndian.Uint32(b[n-8:n-4]))
+			for i := start; i < start+16; i++ {
+				b[i] = 0xff
 			}
+			return b
+		}},
+		{"FooterLengthTooShort", func() []byte {
+			// The length claims only the footer's last 10 bytes.
+			b := slices.Clone(good)
+			binary.LittleEndian.PutUint32(b[n-8:n-4], 10)
 			return b
 		}},
 	} {
@@ -111,5 +121,29 @@ func TestFieldsDamagedFooter(t *testing.T) {
 				t.Errorf("Fields error %v, want one naming the file", err)
 			}
 		})
+	}
+}
+
+// Any damage to the footer bytes gives an error or a schema, never a panic
+// or a hang: the thrift reader is written for hostile bytes.
+func TestFieldsSurvivesCorruption(t *testing.T) {
+	good, err := os.ReadFile(writeParquet(t, "SELECT 1 AS a, {'b': 2, 'c': [{'d': 'x'}]} AS s, MAP {'k': 1} AS m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(good)
+	footer := int(binary.LittleEndian.Uint32(good[n-8 : n-4]))
+	start := n - 8 - footer
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := filepath.Join(t.TempDir(), "mutant.parquet")
+	for range 3000 {
+		b := slices.Clone(good)
+		for range 1 + rng.IntN(4) {
+			b[start+rng.IntN(footer)] = byte(rng.IntN(256))
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = Fields("raw", p) // must return
 	}
 }

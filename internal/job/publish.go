@@ -157,7 +157,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := mon.freshness(ctx, job, ingest, now); err != nil {
 		return res, err
 	}
-	if spec.Inputs, err = listPins(ingest, raw, job); err != nil {
+	if spec.Inputs, err = inputs.ListPins(ingest, raw, job.Lessons, job.Enrollments); err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	in, err := p.inspect(ctx, spec)
@@ -257,19 +257,6 @@ func request(job config.Job, spec engine.Spec) inputs.Request {
 	return inputs.Request{Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
 }
 
-// listPins completes the listing with the two pin inputs.
-func listPins(ingest []dates.Date, raw []inputs.RawFile, job config.Job) (inputs.Listing, error) {
-	l := inputs.Listing{IngestDates: ingest, Raw: raw}
-	var err error
-	if l.Lessons, err = inputs.ListPath("lessons", job.Lessons); err != nil {
-		return l, err
-	}
-	if l.Enrollments, err = inputs.ListPath("enrollments", job.Enrollments); err != nil {
-		return l, err
-	}
-	return l, nil
-}
-
 // inspect judges the listed files before any join: their magic bytes and
 // the prohibited fields of the raw footers (read in Go, the same for every
 // engine), then the engine's schema, pin and event identity figures.
@@ -293,14 +280,9 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 // command that reads them without publishing (explain).
 func ListedSpec(job config.Job) (engine.Spec, error) {
 	spec := Spec(job)
-	ingest, raw, err := inputs.ListRaw(job.Raw, spec.IngestFrom, spec.IngestTo)
-	if err != nil {
-		return spec, fmt.Errorf("list raw: %w", err)
-	}
-	if spec.Inputs, err = listPins(ingest, raw, job); err != nil {
-		return spec, err
-	}
-	return spec, nil
+	var err error
+	spec.Inputs, err = inputs.List(request(job, spec))
+	return spec, err
 }
 
 // pointerError says what a failed pointer move means for the orchestrator.

@@ -17,7 +17,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
-// validJSON is the pointer of SPEC.md section 5, with real paths.
+// validJSON is a format 1 pointer (docs/pointer.md), with real paths.
 const validJSON = `{
   "format_version": 1,
   "generation": 7,

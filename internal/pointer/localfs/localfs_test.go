@@ -1,17 +1,20 @@
 package localfs_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 func TestConformance(t *testing.T) {
@@ -195,5 +198,70 @@ func assertDir(t *testing.T, dir string, want ...string) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("%s holds %v, want %v", dir, got, want)
+	}
+}
+
+// Nothing is written through a symlink inside the warehouse: a symlinked
+// pointer-history/, pointer.json or pointer.lock fails the Swap as not
+// written, names the link, and nothing appears where it points.
+func TestSymlinksRefused(t *testing.T) {
+	for _, name := range []string{"pointer-history", "pointer.json", "pointer.lock"} {
+		t.Run(name, func(t *testing.T) {
+			dir, elsewhere := t.TempDir(), t.TempDir()
+			target := filepath.Join(elsewhere, "target")
+			if name == "pointer-history" {
+				if err := os.Mkdir(target, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+			s := localfs.New(dir)
+			_, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{
+				pointertest.Day0: pointertest.Entry("job-a", pointertest.Day0),
+			}))
+			if !errors.Is(err, warehouse.ErrSymlink) || !errors.Is(err, pointer.ErrNotWritten) || !strings.Contains(err.Error(), filepath.Join(dir, name)) {
+				t.Fatalf("Publish through a symlinked %s: %v, want ErrSymlink and ErrNotWritten naming it", name, err)
+			}
+			entries, _ := os.ReadDir(elsewhere)
+			var inside []string
+			if name == "pointer-history" {
+				more, _ := os.ReadDir(target)
+				for _, e := range more {
+					inside = append(inside, e.Name())
+				}
+			}
+			if (name != "pointer-history" && len(entries) != 0) || len(inside) != 0 {
+				t.Errorf("something was written through the link: %v %v", entries, inside)
+			}
+		})
+	}
+}
+
+// A held lock is given up after LockTimeout, naming the holder's pid, with
+// nothing written.
+func TestLockTimeout(t *testing.T) {
+	dir := t.TempDir()
+	publish(t, localfs.New(dir), "job-a", pointertest.Day0)
+	unlock, err := localfs.New(dir).Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	s := localfs.New(dir)
+	s.LockTimeout = 200 * time.Millisecond
+	start := time.Now()
+	_, err = pointer.Publish(t.Context(), s, pointertest.Commit("job-b", map[dates.Date]pointer.DateEntry{
+		pointertest.Day0: pointertest.Entry("job-b", pointertest.Day0),
+	}))
+	if !errors.Is(err, localfs.ErrLockTimeout) || !errors.Is(err, pointer.ErrNotWritten) || !strings.Contains(err.Error(), "held by pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("Publish under a held lock: %v, want ErrLockTimeout naming this process", err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 30*time.Second {
+		t.Errorf("gave up after %v, want about the 200ms timeout", took)
+	}
+	if cur, _, _ := s.Load(t.Context()); cur.UpdatedByJobID != "job-a" {
+		t.Errorf("pointer now by %s", cur.UpdatedByJobID)
 	}
 }

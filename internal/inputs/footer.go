@@ -1,0 +1,276 @@
+package inputs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The Parquet footer is a thrift FileMetaData in the compact protocol, and
+// its schema (field 2) is a depth-first list of SchemaElements, each with a
+// name (field 4) and, for a group, a num_children (field 5). Only that is
+// read; the reader skips everything else and stops after the schema, so it
+// never walks the row groups. It is written for hostile bytes: every length
+// is checked against what is left and nesting is bounded.
+
+// compact protocol type ids.
+const (
+	ctStop    = 0
+	ctTrue    = 1
+	ctFalse   = 2
+	ctByte    = 3
+	ctI16     = 4
+	ctI32     = 5
+	ctI64     = 6
+	ctDouble  = 7
+	ctBinary  = 8
+	ctList    = 9
+	ctSet     = 10
+	ctMap     = 11
+	ctStruct  = 12
+	ctUUID    = 13
+	maxDepth  = 64
+	maxFields = 1 << 20 // schema elements in one file, far beyond any real one
+)
+
+var errFooter = errors.New("malformed thrift")
+
+type thrift struct {
+	b   []byte
+	pos int
+}
+
+func (r *thrift) byte() (byte, error) {
+	if r.pos >= len(r.b) {
+		return 0, fmt.Errorf("%w: ends at byte %d", errFooter, r.pos)
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c, nil
+}
+
+func (r *thrift) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(r.b[r.pos:])
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: bad varint at byte %d", errFooter, r.pos)
+	}
+	r.pos += n
+	return v, nil
+}
+
+func (r *thrift) varint() (int64, error) {
+	u, err := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1), err
+}
+
+func (r *thrift) skipBytes(n uint64) error {
+	if n > uint64(len(r.b)-r.pos) {
+		return fmt.Errorf("%w: %d bytes wanted at byte %d, %d left", errFooter, n, r.pos, len(r.b)-r.pos)
+	}
+	r.pos += int(n)
+	return nil
+}
+
+func (r *thrift) binary() ([]byte, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	start := r.pos
+	if err := r.skipBytes(n); err != nil {
+		return nil, err
+	}
+	return r.b[start:r.pos], nil
+}
+
+// fieldHeader reads a struct field header; typ is ctStop at the end.
+func (r *thrift) fieldHeader(last int16) (id int16, typ byte, err error) {
+	c, err := r.byte()
+	if err != nil || c == ctStop {
+		return 0, ctStop, err
+	}
+	typ = c & 0x0f
+	if delta := c >> 4; delta != 0 {
+		return last + int16(delta), typ, nil
+	}
+	v, err := r.varint()
+	return int16(v), typ, err
+}
+
+// listHeader reads a list or set header.
+func (r *thrift) listHeader() (size uint64, elem byte, err error) {
+	c, err := r.byte()
+	if err != nil {
+		return 0, 0, err
+	}
+	size, elem = uint64(c>>4), c&0x0f
+	if size == 15 {
+		if size, err = r.uvarint(); err != nil {
+			return 0, 0, err
+		}
+	}
+	// Every element takes at least a byte, so a size beyond what is left
+	// is damage, not a list.
+	if size > uint64(len(r.b)-r.pos) {
+		return 0, 0, fmt.Errorf("%w: list of %d in %d bytes", errFooter, size, len(r.b)-r.pos)
+	}
+	return size, elem, nil
+}
+
+// skip passes over one value of type typ.
+func (r *thrift) skip(typ byte, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("%w: nested deeper than %d", errFooter, maxDepth)
+	}
+	switch typ {
+	case ctTrue, ctFalse:
+		return nil
+	case ctByte:
+		_, err := r.byte()
+		return err
+	case ctI16, ctI32, ctI64:
+		_, err := r.uvarint()
+		return err
+	case ctDouble:
+		return r.skipBytes(8)
+	case ctUUID:
+		return r.skipBytes(16)
+	case ctBinary:
+		_, err := r.binary()
+		return err
+	case ctList, ctSet:
+		n, elem, err := r.listHeader()
+		if err != nil {
+			return err
+		}
+		for range n {
+			// A bool inside a list takes a byte of its own.
+			if elem == ctTrue || elem == ctFalse {
+				if _, err := r.byte(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := r.skip(elem, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case ctMap:
+		n, err := r.uvarint()
+		if err != nil || n == 0 {
+			return err
+		}
+		if n > uint64(len(r.b)-r.pos) {
+			return fmt.Errorf("%w: map of %d in %d bytes", errFooter, n, len(r.b)-r.pos)
+		}
+		kv, err := r.byte()
+		if err != nil {
+			return err
+		}
+		for range n {
+			if err := r.skip(kv>>4, depth+1); err != nil {
+				return err
+			}
+			if err := r.skip(kv&0x0f, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case ctStruct:
+		var last int16
+		for {
+			id, t, err := r.fieldHeader(last)
+			if err != nil {
+				return err
+			}
+			if t == ctStop {
+				return nil
+			}
+			if err := r.skip(t, depth+1); err != nil {
+				return err
+			}
+			last = id
+		}
+	}
+	return fmt.Errorf("%w: unknown type %d at byte %d", errFooter, typ, r.pos)
+}
+
+// element is one SchemaElement's name and child count.
+type element struct {
+	name     string
+	children int32
+}
+
+// schemaElements reads FileMetaData up to and including its schema list.
+func schemaElements(footer []byte) ([]element, error) {
+	r := &thrift{b: footer}
+	var last int16
+	for {
+		id, typ, err := r.fieldHeader(last)
+		if err != nil {
+			return nil, err
+		}
+		if typ == ctStop {
+			return nil, fmt.Errorf("%w: no schema", errFooter)
+		}
+		last = id
+		if id != 2 || typ != ctList {
+			if err := r.skip(typ, 1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		n, elem, err := r.listHeader()
+		if err != nil {
+			return nil, err
+		}
+		if elem != ctStruct || n > maxFields {
+			return nil, fmt.Errorf("%w: schema is not a list of elements", errFooter)
+		}
+		out := make([]element, 0, n)
+		for range n {
+			e, err := r.schemaElement()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+}
+
+func (r *thrift) schemaElement() (element, error) {
+	var e element
+	var last int16
+	for {
+		id, typ, err := r.fieldHeader(last)
+		if err != nil {
+			return e, err
+		}
+		switch {
+		case typ == ctStop:
+			return e, nil
+		case id == 4 && typ == ctBinary:
+			b, err := r.binary()
+			if err != nil {
+				return e, err
+			}
+			e.name = string(b)
+		case id == 5 && typ == ctI32:
+			v, err := r.varint()
+			if err != nil {
+				return e, err
+			}
+			if v < 0 || v > maxFields {
+				return e, fmt.Errorf("%w: element %q has %d children", errFooter, e.name, v)
+			}
+			e.children = int32(v)
+		default:
+			if err := r.skip(typ, 2); err != nil {
+				return e, err
+			}
+		}
+		last = id
+	}
+}
