@@ -15,9 +15,10 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/version"
 )
 
@@ -85,9 +86,12 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 	if len(j.ProhibitedColumns) == 0 {
 		env.Log.Warn("the prohibited-column check is off: engagement.prohibitedColumns is none", "job_id", j.JobID)
 	}
-	store := localfs.New(j.Warehouse)
-	store.LockTimeout, store.Log = j.LockTimeout, env.Log
-	p := &job.Publisher{Engine: eng, Store: store, Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
+	wh, store, err := warehouseStore(ctx, env, "--warehouse", j.Warehouse, j.LockTimeout)
+	if err != nil {
+		return err
+	}
+	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
+		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
 	res, err := p.Publish(ctx, j)
 	prog.Close()
 	if err != nil {
@@ -116,7 +120,7 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	spec, err := job.ListedSpec(j)
+	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j)
 	if err != nil {
 		return err
 	}

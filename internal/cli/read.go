@@ -9,7 +9,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/reader"
 )
 
@@ -23,7 +22,11 @@ func runStatus(ctx context.Context, env Env, args []string) error {
 	if *wh == "" {
 		return exitcode.UsageError(fmt.Errorf("status: --warehouse is required"))
 	}
-	p, _, err := localfs.New(*wh).Load(ctx)
+	_, store, err := warehouseStore(ctx, env, "--warehouse", *wh, 0)
+	if err != nil {
+		return err
+	}
+	p, _, err := store.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -72,11 +75,15 @@ func runRead(ctx context.Context, env Env, args []string) error {
 		}
 		only = &d
 	}
-	p, _, err := localfs.New(*wh).Load(ctx)
+	b, store, err := warehouseStore(ctx, env, "--warehouse", *wh, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := reader.Query(*wh, p, table, only); err != nil {
+	p, _, err := store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := reader.Query(b.Location(), p, table, only); err != nil {
 		return exitcode.UsageError(err)
 	}
 	eng, err := duckdb.Open(ctx, nil)
@@ -84,7 +91,7 @@ func runRead(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	t, err := reader.Read(ctx, eng.DB(), *wh, p, table, only)
+	t, err := reader.Read(ctx, eng.DB(), b.Location(), p, table, only)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Table names, also the staging folder names.
@@ -73,11 +74,13 @@ type Engine interface {
 	// when an input is unusable.
 	Inspect(ctx context.Context, spec Spec) (Inputs, error)
 	// Stage writes both tables for spec.Dates under
-	// <warehouse>/<stagingDir>/<table>/event_date=<d>/ and returns the files.
-	Stage(ctx context.Context, spec Spec, warehouse, stagingDir string) (Staged, error)
+	// <stagingDir>/<table>/event_date=<d>/ of the warehouse bucket, writing
+	// through the URIs the bucket gives (WriteURI), and returns the files,
+	// found by listing them (Seal), never by renaming.
+	Stage(ctx context.Context, spec Spec, wh storage.Bucket, stagingDir string) (Staged, error)
 	// ReadBack computes the gate's figures from exactly the files listed in
 	// staged, read back from storage.
-	ReadBack(ctx context.Context, warehouse string, spec Spec, staged Staged) (map[dates.Date]gate.StagedFigures, error)
+	ReadBack(ctx context.Context, wh storage.Bucket, spec Spec, staged Staged) (map[dates.Date]gate.StagedFigures, error)
 	// Explain returns the formatted plan of the staging query with the
 	// manifest join and the enrollment join marked.
 	Explain(ctx context.Context, spec Spec) (string, error)

@@ -17,8 +17,10 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gc"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
 var (
@@ -31,15 +33,17 @@ var (
 // store, staging prefixes with attempt records, and the neighbours gc must
 // never touch (raw kept inside the warehouse on purpose, rejections).
 type wh struct {
-	t     *testing.T
-	dir   string
-	store *localfs.Store
+	t      *testing.T
+	dir    string
+	bucket storage.Bucket
+	store  *objstore.Store
 }
 
 func newWH(t *testing.T) *wh {
 	t.Helper()
 	w := &wh{t: t, dir: t.TempDir()}
-	w.store = localfs.New(w.dir)
+	w.bucket = local.New(w.dir, local.Options{})
+	w.store = objstore.New(w.bucket)
 	w.file("raw/ingest_date=2026-03-02/part-0.parquet", "raw bytes", old)
 	w.file("rejections/job_id=failed-old.json", `{"job_id":"failed-old"}`, old)
 	return w
@@ -125,7 +129,7 @@ func (w *wh) tree() map[string]string {
 }
 
 func (w *wh) run(o gc.Options) (gc.Report, error) {
-	o.Warehouse, o.Store, o.Now = w.dir, w.store, now
+	o.Bucket, o.Store, o.Now = w.bucket, w.store, now
 	if o.MinAge == 0 && !o.Force {
 		o.MinAge = gc.DefaultMinAge
 	}
@@ -177,7 +181,7 @@ var wantVerdicts = []struct {
 	{"staging/job_id=escape", false, "a symlink"},
 	{"staging/job_id=failed-old", true, "named by no retained generation, idle 48h0m0s"},
 	{"staging/job_id=future-start", false, "younger than --min-age"},
-	{"staging/job_id=inner-link", false, "holds a symlink"},
+	{"staging/job_id=inner-link", false, "is a symlink"},
 	{"staging/job_id=no-attempt", false, "no readable _attempt.json"},
 	{"staging/job_id=other-attempt", false, "does not record job_id"},
 	{"staging/job_id=pub-1", false, "named by history generation 1"},
@@ -286,6 +290,37 @@ func TestGCFinishesAnInterruptedDelete(t *testing.T) {
 	}
 }
 
+// A gc killed after marking a prefix and deleting part of it leaves the
+// marker; the next gc finishes the prefix (it is still named by nothing)
+// and removes the marker.
+func TestGCFinishesAMarkedPrefix(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("half", old, old)
+	os.Remove(filepath.Join(w.dir, "staging/job_id=half/_attempt.json")) // deleted before the kill
+	w.file("staging/.gc-deleting-job_id=half", "staging/job_id=half\n", old)
+	rep, err := w.run(gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, v := range rep.Deleted() {
+		paths = append(paths, v.Path)
+	}
+	if strings.Join(paths, ",") != "staging/.gc-deleting-job_id=half,staging/job_id=half" {
+		t.Fatalf("deleted %v", paths)
+	}
+	for _, p := range []string{"staging/job_id=half", "staging/.gc-deleting-job_id=half"} {
+		if _, err := os.Stat(filepath.Join(w.dir, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still there: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=pub-1/_attempt.json")); err != nil {
+		t.Errorf("the published prefix was touched: %v", err)
+	}
+}
+
 func TestGCRefusals(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -303,7 +338,7 @@ func TestGCRefusals(t *testing.T) {
 			if err := os.Symlink(filepath.Join(w.dir, "raw"), filepath.Join(w.dir, "staging")); err != nil {
 				w.t.Fatal(err)
 			}
-		}, gc.Options{}, false, "is not a directory"},
+		}, gc.Options{}, false, "is a symlink"},
 		{"unreadable history generation", func(w *wh) {
 			w.publish("pub-1")
 			w.publish("pub-2")
@@ -366,7 +401,7 @@ func TestGCReportsARacingPublisher(t *testing.T) {
 	w.publish("pub-1")
 	w.prefix("slow-1", old, old)
 	rs := &racingStore{Store: w.store, w: w, victim: "slow-1"}
-	_, err := gc.Run(context.Background(), gc.Options{Warehouse: w.dir, Store: rs, Now: now, MinAge: gc.DefaultMinAge})
+	_, err := gc.Run(context.Background(), gc.Options{Bucket: w.bucket, Store: rs, Now: now, MinAge: gc.DefaultMinAge})
 	if err == nil || !strings.Contains(err.Error(), "staging/job_id=slow-1 was deleted but the current pointer (generation 2) now names it") {
 		t.Fatalf("err = %v", err)
 	}
@@ -383,7 +418,7 @@ func TestGCHoldsThePointerLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := gc.Options{Warehouse: w.dir, Store: w.store, Now: now, MinAge: gc.DefaultMinAge}
+	opts := gc.Options{Bucket: w.bucket, Store: w.store, Now: now, MinAge: gc.DefaultMinAge}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := gc.Run(ctx, opts); !errors.Is(err, context.DeadlineExceeded) {

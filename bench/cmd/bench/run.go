@@ -25,6 +25,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 type runFlags struct {
@@ -305,7 +306,7 @@ func verify(ctx context.Context, wh string, exp gen.Expected) error {
 		return err
 	}
 	defer db.Close()
-	cd, err := reader.Query(wh, p, engine.CourseDayTable, nil)
+	cd, err := reader.Query(storage.Location{Scheme: storage.File, Path: wh}, p, engine.CourseDayTable, nil)
 	if err != nil {
 		return err
 	}
@@ -339,7 +340,7 @@ func verify(ctx context.Context, wh string, exp gen.Expected) error {
 		return fmt.Errorf("course_day has %d rows, want %d", seen, wantRows)
 	}
 	for _, d := range exp.Dates {
-		fact, err := reader.Query(wh, p, engine.FactTable, &d)
+		fact, err := reader.Query(storage.Location{Scheme: storage.File, Path: wh}, p, engine.FactTable, &d)
 		if err != nil {
 			return err
 		}

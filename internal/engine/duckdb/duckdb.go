@@ -7,8 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -126,14 +124,4 @@ func FileList(paths []string) string {
 		q[i] = FileRef(p)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-func abs(warehouse, rel string) string { return filepath.Join(warehouse, filepath.FromSlash(rel)) }
-
-func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }

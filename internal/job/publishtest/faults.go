@@ -12,6 +12,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // tamper wraps an engine and changes what Stage left on disk before the gate
@@ -25,10 +26,10 @@ type tamper struct {
 	ran bool
 }
 
-func (e *tamper) Stage(ctx context.Context, spec engine.Spec, warehouse, stagingDir string) (engine.Staged, error) {
-	st, err := e.Engine.Stage(ctx, spec, warehouse, stagingDir)
+func (e *tamper) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
+	st, err := e.Engine.Stage(ctx, spec, wh, stagingDir)
 	if err == nil {
-		e.fn(e.t, e.db, warehouse, &st)
+		e.fn(e.t, e.db, wh.Location().Path, &st)
 		e.ran = true
 	}
 	return st, err

@@ -34,7 +34,10 @@ import (
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
 // Harness is how the suite reaches one engine.
@@ -114,22 +117,39 @@ func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
 // explain hand it to an engine.
 func Listed(t *testing.T, j config.Job) engine.Spec {
 	t.Helper()
-	spec, err := job.ListedSpec(j)
+	spec, err := job.ListedSpec(context.Background(), Source(), j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return spec
 }
 
+// Source reads inputs as publish does.
+func Source() *inputs.Source { return inputs.NewSource(open.Input) }
+
 // WithInputs fills spec.Inputs by listing spec's raw read window and pins.
 func WithInputs(t *testing.T, spec engine.Spec) engine.Spec {
 	t.Helper()
-	l, err := inputs.List(inputs.Request{Raw: spec.Raw, Lessons: spec.Lessons, Enrollments: spec.Enrollments, From: spec.IngestFrom, To: spec.IngestTo})
+	loc := func(p string) storage.Location {
+		l, err := storage.Parse(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l, err := Source().List(context.Background(), inputs.Request{Raw: loc(spec.Raw), Lessons: loc(spec.Lessons), Enrollments: loc(spec.Enrollments), From: spec.IngestFrom, To: spec.IngestTo})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Inputs = l
 	return spec
+}
+
+// Warehouse is the bucket of a local warehouse directory and the pointer
+// on it, as publish opens them.
+func Warehouse(dir string) (storage.Bucket, *objstore.Store) {
+	b := local.New(dir, local.Options{})
+	return b, objstore.New(b)
 }
 
 // Publish runs one attempt in-process.
@@ -146,11 +166,14 @@ func (h Harness) PublishWith(t *testing.T, j config.Job, wrap func(engine.Engine
 	if wrap != nil {
 		eng = wrap(eng)
 	}
+	wh, store := Warehouse(j.Warehouse)
 	p := &job.Publisher{
-		Engine: eng,
-		Store:  localfs.New(j.Warehouse),
-		Log:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Clock:  func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) },
+		Engine:    eng,
+		Warehouse: wh,
+		Store:     store,
+		Inputs:    Source(),
+		Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Clock:     func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) },
 	}
 	return p.Publish(context.Background(), j)
 }
@@ -227,7 +250,8 @@ func (h Harness) Run(t *testing.T, env []string, args ...string) (int, string, s
 // LoadPointer reads the pointer the way readers do.
 func LoadPointer(t *testing.T, warehouse string) pointer.Pointer {
 	t.Helper()
-	p, _, err := localfs.New(warehouse).Load(context.Background())
+	_, store := Warehouse(warehouse)
+	p, _, err := store.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

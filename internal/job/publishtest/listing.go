@@ -14,6 +14,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -25,11 +26,11 @@ type aroundStage struct {
 	before, after func()
 }
 
-func (e aroundStage) Stage(ctx context.Context, spec engine.Spec, warehouse, stagingDir string) (engine.Staged, error) {
+func (e aroundStage) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
 	if e.before != nil {
 		e.before()
 	}
-	st, err := e.Engine.Stage(ctx, spec, warehouse, stagingDir)
+	st, err := e.Engine.Stage(ctx, spec, wh, stagingDir)
 	if e.after != nil {
 		e.after()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Visible reads a table exactly as a reader of the pointer sees it.
@@ -19,7 +20,7 @@ func Visible(t *testing.T, warehouse, table string) reader.Table {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	tab, err := reader.Read(context.Background(), conn, warehouse, LoadPointer(t, warehouse), table, nil)
+	tab, err := reader.Read(context.Background(), conn, storage.Location{Scheme: storage.File, Path: warehouse}, LoadPointer(t, warehouse), table, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
