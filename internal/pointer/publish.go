@@ -92,9 +92,14 @@ var ErrBrokenChain = errors.New("pointer history does not continue pointer.json"
 // to word a refusal, is the highest generation the history holds.
 func Beyond(cur Pointer, load func(int64) (Pointer, error), newest func() (int64, error)) (*Pointer, error) {
 	next := cur.Generation + 1
-	if _, err := load(next + 1); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := load(next + 1); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read pointer-history/%d.json: %w", next+1, err)
+	} else if err == nil {
 		n, nerr := newest()
-		if nerr != nil || n < next+1 {
+		if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: pointer-history holds generation %d beyond pointer.json (generation %d): %w", ErrBrokenChain, next+1, cur.Generation, nerr)
+		}
+		if n < next+1 {
 			n = next + 1
 		}
 		return nil, fmt.Errorf("%w: pointer-history goes up to generation %d but pointer.json is at generation %d, and an interrupted write leaves at most generation %d: "+
@@ -310,17 +315,16 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 	return out, nil
 }
 
-// backoff grows with the attempt, to 20 ms, and is spread by a jitter
-// drawn from the job id and the attempt: writers that lost one race do not
-// all come back at once (on object storage every retry is several
-// requests), yet the same job retries on the same schedule every run, so
-// test runs and incident timelines repeat. A winner needs only a few
-// milliseconds, so a longer wait only leaves the pointer idle.
+// backoff doubles with the attempt, to 64 ms, and is spread over the whole
+// interval by a jitter drawn from the job id and the attempt: writers that
+// lost one race do not all come back at once (on object storage every
+// retry is several requests), yet the same job retries on the same
+// schedule every run, so test runs and incident timelines repeat.
 func backoff(jobID string, attempt int) time.Duration {
-	base := min(time.Duration(attempt)*2*time.Millisecond, 20*time.Millisecond)
+	ceiling := min(time.Millisecond<<min(attempt, 6), 64*time.Millisecond)
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s/%d", jobID, attempt)
-	return base/2 + time.Duration(h.Sum64()%uint64(base))
+	return time.Millisecond + time.Duration(h.Sum64()%uint64(ceiling))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

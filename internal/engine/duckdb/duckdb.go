@@ -125,3 +125,55 @@ func FileList(paths []string) string {
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }
+
+// S3 is what DuckDB's httpfs extension needs to read and write s3:// paths,
+// resolved by the command from the standard AWS chain.
+type S3 struct {
+	KeyID, Secret, SessionToken string
+	Region                      string
+	Endpoint                    string // host[:port] of an S3-compatible server; empty for AWS
+	PathStyle                   bool
+	UseSSL                      bool
+	// ExtensionDirectory holds v<version>/<platform>/httpfs.duckdb_extension
+	// (an air-gapped host's own copy, or the one scripts/httpfs.sh unpacks);
+	// empty leaves DuckDB to find or download the extension itself.
+	ExtensionDirectory string
+}
+
+// EnableS3 loads httpfs and creates the S3 secret from s. The secret's
+// values never reach an error, a log or a file: a DuckDB error is reported
+// with them blanked out.
+func (e *Engine) EnableS3(ctx context.Context, s S3) error {
+	load := "INSTALL httpfs; LOAD httpfs"
+	if s.ExtensionDirectory != "" {
+		if err := e.exec(ctx, "set the extension directory", "SET extension_directory = "+quote(s.ExtensionDirectory)); err != nil {
+			return err
+		}
+		load = "LOAD httpfs"
+	}
+	if _, err := e.conn.ExecContext(ctx, load); err != nil {
+		return fmt.Errorf("duckdb: load the httpfs extension, which s3:// paths need (set engagement.duckdbExtensions to a directory holding v1.5.5/linux_amd64/httpfs.duckdb_extension; bash scripts/httpfs.sh install makes one): %w", firstLine(err))
+	}
+	style := "vhost"
+	if s.PathStyle {
+		style = "path"
+	}
+	opts := []string{"TYPE s3", "PROVIDER config", "KEY_ID " + quote(s.KeyID), "SECRET " + quote(s.Secret), "REGION " + quote(s.Region),
+		"URL_STYLE " + quote(style), fmt.Sprintf("USE_SSL %t", s.UseSSL)}
+	if s.SessionToken != "" {
+		opts = append(opts, "SESSION_TOKEN "+quote(s.SessionToken))
+	}
+	if s.Endpoint != "" {
+		opts = append(opts, "ENDPOINT "+quote(s.Endpoint))
+	}
+	if _, err := e.conn.ExecContext(ctx, "CREATE OR REPLACE SECRET engagement_s3 ("+strings.Join(opts, ", ")+")"); err != nil {
+		msg := firstLine(err).Error()
+		for _, v := range []string{s.Secret, s.SessionToken, s.KeyID} {
+			if v != "" {
+				msg = strings.ReplaceAll(msg, v, "***")
+			}
+		}
+		return fmt.Errorf("duckdb: create the S3 secret: %s", msg)
+	}
+	return nil
+}

@@ -124,7 +124,19 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	if !parentIs(next, cur) {
 		return fmt.Errorf("swap to generation %d: pointer.json changed since it was read (same version, other parent): %w", next.Generation, pointer.ErrConflict)
 	}
+	// Without a lock, other writers may move on between the read of
+	// pointer.json and the reads of the history: the history proves a broken
+	// chain only while pointer.json stays where it was, which is checked
+	// before anything costly (listing the whole history for the message).
+	moved := func() bool {
+		_, now, err := s.read(ctx)
+		return err == nil && now != ver
+	}
+	errMoved := errors.New("pointer.json moved")
 	newest := func() (int64, error) {
+		if moved() {
+			return 0, errMoved
+		}
 		gens, err := s.Generations(ctx)
 		if err != nil || len(gens) == 0 {
 			return 0, err
@@ -133,13 +145,14 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	}
 	orphan, err := pointer.Beyond(cur, func(g int64) (pointer.Pointer, error) { return s.LoadGeneration(ctx, g) }, newest)
 	if err != nil {
-		// Without a lock, other writers may have moved on between the read
-		// of pointer.json and the listing of the history: the history only
-		// proves a broken chain while pointer.json stayed where it was.
-		if _, now, rerr := s.read(ctx); rerr == nil && now != ver {
+		if errors.Is(err, errMoved) || moved() {
 			return fmt.Errorf("swap to generation %d: pointer.json moved while the history was read: %w", next.Generation, pointer.ErrConflict)
 		}
-		return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+		if errors.Is(err, pointer.ErrBrokenChain) {
+			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+		}
+		// Nothing has been written yet: a failed read leaves the pointer as it was.
+		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
 	}
 	if orphan != nil {
 		if err := s.replacePointer(ctx, ver, orphan.Generation); err != nil {
