@@ -12,12 +12,16 @@ import (
 
 func runGC(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "gc")
-	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	dryRun := fs.Bool("dry-run", false, "list what would be deleted; delete nothing")
 	minAge := fs.Duration("min-age", gc.DefaultMinAge, "delete only prefixes idle at least this long")
 	force := fs.Bool("force-min-age", false, fmt.Sprintf("accept a --min-age below %s (only when no attempt is running)", gc.MinAgeFloor))
 	lockTimeout := fs.Duration("lock-timeout", local.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
+	s3f := addS3Flags(fs, false)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := s3f.apply(); err != nil {
 		return err
 	}
 	if *wh == "" {

@@ -44,8 +44,17 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 			}
 			return nil, exitcode.UsageError(err)
 		}
+		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
+			if err := enableS3(ctx, e, url, j.DuckDBExtensions); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
 		return e, nil
 	case "spark":
+		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
+			return nil, exitcode.UsageError(fmt.Errorf("%s: %s spark: s3:// locations are read and written by the duckdb engine only for now; run with --engine duckdb", url, config.KeyEngine))
+		}
 		// A server that is down or refuses a setting is an error (exit 1),
 		// not a usage error: the same command works once the server is up.
 		return spark.Open(ctx, j.SparkRemote, j.Spark)
@@ -60,6 +69,8 @@ func jobAndEngine(ctx context.Context, env Env, name string, args []string, chec
 	if err != nil {
 		return config.Job{}, nil, err
 	}
+	// Before any bucket is opened (config.Resolve checked the value).
+	open.PathStyle = j.S3PathStyle
 	eng, err := openEngine(ctx, j)
 	return j, eng, err
 }

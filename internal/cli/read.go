@@ -10,13 +10,18 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 func runStatus(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "status")
-	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	format := fs.String("format", "table", "table or json")
+	s3f := addS3Flags(fs, false)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := s3f.apply(); err != nil {
 		return err
 	}
 	if *wh == "" {
@@ -55,10 +60,14 @@ func runRead(ctx context.Context, env Env, args []string) error {
 	}
 	table := args[0]
 	fs := newFlags(env, "read")
-	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	date := fs.String("date", "", "only this event date")
 	format := fs.String("format", "table", "table, csv or json")
+	s3f := addS3Flags(fs, true)
 	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := s3f.apply(); err != nil {
 		return err
 	}
 	if *wh == "" {
@@ -91,6 +100,11 @@ func runRead(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	if b.Location().Scheme == storage.S3 {
+		if err := enableS3(ctx, eng, *wh, *s3f.extensions); err != nil {
+			return err
+		}
+	}
 	t, err := reader.Read(ctx, eng.DB(), b.Location(), p, table, only)
 	if err != nil {
 		return err

@@ -147,6 +147,15 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingURI))
 	}
 
+	// Before the first write: a store whose create-if-absent depends on the
+	// server must show that it refuses a second create, or two writers
+	// could take one generation.
+	if pr, ok := p.Warehouse.(storage.Prober); ok {
+		if err := pr.Probe(ctx, warehouse.ProbePath(job.JobID)); err != nil {
+			return res, fmt.Errorf("warehouse %s: %w", locs.Warehouse, err)
+		}
+	}
+
 	spec := Spec(job)
 	req := request(locs, spec)
 	endInspect := p.phase("inspect")

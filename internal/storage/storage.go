@@ -104,6 +104,15 @@ type Locker interface {
 	Lock(ctx context.Context) (held context.Context, unlock func(), err error)
 }
 
+// Prober is a Bucket whose conditional writes depend on the server (S3 and
+// the S3-compatible servers): Probe proves, with an object of its own
+// under key, that a create-if-absent is refused when the object exists. A
+// publish probes before it writes anything, so a server that ignores the
+// condition is refused rather than trusted with the pointer.
+type Prober interface {
+	Probe(ctx context.Context, key string) error
+}
+
 // IsNotExist reports whether err says an object is missing.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 

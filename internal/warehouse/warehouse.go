@@ -31,6 +31,11 @@ func AttemptPath(jobID string) string { return path.Join(StagingDir(jobID), "_at
 // GatePath is the gate report of an attempt.
 func GatePath(jobID string) string { return path.Join(StagingDir(jobID), "_gate.json") }
 
+// ProbePath is where a publish proves, before writing anything, that the
+// store refuses a second create of one object (storage.Prober); outside
+// staging/, so gc never mistakes it for an attempt.
+func ProbePath(jobID string) string { return path.Join(".engagement-probe", "job_id="+jobID) }
+
 // RejectionPath is written when the gate rejects an attempt.
 func RejectionPath(jobID string) string {
 	return path.Join(RejectionsRoot, "job_id="+jobID+".json")

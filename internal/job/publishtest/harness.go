@@ -36,7 +36,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/storage"
-	"github.com/techlearningpro/engagement/internal/storage/local"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
@@ -48,6 +47,8 @@ type Harness struct {
 	Open func(t *testing.T) engine.Engine
 	// Args are extra CLI flags for the real-process tests (e.g. --spark-remote).
 	Args []string
+	// Backend is where warehouses and inputs live (the zero value: local disk).
+	Backend Backend
 }
 
 // Root is the module root, found from this source file.
@@ -58,8 +59,27 @@ func Root() string {
 
 // Fixture is a committed input set and its expected figures.
 type Fixture struct {
-	Dir      string
+	Dir string // the local copy
+	// Root is where the job reads the inputs when they are not Dir (an
+	// s3:// prefix holding an uploaded copy).
+	Root     string
 	Expected gen.Expected
+}
+
+// In is where the job reads the inputs: Root, or Dir.
+func (f Fixture) In() string {
+	if f.Root != "" {
+		return f.Root
+	}
+	return f.Dir
+}
+
+// Input names rel (slash-separated) under the inputs the job reads.
+func (f Fixture) Input(rel string) string {
+	if f.Root != "" {
+		return f.Root + "/" + rel
+	}
+	return filepath.Join(f.Dir, filepath.FromSlash(rel))
 }
 
 // LoadFixture copies testdata/fixture (name "") or testdata/variants/<name>
@@ -89,9 +109,9 @@ func (f Fixture) Job(t *testing.T, warehouse, jobID string, ds ...string) config
 		t.Fatal(err)
 	}
 	j, err := config.Resolve(props, []config.Override{
-		{Key: config.KeyRaw, Value: filepath.Join(f.Dir, "raw")},
-		{Key: config.KeyLessons, Value: filepath.Join(f.Dir, "lessons")},
-		{Key: config.KeyEnrollments, Value: filepath.Join(f.Dir, "enrollments")},
+		{Key: config.KeyRaw, Value: f.Input("raw")},
+		{Key: config.KeyLessons, Value: f.Input("lessons")},
+		{Key: config.KeyEnrollments, Value: f.Input("enrollments")},
 		{Key: config.KeyWarehouse, Value: warehouse},
 	})
 	if err != nil {
@@ -108,8 +128,8 @@ func (f Fixture) Job(t *testing.T, warehouse, jobID string, ds ...string) config
 // Args are the CLI flags for the same job.
 func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
 	return []string{"publish", "--config", filepath.Join(Root(), "config", "fixture.conf"),
-		"--raw", filepath.Join(f.Dir, "raw"), "--lessons", filepath.Join(f.Dir, "lessons"),
-		"--enrollments", filepath.Join(f.Dir, "enrollments"), "--warehouse", warehouse,
+		"--raw", f.Input("raw"), "--lessons", f.Input("lessons"),
+		"--enrollments", f.Input("enrollments"), "--warehouse", warehouse,
 		"--job-id", jobID, "--dates", strings.Join(ds, ",")}
 }
 
@@ -145,10 +165,17 @@ func WithInputs(t *testing.T, spec engine.Spec) engine.Spec {
 	return spec
 }
 
-// Warehouse is the bucket of a local warehouse directory and the pointer
-// on it, as publish opens them.
-func Warehouse(dir string) (storage.Bucket, *objstore.Store) {
-	b := local.New(dir, local.Options{})
+// Warehouse is the bucket of a warehouse (a directory or an s3:// URL) and
+// the pointer on it, as publish opens them.
+func Warehouse(where string) (storage.Bucket, *objstore.Store) {
+	loc, err := storage.Parse(where)
+	if err != nil {
+		panic(err)
+	}
+	b, err := open.Warehouse(context.Background(), loc, open.Options{})
+	if err != nil {
+		panic(err)
+	}
 	return b, objstore.New(b)
 }
 

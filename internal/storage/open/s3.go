@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,6 +16,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/techlearningpro/engagement/internal/storage"
 	s3b "github.com/techlearningpro/engagement/internal/storage/s3"
@@ -49,7 +51,9 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 	clientMu.Lock()
 	defer clientMu.Unlock()
 	if client == nil {
-		c, err := config.LoadDefaultConfig(ctx)
+		// The SDK's own log lines (an IMDS fallback, a retry) are not the
+		// tool's JSON log; what matters reaches the error.
+		c, err := config.LoadDefaultConfig(ctx, config.WithLogger(logging.Nop{}))
 		if err != nil {
 			return S3Config{}, nil, fmt.Errorf("AWS configuration: %w", err)
 		}
@@ -122,8 +126,27 @@ func s3Bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	return s3b.New(c, loc), nil
+	// Credentials first: without them every request fails with a chain
+	// of provider errors instead of one line naming the URL.
+	if _, err := Credentials(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	b := s3b.New(c, loc)
+	// One HeadBucket per bucket and process: inputs open a bucket per
+	// partition directory.
+	if _, ok := checked.Load(loc.Bucket); !ok {
+		if err := b.Check(ctx); err != nil {
+			return nil, err
+		}
+		checked.Store(loc.Bucket, true)
+	}
+	return b, nil
 }
+
+var checked sync.Map
+
+// ErrNoCredentials: the AWS chain found no usable credentials.
+var ErrNoCredentials = errors.New("no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones), or AWS_PROFILE, or run with an instance role")
 
 // Credentials retrieves the credentials in effect, for an engine that
 // signs its own requests; a failure says which variables are read.
@@ -133,11 +156,18 @@ func Credentials(ctx context.Context) (aws.Credentials, error) {
 		return aws.Credentials{}, err
 	}
 	if c.Creds == nil {
-		return aws.Credentials{}, errors.New("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE")
+		return aws.Credentials{}, ErrNoCredentials
 	}
 	creds, err := c.Creds.Retrieve(ctx)
 	if err != nil {
-		return aws.Credentials{}, fmt.Errorf("no usable AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the instance's role): %w", err)
+		return aws.Credentials{}, fmt.Errorf("%w (%v)", ErrNoCredentials, firstLine(err))
 	}
 	return creds, nil
+}
+
+// firstLine keeps an SDK error to its first line: the credential chain's
+// errors list every provider it tried.
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }

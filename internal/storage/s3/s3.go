@@ -2,7 +2,8 @@
 // aws-sdk-go-v2: any S3-compatible server that honours conditional writes
 // (If-None-Match: * to create, If-Match: <etag> to replace, 412 when the
 // condition fails). A 412 is ErrPrecondition, never a success; an access
-// refusal is ErrRefused; a missing object or bucket wraps fs.ErrNotExist.
+// refusal or a missing bucket is ErrRefused; a missing object wraps
+// fs.ErrNotExist.
 // Every error names the object's s3:// URL and the service's error code.
 package s3
 
@@ -33,7 +34,10 @@ type Bucket struct {
 	loc    storage.Location
 }
 
-var _ storage.Bucket = (*Bucket)(nil)
+var (
+	_ storage.Bucket = (*Bucket)(nil)
+	_ storage.Prober = (*Bucket)(nil)
+)
 
 // New returns the bucket of loc (an s3:// location) through client.
 func New(client *awss3.Client, loc storage.Location) *Bucket {
@@ -69,10 +73,12 @@ func (b *Bucket) wrap(op, key string, err error) error {
 	code, status := classify(err)
 	where := b.uri(key)
 	switch {
+	case code == "NoSuchBucket":
+		// Not fs.ErrNotExist: a missing bucket must never read as "no
+		// pointer yet" or "no partitions".
+		return fmt.Errorf("%s %s: bucket %q does not exist (NoSuchBucket): check the URL and AWS_ENDPOINT_URL: %w", op, where, b.loc.Bucket, storage.ErrRefused)
 	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
 		return fmt.Errorf("%s %s: %w (%s)", op, where, fs.ErrNotExist, orStatus(code, status))
-	case code == "NoSuchBucket":
-		return fmt.Errorf("%s %s: bucket %q does not exist: %w", op, where, b.loc.Bucket, fs.ErrNotExist)
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == http.StatusConflict:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, storage.ErrPrecondition, orStatus(code, status))
 	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
@@ -289,6 +295,20 @@ func (b *Bucket) WriteURI(ctx context.Context, dir string) (string, error) {
 // returned, so sealing is listing.
 func (b *Bucket) Seal(ctx context.Context, prefix string) ([]storage.Object, error) {
 	return b.List(ctx, prefix)
+}
+
+// Check asks for the bucket itself (HeadBucket) so that a missing bucket,
+// refused credentials or an unreachable endpoint is one line naming the
+// URL before anything else is tried.
+func (b *Bucket) Check(ctx context.Context) error {
+	_, err := b.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(b.loc.Bucket)})
+	if err == nil {
+		return nil
+	}
+	if code, status := classify(err); status == http.StatusNotFound || code == "NoSuchBucket" || code == "NotFound" {
+		return fmt.Errorf("%s: bucket %q does not exist (check the URL and AWS_ENDPOINT_URL): %w", b.loc, b.loc.Bucket, storage.ErrRefused)
+	}
+	return b.wrap("open bucket", "", err)
 }
 
 // Probe checks, before the first pointer write, that the server honours
