@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"path"
 	"path/filepath"
 	"strings"
@@ -133,8 +132,8 @@ type Location struct {
 }
 
 // Parse reads a local path or an s3://bucket/prefix URL. Any other URL
-// scheme, an S3 URL without a bucket, with a query, fragment, user or port,
-// or a key with an empty, "." or ".." element is an error naming it.
+// scheme, an S3 URL without a valid bucket, with a user or port, or a key
+// with an empty, "." or ".." element is an error naming it.
 func Parse(s string) (Location, error) {
 	if s == "" {
 		return Location{}, errors.New("empty path")
@@ -150,19 +149,20 @@ func Parse(s string) (Location, error) {
 	default:
 		return Location{}, fmt.Errorf("%s: unsupported URL scheme %q (want a local path or s3://bucket/prefix)", s, scheme)
 	}
-	u, err := url.Parse("s3://" + rest)
-	if err != nil {
-		return Location{}, fmt.Errorf("%s: not an s3://bucket/prefix URL: %w", s, err)
-	}
+	// The key is everything after the bucket, taken literally as the AWS
+	// CLI does: '?', '#', '[' and '*' are characters an object key may hold
+	// (a listed file is named by its URL and parsed back), never a query,
+	// a fragment or a pattern.
+	bucket, key, _ := strings.Cut(rest, "/")
 	switch {
-	case u.Host == "":
+	case bucket == "":
 		return Location{}, fmt.Errorf("%s: no bucket: want s3://bucket/prefix", s)
-	case u.User != nil, u.Port() != "", u.RawQuery != "", u.Fragment != "":
-		return Location{}, fmt.Errorf("%s: want s3://bucket/prefix, without user, port, query or fragment", s)
-	case !validBucket(u.Host):
-		return Location{}, fmt.Errorf("%s: bucket %q is not a valid S3 bucket name", s, u.Host)
+	case strings.ContainsAny(bucket, "@:"):
+		return Location{}, fmt.Errorf("%s: want s3://bucket/prefix, without user or port (the endpoint is AWS_ENDPOINT_URL)", s)
+	case !validBucket(bucket):
+		return Location{}, fmt.Errorf("%s: bucket %q is not a valid S3 bucket name", s, bucket)
 	}
-	key := strings.Trim(rest[len(u.Host):], "/")
+	key = strings.Trim(key, "/")
 	if key != "" {
 		for _, elem := range strings.Split(key, "/") {
 			if elem == "" || elem == "." || elem == ".." {
@@ -170,7 +170,7 @@ func Parse(s string) (Location, error) {
 			}
 		}
 	}
-	return Location{Scheme: S3, Bucket: u.Host, Key: key}, nil
+	return Location{Scheme: S3, Bucket: bucket, Key: key}, nil
 }
 
 // validBucket is S3's naming rule: 3 to 63 lower-case letters, digits,

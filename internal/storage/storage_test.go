@@ -17,6 +17,9 @@ func TestParse(t *testing.T) {
 		{"s3://bucket", Location{Scheme: S3, Bucket: "bucket"}, "s3://bucket"},
 		{"s3://bucket/wh/", Location{Scheme: S3, Bucket: "bucket", Key: "wh"}, "s3://bucket/wh"},
 		{"s3a://my.bucket-1/a/b", Location{Scheme: S3, Bucket: "my.bucket-1", Key: "a/b"}, "s3://my.bucket-1/a/b"},
+		// A key is literal: a listed object's URL parses back to its key.
+		{"s3://bucket/x?versionId=1", Location{Scheme: S3, Bucket: "bucket", Key: "x?versionId=1"}, "s3://bucket/x?versionId=1"},
+		{"s3://bucket/p/part-[0]*?{a,b}#.parquet", Location{Scheme: S3, Bucket: "bucket", Key: "p/part-[0]*?{a,b}#.parquet"}, "s3://bucket/p/part-[0]*?{a,b}#.parquet"},
 	} {
 		got, err := Parse(tc.in)
 		if err != nil || got != tc.want || got.String() != tc.str {
@@ -32,8 +35,7 @@ func TestParse(t *testing.T) {
 		{"s3://bucket/a//b", "empty"},
 		{"s3://bucket/a/../b", `".."`},
 		{"s3://user@bucket/x", "without user"},
-		{"s3://bucket:9000/x", "without user, port"},
-		{"s3://bucket/x?versionId=1", "query"},
+		{"s3://bucket:9000/x", "without user or port"},
 	} {
 		if _, err := Parse(tc.in); err == nil || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("Parse(%q) error %v, want one mentioning %q", tc.in, err, tc.mention)

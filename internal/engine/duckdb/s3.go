@@ -76,6 +76,12 @@ func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
 		return fmt.Errorf("duckdb: load the httpfs extension, which s3:// paths need (set engagement.duckdbExtensions or $%s to a directory holding v1.5.5/linux_amd64/httpfs.duckdb_extension; bash scripts/httpfs.sh install makes one): %w",
 			ExtensionsEnv, firstLine(err))
 	}
+	// An S3 URL names one object, literally: a key may hold '?', '[' or
+	// '*', which httpfs would otherwise read as query parameters or a glob
+	// (and no escape exists for them there). The tool never globs.
+	if err := exec("SET s3_url_compatibility_mode = true"); err != nil {
+		return fmt.Errorf("duckdb: turn off globs in S3 URLs: %w", firstLine(err))
+	}
 	style := "vhost"
 	if s.PathStyle {
 		style = "path"

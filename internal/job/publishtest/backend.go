@@ -35,7 +35,8 @@ var S3 = Backend{Name: "s3", root: func(t *testing.T) string { return s3test.Loc
 // OnS3 reports whether the backend is S3.
 func (b Backend) OnS3() bool { return b.Name == S3.Name }
 
-func (b Backend) fresh(t *testing.T) string {
+// Root returns a fresh, empty root on the backend.
+func (b Backend) Root(t *testing.T) string {
 	if b.root == nil {
 		return Local.root(t)
 	}
@@ -46,7 +47,7 @@ func (b Backend) fresh(t *testing.T) string {
 // backend.
 func (h Harness) NewWarehouse(t *testing.T) string {
 	t.Helper()
-	return h.Backend.fresh(t)
+	return h.Backend.Root(t)
 }
 
 // LoadFixture copies a committed fixture (LoadFixture) and, on S3, uploads
@@ -56,7 +57,7 @@ func (h Harness) LoadFixture(t *testing.T, name string) Fixture {
 	t.Helper()
 	fx := LoadFixture(t, name)
 	if h.Backend.OnS3() {
-		fx.Root = h.Backend.fresh(t)
+		fx.Root = h.Backend.Root(t)
 		Upload(t, fx.Dir, fx.Root)
 	}
 	return fx
@@ -163,6 +164,10 @@ func DBFor(t *testing.T, where string) *sql.DB {
 	}
 	exec := func(q string) error { _, err := db.Exec(q); return err }
 	if err := duckdb.EnableS3(context.Background(), exec, s); err != nil {
+		t.Fatal(err)
+	}
+	// The tests' own reads may glob (an appended directory's *.parquet).
+	if err := exec("SET s3_url_compatibility_mode = false"); err != nil {
 		t.Fatal(err)
 	}
 	return db
