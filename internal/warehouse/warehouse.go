@@ -5,8 +5,10 @@
 package warehouse
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -46,16 +48,22 @@ func RejectionPath(jobID string) string {
 func Abs(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
 
 // WriteJSON writes v as indented JSON under key, whole or not at all,
-// subject to c.
+// subject to c. A create-if-absent that finds the very bytes it would write
+// succeeded: its first try landed and the reply was lost (the SDK retried
+// it), which must not read as someone else's object.
 func WriteJSON(ctx context.Context, b storage.Bucket, key string, v any, c storage.Cond) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
 	}
-	if _, err := b.Put(ctx, key, append(data, '\n'), c); err != nil {
-		return err
+	data = append(data, '\n')
+	_, err = b.Put(ctx, key, data, c)
+	if errors.Is(err, storage.ErrPrecondition) && c.IfAbsent {
+		if got, _, gerr := b.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
+			return nil
+		}
 	}
-	return nil
+	return err
 }
 
 // Overlap refuses a warehouse that is, holds or lies inside one of the
