@@ -21,6 +21,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 )
 
 var (
@@ -435,5 +436,105 @@ func TestGCHoldsThePointerLock(t *testing.T) {
 	unlock()
 	if rep, err := gc.Run(context.Background(), opts); err != nil || len(rep.Deleted()) != 1 {
 		t.Fatalf("gc after the lock was released: %v %+v", err, rep.Deleted())
+	}
+}
+
+// TestGCOnS3 keeps the safety rules on an S3 warehouse, where modification
+// times are the server's: what the pointer or its history names, raw and
+// rejections are never touched, nor a prefix without a readable attempt
+// record for its id, nor one younger than the minimum age (by its objects or
+// its recorded start); an old unreferenced prefix is deleted whole.
+func TestGCOnS3(t *testing.T) {
+	ctx := context.Background()
+	b := s3test.Bucket(t)
+	store := objstore.New(b)
+	put := func(key, content string) {
+		t.Helper()
+		if _, err := b.Put(ctx, key, []byte(content), storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serverNow := time.Now()
+	prefix := func(id string, start time.Time) {
+		rel := "staging/job_id=" + id
+		a, _ := json.Marshal(map[string]any{"job_id": id, "started_at": start})
+		put(rel+"/_attempt.json", string(a))
+		put(rel+"/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", "staged "+id)
+	}
+	put("raw/ingest_date=2026-03-02/part-0.parquet", "raw bytes")
+	put("rejections/job_id=failed-old.json", `{"job_id":"failed-old"}`)
+	for _, id := range []string{"pub-1", "pub-2"} {
+		prefix(id, serverNow.Add(-time.Hour))
+		rel := "staging/job_id=" + id
+		e := pointer.DateEntry{JobID: id, ManifestID: "m", EnrollmentSnapshotID: "e",
+			FactFiles:      []pointer.File{{Path: rel + "/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", Bytes: 1, Rows: 1}},
+			CourseDayFiles: []pointer.File{}, EventCount: 1, GateReport: rel + "/_gate.json"}
+		if _, err := pointer.Publish(ctx, store, pointertest.Commit(id, map[dates.Date]pointer.DateEntry{day1: e})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix("failed-old", serverNow.Add(-time.Hour))
+	prefix("future-start", serverNow.Add(72*time.Hour))
+	prefix("no-attempt", serverNow.Add(-time.Hour))
+	if err := b.Delete(ctx, "staging/job_id=no-attempt/_attempt.json"); err != nil {
+		t.Fatal(err)
+	}
+	prefix("other-attempt", serverNow.Add(-time.Hour))
+	put("staging/job_id=other-attempt/_attempt.json", `{"job_id":"someone-else","started_at":"2026-03-01T00:00:00Z"}`)
+	put("staging/notes.txt", "hands off")
+
+	tree := func() map[string]string {
+		objs, err := b.List(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, o := range objs {
+			out[o.Key] = o.Version
+		}
+		return out
+	}
+	before := tree()
+	run := func(now time.Time) gc.Report {
+		t.Helper()
+		rep, err := gc.Run(ctx, gc.Options{Bucket: b, Store: store, Now: now, MinAge: gc.DefaultMinAge})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	// Now: every object was just written, so every prefix is young.
+	if d := run(time.Now()).Deleted(); len(d) != 0 {
+		t.Fatalf("deleted %+v although every object is minutes old", d)
+	}
+	rep := run(time.Now().Add(48 * time.Hour))
+	want := map[string]string{
+		"staging/job_id=failed-old":    "named by no retained generation",
+		"staging/job_id=future-start":  "younger than --min-age",
+		"staging/job_id=no-attempt":    "no readable _attempt.json",
+		"staging/job_id=other-attempt": "does not record job_id",
+		"staging/job_id=pub-1":         "named by history generation 1",
+		"staging/job_id=pub-2":         "named by the current pointer (generation 2)",
+		"staging/notes.txt":            "not a job_id=<id> staging prefix",
+	}
+	if len(rep.Verdicts) != len(want) {
+		t.Errorf("%d verdicts, want %d: %+v", len(rep.Verdicts), len(want), rep.Verdicts)
+	}
+	for _, v := range rep.Verdicts {
+		if !strings.Contains(v.Reason, want[v.Path]) || want[v.Path] == "" || v.Delete != (v.Path == "staging/job_id=failed-old") {
+			t.Errorf("verdict %+v, want reason ~%q", v, want[v.Path])
+		}
+	}
+	after := tree()
+	for k, v := range before {
+		gone := strings.HasPrefix(k, "staging/job_id=failed-old/")
+		if a, ok := after[k]; ok == gone || (ok && a != v) {
+			t.Errorf("%s: present %v (version %q, was %q), want present %v and unchanged", k, ok, a, v, !gone)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("gc created %s", k)
+		}
 	}
 }
