@@ -245,6 +245,14 @@ func TestResolveRelativeConfigFile(t *testing.T) {
 	if want := filepath.Join("config", "wh"); j.Warehouse != want {
 		t.Errorf("Warehouse = %q, want %q", j.Warehouse, want)
 	}
+	// A URL in a config file is not a path relative to it.
+	p = mustParse(t, "engagement.raw s3://bkt/in/raw\nengagement.warehouse s3://bkt/wh\n", filepath.Join("config", "s3.conf"))
+	if j, err = Resolve(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j.Raw != "s3://bkt/in/raw" || j.Warehouse != "s3://bkt/wh" {
+		t.Errorf("Raw, Warehouse = %q, %q: want the URLs as written", j.Raw, j.Warehouse)
+	}
 }
 
 func TestReadFile(t *testing.T) {

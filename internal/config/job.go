@@ -136,7 +136,9 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		case strings.HasPrefix(k, "duckdb."):
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
 		default:
-			if pathKeys[k] && v != "" && !filepath.IsAbs(v) {
+			// A relative path is relative to the config file; a URL
+			// (s3://bucket/prefix) is where it says.
+			if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.Contains(v, "://") {
 				v = filepath.Join(filepath.Dir(p.File), v)
 			}
 			values[k] = v
