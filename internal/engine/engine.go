@@ -102,5 +102,21 @@ func TargetFiles(numBytes, targetBytes int64) int {
 	return int((numBytes-1)/targetBytes + 1)
 }
 
+// SplitInto decides, for every engine, whether a date's first write must be
+// written again split by its grain: it returns the number of files to split
+// it into (TargetFiles of its bytes), or 0 when the first write is already
+// right, one file within the target. An engine whose first write gave
+// several files (Spark's tasks) splits them into the bytes' count too.
+func SplitInto(first []storage.Object, targetBytes int64) int {
+	var size int64
+	for _, o := range first {
+		size += o.Size
+	}
+	if n := TargetFiles(size, targetBytes); n > 1 || len(first) != 1 {
+		return n
+	}
+	return 0
+}
+
 // DefaultTargetFileBytes is 192 MB.
 const DefaultTargetFileBytes = 192 << 20

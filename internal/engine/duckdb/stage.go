@@ -366,7 +366,7 @@ func (e *Engine) writeDate(ctx context.Context, wh storage.Bucket, relDir string
 	if err != nil {
 		return nil, fmt.Errorf("stat staged %s: %w", uri(name(0)), err)
 	}
-	if n := engine.TargetFiles(attrs.Size, target); n > 1 {
+	if n := engine.SplitInto([]storage.Object{{Key: name(0), Attrs: attrs}}, target); n > 1 {
 		for i := 0; i < n; i++ {
 			pred := fmt.Sprintf(" AND hash(%s) %% %d = %d", splitKey, n, i)
 			if err := e.copy(ctx, query(pred), uri(name(i))); err != nil {

@@ -119,11 +119,7 @@ func (w writer) write(ctx context.Context, relDir, query, splitKey string) (map[
 	}
 	split := map[dates.Date]int{}
 	for _, d := range w.dates {
-		var size int64
-		for _, o := range first[d] {
-			size += o.Size
-		}
-		if n := engine.TargetFiles(size, w.spec.TargetFileBytes); n > 1 || len(first[d]) != 1 {
+		if n := engine.SplitInto(first[d], w.spec.TargetFileBytes); n > 0 {
 			split[d] = n
 		}
 	}
