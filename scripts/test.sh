@@ -3,7 +3,10 @@
 # modules, which go test fetches for this platform alone; the DuckDB engine is
 # embedded through cgo, so gcc must be on the machine; the Spark engine's tests
 # need a Spark Connect server, which scripts/spark.sh installs from the pyspark
-# package and starts on 127.0.0.1) and fails loudly rather than skipping.
+# package and starts on 127.0.0.1; the object-storage tests need an S3 server,
+# which scripts/s3.sh builds (versitygw) and starts on 127.0.0.1, and DuckDB's
+# httpfs extension, which scripts/httpfs.sh fetches from PyPI) and fails
+# loudly rather than skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +19,13 @@ cleanup() {
     echo "== the run failed; the Spark Connect server log is kept as $kept (last 100 lines):" >&2
     tail -n 100 "$kept" >&2
   fi
+  if [ "$status" -ne 0 ] && [ -f .cache/s3/run/server.log ]; then
+    kept=.cache/s3/server-failed-$(date -u +%Y%m%dT%H%M%SZ).log
+    cp .cache/s3/run/server.log "$kept"
+    echo "== the S3 server log is kept as $kept" >&2
+  fi
   bash scripts/spark.sh stop || true
+  bash scripts/s3.sh stop || true
   if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
   exit "$status"
 }
@@ -38,23 +47,36 @@ ENGAGEMENT_SPARK_REMOTE=$(bash scripts/spark.sh start)
 export ENGAGEMENT_SPARK_REMOTE
 unset ENGAGEMENT_SKIP_SPARK
 
+echo "== S3 server (scripts/s3.sh) and DuckDB's httpfs extension (scripts/httpfs.sh)"
+bash scripts/s3.sh install
+eval "$(bash scripts/s3.sh start)"
+ENGAGEMENT_DUCKDB_EXTENSIONS=$(bash scripts/httpfs.sh install)
+export ENGAGEMENT_DUCKDB_EXTENSIONS
+unset ENGAGEMENT_SKIP_S3
+
 # The packages where goroutines or processes race (the pointer stores, the
 # job's publish and its unknown-outcome paths, progress, gc, the listing)
 # run under the race detector; the rest run plainly, once.
-race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/inputs ./internal/failpoint"
-echo "== go test -race ($race_pkgs)"
-go test -race -count=1 -timeout 20m $race_pkgs
+# The 64-writer stress of the pointer store runs once, without the race
+# detector, which would only slow its thousands of requests down.
+race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/inputs ./internal/failpoint ./internal/storage/..."
+echo "== go test -race ($race_pkgs; the pointer stress below)"
+go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
+echo "== the pointer store's stress: 64 concurrent writers, 10 rounds on S3"
+go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 
 echo "== go test (the other packages)"
-go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|inputs|failpoint)$|/internal/pointer/')
+go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|inputs|failpoint|storage)$|/internal/(pointer|storage)/')
 
 echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
 # Budgets are execution counts, not durations: a duration -fuzztime can fail
 # with a bare "context deadline exceeded" on a loaded machine (a race in Go's
 # fuzz coordinator, golang/go#75804, unfixed in go1.26). Each is ~5-10 s here.
+# Minimizing a new interesting input defaults to 60 s each, which a fresh
+# cache can hit several times: it is bounded by count too.
 for target in "FuzzDecode ./internal/pointer 300000x" "FuzzConfig ./internal/config 60000x" "FuzzJobArgs ./internal/cli 150000x"; do
   set -- $target
-  go test -run '^$' -fuzz "^$1\$" -fuzztime "$3" "$2"
+  go test -run '^$' -fuzz "^$1\$" -fuzztime "$3" -fuzzminimizetime 200x "$2"
 done
 
 echo "== the README's fixture publish, into a scratch warehouse"

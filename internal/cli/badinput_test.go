@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -24,6 +26,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
 )
 
 // Paths of the committed fixture and its config, relative to this package.
@@ -60,6 +63,114 @@ type biWS struct {
 	dir, raw, lessons, enrollments string
 	warehouse, conf                string
 	src                            string // the pristine committed fixture
+	// s3 is the S3 root the inputs are uploaded to and the warehouse
+	// lives under (toS3); empty for a workspace on local disk.
+	s3 string
+}
+
+// toS3 moves the workspace's inputs and warehouse to the S3 root: the
+// pristine inputs are uploaded now, a setup's breakage by upload.
+func (w *biWS) toS3(root string) {
+	w.t.Helper()
+	w.s3 = root
+	w.raw, w.lessons, w.enrollments, w.warehouse = root+"/raw", root+"/lessons", root+"/enrollments", root+"/warehouse"
+	w.upload()
+}
+
+// root is what {dir} names: the local workspace, or its S3 root.
+func (w *biWS) root() string {
+	if w.s3 != "" {
+		return w.s3
+	}
+	return w.dir
+}
+
+// upload makes the S3 root hold exactly the local workspace's files (the
+// local warehouse directory is left out: on S3 the warehouse is remote, and
+// only a file a setup put inside it, say an input, is uploaded). Nothing
+// happens on local disk.
+func (w *biWS) upload() {
+	w.t.Helper()
+	if w.s3 == "" {
+		return
+	}
+	b := publishtest.Bucket(w.t, w.s3)
+	local := map[string]bool{}
+	err := filepath.WalkDir(w.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(w.dir, p)
+		local[filepath.ToSlash(rel)] = true
+		return nil
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, in := range []string{"raw/", "lessons/", "enrollments/"} {
+		objs, err := b.List(context.Background(), in)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, o := range objs {
+			if !local[o.Key] {
+				if err := b.Delete(context.Background(), o.Key); err != nil {
+					w.t.Fatal(err)
+				}
+			}
+		}
+	}
+	for key := range local {
+		publishtest.Put(w.t, w.s3, key, w.read(filepath.Join(w.dir, filepath.FromSlash(key))))
+	}
+}
+
+// join names elems under base, a path or an s3:// URL.
+func (w *biWS) join(base string, elems ...string) string {
+	if strings.HasPrefix(base, "s3://") {
+		return strings.Join(append([]string{base}, elems...), "/")
+	}
+	return filepath.Join(append([]string{base}, elems...)...)
+}
+
+// get reads the object at the s3:// URL p, nil when absent.
+func (w *biWS) get(p string) []byte {
+	w.t.Helper()
+	dir, key := path.Split(p)
+	return publishtest.Get(w.t, strings.TrimSuffix(dir, "/"), key)
+}
+
+func (w *biWS) exists(p string) bool {
+	if strings.HasPrefix(p, "s3://") {
+		return w.get(p) != nil || len(w.hashTree(p)) > 0
+	}
+	return fileExists(p)
+}
+
+// hashTree is biHashTree, for an s3:// root too (keyed by URL).
+func (w *biWS) hashTree(roots ...string) map[string]string {
+	w.t.Helper()
+	out := map[string]string{}
+	for _, root := range roots {
+		if !strings.HasPrefix(root, "s3://") {
+			maps.Copy(out, biHashTree(w.t, root))
+			continue
+		}
+		b := publishtest.Bucket(w.t, root)
+		objs, err := b.List(context.Background(), "")
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, o := range objs {
+			data, _, err := b.Get(context.Background(), o.Key)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			sum := sha256.Sum256(data)
+			out[root+"/"+o.Key] = hex.EncodeToString(sum[:])
+		}
+	}
+	return out
 }
 
 func biNewWS(t *testing.T) *biWS {
@@ -135,11 +246,7 @@ func (w *biWS) goodPublish() {
 
 func (w *biWS) pointerBytes() []byte {
 	w.t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.warehouse, "pointer.json"))
-	if err != nil {
-		w.t.Fatalf("read pointer: %v", err)
-	}
-	return b
+	return w.read(w.join(w.warehouse, "pointer.json"))
 }
 
 // biHashTree maps every regular file under the roots to its sha256.
@@ -177,7 +284,7 @@ func biHashTree(t *testing.T, roots ...string) map[string]string {
 }
 
 func (w *biWS) inputHashes() map[string]string {
-	return biHashTree(w.t, w.raw, w.lessons, w.enrollments)
+	return w.hashTree(w.raw, w.lessons, w.enrollments)
 }
 
 func biDiffTrees(t *testing.T, what string, before, after map[string]string) {

@@ -7,17 +7,21 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gc"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
 func runGC(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "gc")
-	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	dryRun := fs.Bool("dry-run", false, "list what would be deleted; delete nothing")
 	minAge := fs.Duration("min-age", gc.DefaultMinAge, "delete only prefixes idle at least this long")
 	force := fs.Bool("force-min-age", false, fmt.Sprintf("accept a --min-age below %s (only when no attempt is running)", gc.MinAgeFloor))
-	lockTimeout := fs.Duration("lock-timeout", localfs.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
+	lockTimeout := fs.Duration("lock-timeout", local.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
+	s3f := addS3Flags(fs, false)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := s3f.apply(); err != nil {
 		return err
 	}
 	if *wh == "" {
@@ -26,10 +30,12 @@ func runGC(ctx context.Context, env Env, args []string) error {
 	if *lockTimeout <= 0 {
 		return exitcode.UsageError(fmt.Errorf("gc: --lock-timeout %s: want a positive duration", *lockTimeout))
 	}
-	store := localfs.New(*wh)
-	store.LockTimeout, store.Log = *lockTimeout, env.Log
+	b, store, err := warehouseStore(ctx, env, "--warehouse", *wh, *lockTimeout)
+	if err != nil {
+		return err
+	}
 	rep, err := gc.Run(ctx, gc.Options{
-		Warehouse: *wh, Store: store, Now: time.Now(),
+		Bucket: b, Store: store, Now: time.Now(),
 		MinAge: *minAge, Force: *force, DryRun: *dryRun,
 	})
 	verb := "deleted"

@@ -37,7 +37,7 @@ func TestCLIGC(t *testing.T) {
 			"engagement: gc: --min-age 10m0s is below the floor 1h0m0s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", false},
 		{"bad duration", []string{"gc", "--warehouse", w.warehouse, "--min-age", "soon"}, 2, nil, `engagement: invalid value "soon" for flag -min-age: parse error`, false},
 		{"no pointer: a mistyped warehouse", []string{"gc", "--warehouse", w.dir}, 2, nil,
-			"engagement: gc: " + w.dir + " has no pointer.json (no such file or directory): refusing to collect a warehouse nothing was published to; check --warehouse", false},
+			"engagement: gc: " + w.dir + " has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", false},
 		{"default min-age keeps the fresh failure", []string{"gc", "--warehouse", w.warehouse}, 0,
 			[]string{"kept staging/job_id=failed-1: last activity", "younger than --min-age 24h0m0s", "kept staging/job_id=good-1: named by the current pointer (generation 1)", "deleted 0 staging prefixes"}, "", false},
 		{"dry run lists and deletes nothing", []string{"gc", "--warehouse", w.warehouse, "--dry-run", "--min-age", "0s", "--force-min-age"}, 0,

@@ -16,7 +16,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 )
 
 // A warehouse path is a path, never a pattern: read and status of W/wh?
@@ -71,7 +70,8 @@ func TestHeldLockGivesUp(t *testing.T) {
 	w := biNewWS(t)
 	w.goodPublish()
 	before := w.pointerBytes()
-	unlock, err := localfs.New(w.warehouse).Lock(context.Background())
+	_, store := publishtest.Warehouse(w.warehouse)
+	unlock, err := store.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
@@ -62,7 +62,19 @@ type hostileCase struct {
 	// which must give the same outcome and the same failed checks, with
 	// the same figures, as DuckDB.
 	Engines []string `json:"engines"`
+	// Backends: a case naming s3 also runs with its inputs and warehouse
+	// on the test S3 server (TestHostileInputS3), after its setup has
+	// broken the local copy, which is then uploaded. ErrorS3 is the error
+	// line there when S3 words it differently (a missing prefix is not a
+	// missing directory).
+	Backends []string `json:"backends"`
+	ErrorS3  string   `json:"error_s3"`
 }
+
+// s3Ops are the setup ops a case on S3 may use: they change input files,
+// which are then uploaded; a symlink, a directory or a setup publish has no
+// S3 form.
+var s3Ops = []string{"copy", "truncate", "patch", "sql", "text", "rename", "copytree"}
 
 // setupOp breaks the workspace before the run. Paths are relative to the
 // workspace copy of the fixture.
@@ -119,6 +131,21 @@ func readHostileCase(t *testing.T, dir string) hostileCase {
 			t.Fatalf("%s/case.json: unknown engine %q", dir, e)
 		}
 	}
+	for _, b := range c.Backends {
+		if b != "s3" {
+			t.Fatalf("%s/case.json: unknown backend %q (local is always run; s3 adds the S3 run)", dir, b)
+		}
+	}
+	if c.ErrorS3 != "" && !slices.Contains(c.Backends, "s3") {
+		t.Fatalf("%s/case.json: error_s3 without the s3 backend", dir)
+	}
+	if slices.Contains(c.Backends, "s3") {
+		for _, op := range c.Setup {
+			if !slices.Contains(s3Ops, op.Op) {
+				t.Fatalf("%s/case.json: setup op %q has no S3 form (allowed: %v)", dir, op.Op, s3Ops)
+			}
+		}
+	}
 	return c
 }
 
@@ -131,7 +158,7 @@ func (w *biWS) expand(s, dir string) string {
 		n, _ := strconv.Atoi(sub[2])
 		return strings.Repeat(sub[1], n)
 	})
-	return strings.NewReplacer("{dir}", w.dir, "{raw}", w.raw, "{lessons}", w.lessons,
+	return strings.NewReplacer("{dir}", w.root(), "{raw}", w.raw, "{lessons}", w.lessons,
 		"{enrollments}", w.enrollments, "{warehouse}", w.warehouse, "{conf}", w.conf, "{case}", dir, "{src}", w.src).Replace(s)
 }
 
@@ -214,6 +241,13 @@ func (w *biWS) apply(op setupOp, dir string) {
 
 func (w *biWS) read(p string) []byte {
 	w.t.Helper()
+	if strings.HasPrefix(p, "s3://") {
+		b := w.get(p)
+		if b == nil {
+			w.t.Fatalf("%s does not exist", p)
+		}
+		return b
+	}
 	b, err := os.ReadFile(p)
 	if err != nil {
 		w.t.Fatal(err)
@@ -331,29 +365,61 @@ func TestHostileInputSpark(t *testing.T) {
 	}
 }
 
+// TestHostileInputS3 runs the cases that name s3 with their inputs and
+// warehouse on the test S3 server: the same exit, the same error line (or
+// the case's error_s3), nothing published and nothing changed.
+func TestHostileInputS3(t *testing.T) {
+	var n int
+	for _, dir := range hostileCaseDirs(t) {
+		tc := readHostileCase(t, dir)
+		if !slices.Contains(tc.Backends, "s3") {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			runHostileCaseOn(t, dir, tc, true)
+		})
+	}
+	if n < 15 {
+		t.Fatalf("%d hostile cases name s3 in their backends; the S3 subset went missing", n)
+	}
+}
+
 // runHostileCase runs one case in a fresh workspace, the case's publish
 // with engineArgs appended, and returns the failed checks of its rejection
 // record as written (nil unless the case expects exit 3).
 func runHostileCase(t *testing.T, dir string, tc hostileCase, engineArgs ...string) json.RawMessage {
 	t.Helper()
+	return runHostileCaseOn(t, dir, tc, false, engineArgs...)
+}
+
+// runHostileCaseOn is runHostileCase, with the inputs and the warehouse on
+// the test S3 server when onS3.
+func runHostileCaseOn(t *testing.T, dir string, tc hostileCase, onS3 bool, engineArgs ...string) json.RawMessage {
+	t.Helper()
 	w := biNewWS(t)
+	if onS3 {
+		w.toS3(publishtest.S3.Root(t))
+	}
 	w.goodPublish()
 	for _, op := range tc.Setup {
 		w.apply(op, dir)
 	}
+	w.upload()
 	args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(tc.Args, dir)...)
 	args = append(args, engineArgs...)
 	jobID := lastFlag(args, "job-id")
 
 	pointerBefore := w.pointerBytes()
 	inputsBefore := w.inputHashes()
-	whBefore := biHashTree(t, w.warehouse)
-	stagingRoot := filepath.Join(w.warehouse, "staging")
+	whBefore := w.hashTree(w.warehouse)
+	stagingRoot := w.join(w.warehouse, "staging")
 	var keptBefore map[string]string
 	if tc.Kept != "" {
-		keptBefore = biHashTree(t, filepath.Join(stagingRoot, "job_id="+tc.Kept))
+		keptBefore = w.hashTree(w.join(stagingRoot, "job_id="+tc.Kept))
 	}
-	goodStaging := biHashTree(t, filepath.Join(stagingRoot, "job_id="+biGoodJob))
+	goodStaging := w.hashTree(w.join(stagingRoot, "job_id="+biGoodJob))
 
 	r := biRun(t, args...)
 
@@ -363,7 +429,11 @@ func runHostileCase(t *testing.T, dir string, tc hostileCase, engineArgs ...stri
 	}
 	if tc.Exit != 0 {
 		line := r.errLine(t)
-		if want := w.expand(tc.Error, dir); !globMatch(want, line) {
+		pattern := tc.Error
+		if onS3 && tc.ErrorS3 != "" {
+			pattern = tc.ErrorS3
+		}
+		if want := w.expand(pattern, dir); !globMatch(want, line) {
 			t.Errorf("error line\n got %q\nwant %q", line, want)
 		}
 		if strings.Contains(r.stdout, "published") {
@@ -372,7 +442,7 @@ func runHostileCase(t *testing.T, dir string, tc hostileCase, engineArgs ...stri
 		if after := w.pointerBytes(); !bytes.Equal(after, pointerBefore) {
 			t.Errorf("pointer.json changed:\nbefore %s\nafter  %s", pointerBefore, after)
 		}
-		whAfter := biHashTree(t, w.warehouse)
+		whAfter := w.hashTree(w.warehouse)
 		if tc.Exit == 3 {
 			failed = checkRejection(t, w, jobID, tc.GateChecks, whAfter)
 		}
@@ -384,12 +454,12 @@ func runHostileCase(t *testing.T, dir string, tc hostileCase, engineArgs ...stri
 		t.Errorf("stderr does not log %q:\n%s", tc.Log, r.stderr)
 	}
 	biDiffTrees(t, "inputs", inputsBefore, w.inputHashes())
-	biDiffTrees(t, "staging/job_id="+biGoodJob, goodStaging, biHashTree(t, filepath.Join(stagingRoot, "job_id="+biGoodJob)))
+	biDiffTrees(t, "staging/job_id="+biGoodJob, goodStaging, w.hashTree(w.join(stagingRoot, "job_id="+biGoodJob)))
 	if tc.Kept != "" {
-		biDiffTrees(t, "staging/job_id="+tc.Kept, keptBefore, biHashTree(t, filepath.Join(stagingRoot, "job_id="+tc.Kept)))
+		biDiffTrees(t, "staging/job_id="+tc.Kept, keptBefore, w.hashTree(w.join(stagingRoot, "job_id="+tc.Kept)))
 	}
 	for _, a := range tc.Absent {
-		if p := w.expand(a, dir); fileExists(p) {
+		if p := w.expand(a, dir); w.exists(p) {
 			t.Errorf("%s was created", p)
 		}
 	}
@@ -407,7 +477,7 @@ func fileExists(p string) bool {
 // compared byte for byte. It returns the record's failed checks as written.
 func checkRejection(t *testing.T, w *biWS, jobID string, want []string, after map[string]string) json.RawMessage {
 	t.Helper()
-	rel := filepath.Join(w.warehouse, "rejections", "job_id="+jobID+".json")
+	rel := w.join(w.warehouse, "rejections", "job_id="+jobID+".json")
 	var rej struct {
 		Failed json.RawMessage `json:"failed_checks"`
 	}
@@ -431,12 +501,12 @@ func checkRejection(t *testing.T, w *biWS, jobID string, want []string, after ma
 	if !slices.Equal(got, want) {
 		t.Errorf("rejection record lists failed checks %v, want %v", got, want)
 	}
-	if !fileExists(filepath.Join(w.warehouse, "staging", "job_id="+jobID, "_gate.json")) {
+	if !w.exists(w.join(w.warehouse, "staging", "job_id="+jobID, "_gate.json")) {
 		t.Errorf("no _gate.json in the rejected job's staging prefix")
 	}
-	staging := filepath.Join(w.warehouse, "staging", "job_id="+jobID)
+	staging := w.join(w.warehouse, "staging", "job_id="+jobID)
 	for p := range after {
-		if p == rel || p == filepath.Join(w.warehouse, "rejections")+"/" || p == staging+"/" || strings.HasPrefix(p, staging+"/") {
+		if p == rel || p == w.join(w.warehouse, "rejections")+"/" || p == staging+"/" || strings.HasPrefix(p, staging+"/") {
 			delete(after, p)
 		}
 	}
@@ -495,16 +565,12 @@ func checkCourseDay(t *testing.T, warehouse string, d dates.Date, e pointer.Date
 	t.Helper()
 	var files []string
 	for _, f := range e.CourseDayFiles {
-		files = append(files, biSQLQuote(filepath.Join(warehouse, filepath.FromSlash(f.Path))))
+		files = append(files, biSQLQuote(publishtest.Join(t, warehouse, f.Path)))
 	}
 	if len(files) == 0 {
 		t.Fatalf("%s: no course_day files", d)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := publishtest.DBFor(t, warehouse)
 	rows, err := db.Query(`SELECT course_id, event_count, unknown_lesson_count, matched_lesson_count, enrolled_event_count, learner_count
 		FROM read_parquet([` + strings.Join(files, ", ") + `])`)
 	if err != nil {

@@ -19,10 +19,10 @@ type jobFlags struct {
 }
 
 var flagKeys = []struct{ flag, key, help string }{
-	{"warehouse", config.KeyWarehouse, "warehouse directory (pointer, staging, rejections)"},
-	{"raw", config.KeyRaw, "raw events root holding ingest_date=YYYY-MM-DD partitions"},
-	{"lessons", config.KeyLessons, "lesson manifest Parquet file or directory"},
-	{"enrollments", config.KeyEnrollments, "enrollment snapshot Parquet file or directory"},
+	{"warehouse", config.KeyWarehouse, "warehouse directory or s3://bucket/prefix (pointer, staging, rejections)"},
+	{"raw", config.KeyRaw, "raw events root holding ingest_date=YYYY-MM-DD partitions (a directory or s3:// URL)"},
+	{"lessons", config.KeyLessons, "lesson manifest Parquet file or directory (or s3:// URL)"},
+	{"enrollments", config.KeyEnrollments, "enrollment snapshot Parquet file or directory (or s3:// URL)"},
 	{"manifest-id", config.KeyManifestID, "manifest pin to join (never 'latest')"},
 	{"enrollment-snapshot-id", config.KeyEnrollmentSnapshotID, "enrollment snapshot pin to join"},
 	{"unknown-cap", config.KeyUnknownCap, "largest unknown-lesson rate per date that may publish (default 0.02)"},
@@ -31,6 +31,8 @@ var flagKeys = []struct{ flag, key, help string }{
 	{"spark-remote", config.KeySparkRemote, "Spark Connect URL, sc://HOST:PORT"},
 	{"as-of", config.KeyAsOfDate, "run date for the freshness check (default: today, UTC)"},
 	{"lock-timeout", config.KeyLockTimeout, "longest wait for the pointer's writer lock before giving up (default 5m)"},
+	{"duckdb-extensions", config.KeyDuckDBExtensions, "directory of DuckDB extensions holding httpfs, for s3:// paths (default $ENGAGEMENT_DUCKDB_EXTENSIONS, else DuckDB's own)"},
+	{"s3-path-style", config.KeyS3PathStyle, "S3 addressing: auto (path style for an IP or localhost endpoint), true or false"},
 }
 
 func addJobFlags(fs *flag.FlagSet, withJobID bool) *jobFlags {

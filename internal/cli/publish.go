@@ -15,9 +15,10 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/version"
 )
 
@@ -43,8 +44,17 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 			}
 			return nil, exitcode.UsageError(err)
 		}
+		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
+			if err := enableS3(ctx, e, url, j.DuckDBExtensions); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
 		return e, nil
 	case "spark":
+		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
+			return nil, exitcode.UsageError(fmt.Errorf("%s: %s spark: s3:// locations are read and written by the duckdb engine only for now; run with --engine duckdb", url, config.KeyEngine))
+		}
 		// A server that is down or refuses a setting is an error (exit 1),
 		// not a usage error: the same command works once the server is up.
 		return spark.Open(ctx, j.SparkRemote, j.Spark)
@@ -59,6 +69,8 @@ func jobAndEngine(ctx context.Context, env Env, name string, args []string, chec
 	if err != nil {
 		return config.Job{}, nil, err
 	}
+	// Before any bucket is opened (config.Resolve checked the value).
+	open.PathStyle = j.S3PathStyle
 	eng, err := openEngine(ctx, j)
 	return j, eng, err
 }
@@ -85,9 +97,12 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 	if len(j.ProhibitedColumns) == 0 {
 		env.Log.Warn("the prohibited-column check is off: engagement.prohibitedColumns is none", "job_id", j.JobID)
 	}
-	store := localfs.New(j.Warehouse)
-	store.LockTimeout, store.Log = j.LockTimeout, env.Log
-	p := &job.Publisher{Engine: eng, Store: store, Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
+	wh, store, err := warehouseStore(ctx, env, "--warehouse", j.Warehouse, j.LockTimeout)
+	if err != nil {
+		return err
+	}
+	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
+		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
 	res, err := p.Publish(ctx, j)
 	prog.Close()
 	if err != nil {
@@ -116,7 +131,7 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	spec, err := job.ListedSpec(j)
+	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j)
 	if err != nil {
 		return err
 	}

@@ -9,21 +9,29 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 func runStatus(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "status")
-	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	format := fs.String("format", "table", "table or json")
+	s3f := addS3Flags(fs, false)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := s3f.apply(); err != nil {
 		return err
 	}
 	if *wh == "" {
 		return exitcode.UsageError(fmt.Errorf("status: --warehouse is required"))
 	}
-	p, _, err := localfs.New(*wh).Load(ctx)
+	_, store, err := warehouseStore(ctx, env, "--warehouse", *wh, 0)
+	if err != nil {
+		return err
+	}
+	p, _, err := store.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,10 +60,14 @@ func runRead(ctx context.Context, env Env, args []string) error {
 	}
 	table := args[0]
 	fs := newFlags(env, "read")
-	wh := fs.String("warehouse", "", "warehouse directory (required)")
+	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	date := fs.String("date", "", "only this event date")
 	format := fs.String("format", "table", "table, csv or json")
+	s3f := addS3Flags(fs, true)
 	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := s3f.apply(); err != nil {
 		return err
 	}
 	if *wh == "" {
@@ -72,11 +84,15 @@ func runRead(ctx context.Context, env Env, args []string) error {
 		}
 		only = &d
 	}
-	p, _, err := localfs.New(*wh).Load(ctx)
+	b, store, err := warehouseStore(ctx, env, "--warehouse", *wh, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := reader.Query(*wh, p, table, only); err != nil {
+	p, _, err := store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := reader.Query(b.Location(), p, table, only); err != nil {
 		return exitcode.UsageError(err)
 	}
 	eng, err := duckdb.Open(ctx, nil)
@@ -84,7 +100,12 @@ func runRead(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	t, err := reader.Read(ctx, eng.DB(), *wh, p, table, only)
+	if b.Location().Scheme == storage.S3 {
+		if err := enableS3(ctx, eng, *wh, *s3f.extensions); err != nil {
+			return err
+		}
+	}
+	t, err := reader.Read(ctx, eng.DB(), b.Location(), p, table, only)
 	if err != nil {
 		return err
 	}

@@ -245,6 +245,14 @@ func TestResolveRelativeConfigFile(t *testing.T) {
 	if want := filepath.Join("config", "wh"); j.Warehouse != want {
 		t.Errorf("Warehouse = %q, want %q", j.Warehouse, want)
 	}
+	// A URL in a config file is not a path relative to it.
+	p = mustParse(t, "engagement.raw s3://bkt/in/raw\nengagement.warehouse s3://bkt/wh\n", filepath.Join("config", "s3.conf"))
+	if j, err = Resolve(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j.Raw != "s3://bkt/in/raw" || j.Warehouse != "s3://bkt/wh" {
+		t.Errorf("Raw, Warehouse = %q, %q: want the URLs as written", j.Raw, j.Warehouse)
+	}
 }
 
 func TestReadFile(t *testing.T) {
@@ -571,8 +579,8 @@ func TestCheckPublish(t *testing.T) {
 
 func TestKnownKeys(t *testing.T) {
 	keys := KnownKeys()
-	if len(keys) != 18 {
-		t.Errorf("KnownKeys has %d keys, want 18: %q", len(keys), keys)
+	if len(keys) != 20 {
+		t.Errorf("KnownKeys has %d keys, want 20: %q", len(keys), keys)
 	}
 	for i := 1; i < len(keys); i++ {
 		if keys[i-1] >= keys[i] {

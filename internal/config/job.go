@@ -40,6 +40,8 @@ type Job struct {
 	ProhibitedColumns      []string // lower case; empty only when the config says "none"
 	FreshnessMaxDays       int      // 0 turns the freshness check off
 	LockTimeout            time.Duration
+	DuckDBExtensions       string // directory of DuckDB extensions (httpfs, for s3://); empty: DuckDB's own
+	S3PathStyle            string // auto, true or false
 	AsOf                   dates.Date
 	AsOfSet                bool // false: the command fills AsOf from the clock, outside the transform
 	AllowOutsideHorizon    bool
@@ -69,6 +71,8 @@ const (
 	KeyFreshnessMaxDays       = "engagement.freshnessMaxDays"
 	KeyAsOfDate               = "engagement.asOfDate"
 	KeyLockTimeout            = "engagement.lockTimeout"
+	KeyDuckDBExtensions       = "engagement.duckdbExtensions"
+	KeyS3PathStyle            = "engagement.s3PathStyle"
 )
 
 // ProhibitedNone is the one value of engagement.prohibitedColumns that
@@ -88,16 +92,17 @@ var defaults = map[string]string{
 	KeyProhibitedColumns:      "email,payment_token,card_number,raw_ip",
 	KeyFreshnessMaxDays:       "2",
 	KeyLockTimeout:            "5m",
+	KeyS3PathStyle:            "auto",
 }
 
-var pathKeys = map[string]bool{KeyWarehouse: true, KeyRaw: true, KeyLessons: true, KeyEnrollments: true}
+var pathKeys = map[string]bool{KeyWarehouse: true, KeyRaw: true, KeyLessons: true, KeyEnrollments: true, KeyDuckDBExtensions: true}
 
 // KnownKeys lists every engagement.* key, sorted.
 func KnownKeys() []string {
 	keys := []string{KeyEngine, KeySparkRemote, KeyWarehouse, KeyRaw, KeyLessons, KeyEnrollments,
 		KeyManifestID, KeyEnrollmentSnapshotID, KeyUnknownCap, KeyHotCourses, KeySaltBuckets,
 		KeyRestatementHorizonDays, KeyLatenessDays, KeyTargetFileBytes, KeyProhibitedColumns,
-		KeyFreshnessMaxDays, KeyAsOfDate, KeyLockTimeout}
+		KeyFreshnessMaxDays, KeyAsOfDate, KeyLockTimeout, KeyDuckDBExtensions, KeyS3PathStyle}
 	sort.Strings(keys)
 	return keys
 }
@@ -131,7 +136,9 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		case strings.HasPrefix(k, "duckdb."):
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
 		default:
-			if pathKeys[k] && v != "" && !filepath.IsAbs(v) {
+			// A relative path is relative to the config file; a URL
+			// (s3://bucket/prefix) is where it says.
+			if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.Contains(v, "://") {
 				v = filepath.Join(filepath.Dir(p.File), v)
 			}
 			values[k] = v
@@ -188,6 +195,12 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	}
 	if j.TargetFileBytes, err = ParseBytes(values[KeyTargetFileBytes]); err != nil || j.TargetFileBytes <= 0 {
 		bad(KeyTargetFileBytes, "%q: want a positive size such as 192MB", values[KeyTargetFileBytes])
+	}
+	j.DuckDBExtensions = values[KeyDuckDBExtensions]
+	switch j.S3PathStyle = values[KeyS3PathStyle]; j.S3PathStyle {
+	case "auto", "true", "false":
+	default:
+		bad(KeyS3PathStyle, "%q: want auto, true or false", j.S3PathStyle)
 	}
 	if j.LockTimeout, err = time.ParseDuration(values[KeyLockTimeout]); err != nil || j.LockTimeout <= 0 {
 		bad(KeyLockTimeout, "%q: want a positive duration such as 5m or 30s", values[KeyLockTimeout])

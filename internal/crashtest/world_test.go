@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -22,6 +24,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -30,7 +33,8 @@ import (
 type world struct {
 	t       *testing.T
 	fx      publishtest.Fixture
-	wh      string
+	wh      string // a directory or an s3:// URL
+	b       storage.Bucket
 	config  string // the --config file
 	rawHash string // every input file, names and bytes
 	db      *sql.DB
@@ -40,11 +44,19 @@ type world struct {
 	ids   int
 }
 
+// newWorld starts a world with a local warehouse.
 func newWorld(t *testing.T, fx publishtest.Fixture, db *sql.DB) *world {
+	return newWorldOn(t, publishtest.Local, fx, db)
+}
+
+// newWorldOn starts a world whose warehouse lives on backend; db must read
+// there (publishtest.DBFor).
+func newWorldOn(t *testing.T, backend publishtest.Backend, fx publishtest.Fixture, db *sql.DB) *world {
+	wh := backend.Root(t)
 	return &world{
-		t: t, fx: fx, wh: t.TempDir(), db: db,
+		t: t, fx: fx, wh: wh, b: publishtest.Bucket(t, wh), db: db,
 		config:  filepath.Join(publishtest.Root(), "config", "fixture.conf"),
-		rawHash: publishtest.TreeHash(t, fx.Dir),
+		rawHash: publishtest.Hash(t, fx.In(), ""),
 		truth:   func(d dates.Date) dates.Date { return d },
 	}
 }
@@ -141,7 +153,7 @@ func (w *world) snapshot() snapshot {
 // pointer reads pointer.json as a reader does, without failing the test:
 // a torn or unparsable pointer is a violation to count.
 func (w *world) pointer() (pointer.Pointer, []byte, error) {
-	b, err := os.ReadFile(filepath.Join(w.wh, "pointer.json"))
+	b, _, err := w.b.Get(context.Background(), "pointer.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return pointer.Empty(), nil, nil
 	}
@@ -156,8 +168,7 @@ func (w *world) pointer() (pointer.Pointer, []byte, error) {
 // generation G. Dot-prefixed temp files are a crashed writer's garbage and
 // are not history.
 func (w *world) history() (map[int64]pointer.Pointer, []string) {
-	dir := filepath.Join(w.wh, "pointer-history")
-	entries, err := os.ReadDir(dir)
+	entries, _, err := w.b.ListDir(context.Background(), "pointer-history")
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[int64]pointer.Pointer{}, nil
 	}
@@ -167,23 +178,24 @@ func (w *world) history() (map[int64]pointer.Pointer, []string) {
 	out := map[int64]pointer.Pointer{}
 	var bad []string
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if strings.HasPrefix(e.Name(), ".") || !ok {
+		base := path.Base(e.Key)
+		name, ok := strings.CutSuffix(base, ".json")
+		if strings.HasPrefix(base, ".") || !ok {
 			continue
 		}
 		g, err := strconv.ParseInt(name, 10, 64)
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("history file %s is not named by a generation", e.Name()))
+			bad = append(bad, fmt.Sprintf("history file %s is not named by a generation", base))
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, _, err := w.b.Get(context.Background(), e.Key)
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("read history %s: %v", e.Name(), err))
+			bad = append(bad, fmt.Sprintf("read history %s: %v", base, err))
 			continue
 		}
 		p, err := pointer.Decode(b)
 		if err != nil || p.Generation != g {
-			bad = append(bad, fmt.Sprintf("history %s does not parse as generation %d: %v", e.Name(), g, err))
+			bad = append(bad, fmt.Sprintf("history %s does not parse as generation %d: %v", base, g, err))
 			continue
 		}
 		out[g] = p
@@ -207,14 +219,14 @@ func (w *world) checkEntries(p pointer.Pointer) []string {
 			if !strings.HasPrefix(f.Path, prefix) {
 				bad = append(bad, fmt.Sprintf("%s: entry of %s names %s, outside its staging prefix: two jobs mixed in one date", d, e.JobID, f.Path))
 			}
-			abs := warehouse.Abs(w.wh, f.Path)
-			fi, err := os.Stat(abs)
+			abs := publishtest.Join(w.t, w.wh, f.Path)
+			fi, err := w.b.Stat(context.Background(), f.Path)
 			if err != nil {
 				bad = append(bad, fmt.Sprintf("%s: listed file %s: %v", d, f.Path, err))
 				continue
 			}
-			if fi.Size() != f.Bytes {
-				bad = append(bad, fmt.Sprintf("%s: %s has %d bytes, listed %d", d, f.Path, fi.Size(), f.Bytes))
+			if fi.Size != f.Bytes {
+				bad = append(bad, fmt.Sprintf("%s: %s has %d bytes, listed %d", d, f.Path, fi.Size, f.Bytes))
 			}
 			var rows int64
 			if err := w.db.QueryRow(fmt.Sprintf("SELECT num_rows FROM parquet_file_metadata('%s')", abs)).Scan(&rows); err != nil {
@@ -227,7 +239,7 @@ func (w *world) checkEntries(p pointer.Pointer) []string {
 			bad = append(bad, fmt.Sprintf("%s: gate report %s is not %s's", d, e.GateReport, e.JobID))
 		}
 		var r gate.Report
-		if b, err := os.ReadFile(warehouse.Abs(w.wh, e.GateReport)); err != nil {
+		if b, _, err := w.b.Get(context.Background(), e.GateReport); err != nil {
 			bad = append(bad, fmt.Sprintf("%s: gate report of %s: %v", d, e.JobID, err))
 		} else if err := json.Unmarshal(b, &r); err != nil || !r.Passed || r.JobID != e.JobID || !slices.Contains(r.Dates, d.String()) {
 			bad = append(bad, fmt.Sprintf("%s: gate report of %s: passed %v, job %s, dates %v, err %v", d, e.JobID, r.Passed, r.JobID, r.Dates, err))
@@ -272,7 +284,7 @@ func (w *world) checkVisible(p pointer.Pointer) []string {
 }
 
 func (w *world) checkRaw() []string {
-	if h := publishtest.TreeHash(w.t, w.fx.Dir); h != w.rawHash {
+	if h := publishtest.Hash(w.t, w.fx.In(), ""); h != w.rawHash {
 		return []string{"the input tree changed"}
 	}
 	return nil
@@ -368,7 +380,7 @@ func (w *world) checkAfterKill(before snapshot, jobID string, ds []string) (stri
 	}
 	bad = append(bad, w.checkReaders(p)...)
 
-	exists := func(rel string) bool { _, err := os.Stat(warehouse.Abs(w.wh, rel)); return err == nil }
+	exists := func(rel string) bool { _, err := w.b.Stat(context.Background(), rel); return err == nil }
 	phase := phaseStart
 	switch {
 	case p.Generation == before.ptr.Generation+1:
@@ -386,14 +398,13 @@ func (w *world) checkAfterKill(before snapshot, jobID string, ds []string) (stri
 }
 
 func (w *world) stagedParquet(jobID string) bool {
-	found := false
-	_ = filepath.WalkDir(warehouse.Abs(w.wh, warehouse.StagingDir(jobID)), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
-			found = true
+	objs, _ := w.b.List(context.Background(), warehouse.StagingDir(jobID)+"/")
+	for _, o := range objs {
+		if strings.HasSuffix(o.Key, ".parquet") {
+			return true
 		}
-		return nil
-	})
-	return found
+	}
+	return false
 }
 
 func lastLine(s string) string {

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
 // Column is a required input column and the type names an engine accepts
@@ -68,4 +70,12 @@ func CheckPinInputs(spec Spec, manifest, enrollments []Column, check func(what s
 		return err
 	}
 	return check("enrollments", spec.Inputs.EnrollmentPaths(), enrollments)
+}
+
+// NoPinError is the one wording, for every engine, of a pin with no rows:
+// a wrong argument (exit 2), not an empty input, listing the pins that do
+// exist in the input at path.
+func NoPinError(flag, pin, col, path string, present []string) error {
+	return exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
+		flag, pin, col, pin, path, strings.Join(present, ", ")))
 }

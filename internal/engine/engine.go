@@ -10,6 +10,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Table names, also the staging folder names.
@@ -73,11 +74,13 @@ type Engine interface {
 	// when an input is unusable.
 	Inspect(ctx context.Context, spec Spec) (Inputs, error)
 	// Stage writes both tables for spec.Dates under
-	// <warehouse>/<stagingDir>/<table>/event_date=<d>/ and returns the files.
-	Stage(ctx context.Context, spec Spec, warehouse, stagingDir string) (Staged, error)
+	// <stagingDir>/<table>/event_date=<d>/ of the warehouse bucket, writing
+	// through the URIs the bucket gives (WriteURI), and returns the files,
+	// found by listing them (Seal), never by renaming.
+	Stage(ctx context.Context, spec Spec, wh storage.Bucket, stagingDir string) (Staged, error)
 	// ReadBack computes the gate's figures from exactly the files listed in
 	// staged, read back from storage.
-	ReadBack(ctx context.Context, warehouse string, spec Spec, staged Staged) (map[dates.Date]gate.StagedFigures, error)
+	ReadBack(ctx context.Context, wh storage.Bucket, spec Spec, staged Staged) (map[dates.Date]gate.StagedFigures, error)
 	// Explain returns the formatted plan of the staging query with the
 	// manifest join and the enrollment join marked.
 	Explain(ctx context.Context, spec Spec) (string, error)
@@ -97,6 +100,22 @@ func TargetFiles(numBytes, targetBytes int64) int {
 	}
 	// (n-1)/t+1 is the ceiling without the overflow of (n+t-1)/t.
 	return int((numBytes-1)/targetBytes + 1)
+}
+
+// SplitInto decides, for every engine, whether a date's first write must be
+// written again split by its grain: it returns the number of files to split
+// it into (TargetFiles of its bytes), or 0 when the first write is already
+// right, one file within the target. An engine whose first write gave
+// several files (Spark's tasks) splits them into the bytes' count too.
+func SplitInto(first []storage.Object, targetBytes int64) int {
+	var size int64
+	for _, o := range first {
+		size += o.Size
+	}
+	if n := TargetFiles(size, targetBytes); n > 1 || len(first) != 1 {
+		return n
+	}
+	return 0
 }
 
 // DefaultTargetFileBytes is 192 MB.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/techlearningpro/engagement/internal/storage"
 	"math"
 	"testing"
 )
@@ -72,6 +73,26 @@ func TestPublishedColumns(t *testing.T) {
 			if c == "_salt" || c == "salt" {
 				t.Errorf("%v holds a helper column %q", cols, c)
 			}
+		}
+	}
+}
+
+func TestSplitInto(t *testing.T) {
+	obj := func(size int64) storage.Object { return storage.Object{Attrs: storage.Attrs{Size: size}} }
+	for _, tc := range []struct {
+		name  string
+		first []storage.Object
+		want  int
+	}{
+		{"one small file stays", []storage.Object{obj(100)}, 0},
+		{"one file at the target stays", []storage.Object{obj(1000)}, 0},
+		{"one file over the target splits by bytes", []storage.Object{obj(2500)}, 3},
+		{"two small files become one", []storage.Object{obj(100), obj(200)}, 1},
+		{"three files become the bytes' count", []storage.Object{obj(900), obj(900), obj(900)}, 3},
+		{"no file at all is written again as one", nil, 1},
+	} {
+		if got := SplitInto(tc.first, 1000); got != tc.want {
+			t.Errorf("%s: SplitInto = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

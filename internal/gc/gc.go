@@ -1,19 +1,17 @@
 // Package gc deletes staging prefixes that nothing can read any more: no
 // retained pointer generation names them and no attempt has touched them
-// for a minimum age. It only ever deletes directories
-// <warehouse>/staging/job_id=<id>; raw, the manifest, the enrollments, the
-// pointer, its history and the rejection records are never touched, and
-// anything it cannot judge with certainty is left alone and reported.
+// for a minimum age. It only ever deletes under <warehouse>/staging/
+// job_id=<id>/, through the storage seam, on any backend; raw, the
+// manifest, the enrollments, the pointer, its history and the rejection
+// records are never touched, and anything it cannot judge with certainty
+// is left alone and reported.
 package gc
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -32,27 +31,30 @@ const (
 	MinAgeFloor = time.Hour
 
 	prefixPrefix = "job_id="
-	// A prefix is renamed to this before it is removed, so a gc killed
-	// mid-delete leaves a name the next gc recognises as its own leftover
-	// rather than a half-deleted prefix with no attempt record.
+	// Before a prefix is deleted, a marker object staging/.gc-deleting-
+	// <prefix> is written; it is removed last, so a gc killed mid-delete
+	// leaves a marker the next gc recognises and finishes. (An older gc
+	// renamed the prefix to a directory of that name; such a leftover is
+	// deleted too.)
 	deletingPrefix = ".gc-deleting-"
 )
 
-// Locker is implemented by stores that can hold the pointer still (the
-// local store's writer lock). Without it gc re-reads the history after
-// deleting and reports a publisher that raced it.
+// Locker is implemented by stores that can hold the pointer still (a
+// local warehouse's writer lock). Without one gc relies on the minimum age
+// and re-reads the history after deleting, reporting a publisher that
+// raced it.
 type Locker interface {
 	Lock(ctx context.Context) (unlock func(), err error)
 }
 
 // Options are one gc run. Now is read once by the caller.
 type Options struct {
-	Warehouse string
-	Store     pointer.Store
-	Now       time.Time
-	MinAge    time.Duration
-	Force     bool // accept a MinAge below MinAgeFloor
-	DryRun    bool
+	Bucket storage.Bucket // the warehouse
+	Store  pointer.Store  // the pointer on it
+	Now    time.Time
+	MinAge time.Duration
+	Force  bool // accept a MinAge below MinAgeFloor
+	DryRun bool
 }
 
 // Verdict is what gc decided for one entry of staging/.
@@ -92,18 +94,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.MinAge < MinAgeFloor && !o.Force {
 		return rep, exitcode.UsageError(fmt.Errorf("gc: --min-age %s is below the floor %s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", o.MinAge, MinAgeFloor))
 	}
-	if _, err := os.Stat(filepath.Join(o.Warehouse, "pointer.json")); err != nil {
-		return rep, exitcode.UsageError(fmt.Errorf("gc: %s has no pointer.json (%v): refusing to collect a warehouse nothing was published to; check --warehouse", o.Warehouse, errors.Unwrap(err)))
+	root := o.Bucket.Location()
+	if _, err := o.Bucket.Stat(ctx, "pointer.json"); err != nil {
+		if !storage.IsNotExist(err) {
+			return rep, fmt.Errorf("gc: %w", err)
+		}
+		return rep, exitcode.UsageError(fmt.Errorf("gc: %s has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", root))
 	}
-	stagingAbs := warehouse.Abs(o.Warehouse, warehouse.StagingRoot)
-	if fi, err := os.Lstat(stagingAbs); errors.Is(err, fs.ErrNotExist) {
-		return rep, nil
-	} else if err != nil {
-		return rep, fmt.Errorf("gc: %w", err)
-	} else if !fi.IsDir() {
-		return rep, fmt.Errorf("gc: %s is not a directory (a symlink?): refusing to delete through it", stagingAbs)
-	}
-
 	if l, ok := o.Store.(Locker); ok && !o.DryRun {
 		unlock, err := l.Lock(ctx)
 		if err != nil {
@@ -117,13 +114,30 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	rep.Generation = gen
 
-	entries, err := os.ReadDir(stagingAbs)
-	if err != nil {
-		return rep, fmt.Errorf("gc: list %s: %w", stagingAbs, err)
+	files, dirs, err := o.Bucket.ListDir(ctx, warehouse.StagingRoot)
+	if storage.IsNotExist(err) {
+		return rep, nil
 	}
-	for _, e := range entries {
-		v := judge(o, stagingAbs, e, named)
-		rep.Verdicts = append(rep.Verdicts, v)
+	if err != nil {
+		return rep, fmt.Errorf("gc: list %s: %w", root.Join(warehouse.StagingRoot), err)
+	}
+	markers := map[string]bool{}
+	for _, f := range files {
+		name := path.Base(f.Key)
+		rel := warehouse.StagingRoot + "/" + name
+		switch target, ok := strings.CutPrefix(name, deletingPrefix); {
+		case f.Link:
+			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "a symlink, never followed or deleted"})
+		case ok:
+			markers[target] = true
+			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Delete: named[warehouse.StagingRoot+"/"+target] == "",
+				Reason: "the marker of an interrupted gc of " + target})
+		default:
+			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "not a job_id=<id> staging prefix"})
+		}
+	}
+	for _, d := range dirs {
+		rep.Verdicts = append(rep.Verdicts, judge(ctx, o, d, named, markers[d]))
 	}
 	sort.Slice(rep.Verdicts, func(i, j int) bool { return rep.Verdicts[i].Path < rep.Verdicts[j].Path })
 	if o.DryRun {
@@ -131,12 +145,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	var deleted []string
 	for _, v := range rep.Deleted() {
-		if err := remove(stagingAbs, filepath.Base(filepath.FromSlash(v.Path))); err != nil {
+		if err := remove(ctx, o.Bucket, v.Path); err != nil {
 			return rep, err
 		}
 		deleted = append(deleted, v.Path)
 	}
-	// Under the lock nothing can have moved; without one, a publisher may
+	// Under a lock nothing can have moved; without one, a publisher may
 	// have named a prefix between the read and the delete. Say so loudly.
 	after, _, err := referenced(ctx, o.Store)
 	if err != nil {
@@ -209,102 +223,92 @@ type attempt struct {
 	StartedAt time.Time `json:"started_at"`
 }
 
-// judge decides one entry of staging/. Only a real directory named
-// job_id=<valid id>, with a readable attempt record for that id, named by no
-// retained generation, idle (attempt start and every mtime inside) for at
-// least MinAge, and holding no symlink, is deleted.
-func judge(o Options, stagingAbs string, e fs.DirEntry, named map[string]string) Verdict {
-	rel := warehouse.StagingRoot + "/" + e.Name()
+// judge decides one directory of staging/. Only job_id=<valid id>, with a
+// readable attempt record for that id, named by no retained generation, idle
+// (attempt start and every object's modification time) for at least MinAge,
+// and listable in full (on a local disk: holding no symlink), is deleted.
+// A directory a gc was deleting when it was interrupted is finished.
+func judge(ctx context.Context, o Options, name string, named map[string]string, marked bool) Verdict {
+	rel := warehouse.StagingRoot + "/" + name
 	keep := func(format string, args ...any) Verdict {
 		return Verdict{Path: rel, Reason: fmt.Sprintf(format, args...)}
 	}
-	if strings.HasPrefix(e.Name(), deletingPrefix) && e.IsDir() {
+	if strings.HasPrefix(name, deletingPrefix) {
 		return Verdict{Path: rel, Delete: true, Reason: "left by an interrupted gc"}
 	}
-	if e.Type()&fs.ModeSymlink != 0 {
-		return keep("a symlink, never followed or deleted")
-	}
-	id, ok := strings.CutPrefix(e.Name(), prefixPrefix)
-	if !ok || !e.IsDir() || config.CheckJobID(id) != nil {
+	id, ok := strings.CutPrefix(name, prefixPrefix)
+	if !ok || config.CheckJobID(id) != nil {
 		return keep("not a job_id=<id> staging prefix")
 	}
 	if by := named[rel]; by != "" {
 		return keep("named by %s", by)
 	}
-	dir := filepath.Join(stagingAbs, e.Name())
-	b, err := os.ReadFile(filepath.Join(dir, "_attempt.json"))
+	objs, err := o.Bucket.List(ctx, rel+"/")
 	if err != nil {
-		return keep("no readable _attempt.json (%v): not judged, inspect by hand", errors.Unwrap(err))
+		return keep("cannot be listed in full (%v): not judged, inspect by hand", err)
+	}
+	if marked {
+		return Verdict{Path: rel, Delete: true, Bytes: total(objs), Reason: "an interrupted gc had begun deleting it"}
+	}
+	b, _, err := o.Bucket.Get(ctx, warehouse.AttemptPath(id))
+	if err != nil {
+		return keep("no readable _attempt.json (%v): not judged, inspect by hand", err)
 	}
 	var a attempt
 	if err := json.Unmarshal(b, &a); err != nil || a.StartedAt.IsZero() || a.JobID != id {
 		return keep("_attempt.json does not record job_id %q and a start time: not judged, inspect by hand", id)
 	}
-	newest, size, link, err := scan(dir)
-	if err != nil {
-		return keep("cannot be read in full (%v): not judged", err)
-	}
-	if link != "" {
-		return keep("holds a symlink %s: never deleted through, inspect by hand", link)
-	}
-	if a.StartedAt.After(newest) {
-		newest = a.StartedAt
+	newest := a.StartedAt
+	for _, obj := range objs {
+		if obj.ModTime.After(newest) {
+			newest = obj.ModTime
+		}
 	}
 	idle := o.Now.Sub(newest)
 	if idle < o.MinAge {
 		return keep("last activity %s ago, younger than --min-age %s: the attempt may still be running", idle.Round(time.Second), o.MinAge)
 	}
-	return Verdict{Path: rel, Delete: true, Bytes: size,
+	return Verdict{Path: rel, Delete: true, Bytes: total(objs),
 		Reason: fmt.Sprintf("named by no retained generation, idle %s", idle.Round(time.Second))}
 }
 
-// scan walks a prefix without following links and returns its newest
-// modification time, its size and the first symlink found.
-func scan(dir string) (newest time.Time, size int64, link string, err error) {
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+func total(objs []storage.Object) int64 {
+	var n int64
+	for _, o := range objs {
+		n += o.Size
+	}
+	return n
+}
+
+// remove deletes one verdict's entry. A staging prefix is first marked (a
+// staging/.gc-deleting-<name> object), then deleted, then unmarked, so a
+// gc killed between leaves a marker the next gc finishes instead of a
+// half-deleted prefix nobody recognises.
+func remove(ctx context.Context, b storage.Bucket, rel string) error {
+	name := path.Base(rel)
+	if target, ok := strings.CutPrefix(name, deletingPrefix); ok {
+		// A marker: its prefix went with the same run (judge found it
+		// marked), or an older gc's renamed directory.
+		if err := b.DeletePrefix(ctx, warehouse.StagingRoot+"/"+target+"/"); err != nil {
+			return fmt.Errorf("gc: %w", err)
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			link = p
-			return filepath.SkipAll
+		if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
+			return fmt.Errorf("gc: %w", err)
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if fi.ModTime().After(newest) {
-			newest = fi.ModTime()
-		}
-		if fi.Mode().IsRegular() {
-			size += fi.Size()
+		if err := b.Delete(ctx, rel); err != nil {
+			return fmt.Errorf("gc: %w", err)
 		}
 		return nil
-	})
-	return newest, size, link, err
-}
-
-// remove hides the prefix under a gc-owned name, then deletes it. The
-// rename is atomic, so a crash leaves either the untouched prefix or a
-// .gc-deleting- leftover, never a half-deleted job prefix.
-func remove(stagingAbs, name string) error {
-	from := filepath.Join(stagingAbs, name)
-	if strings.HasPrefix(name, deletingPrefix) {
-		return removeAll(from)
 	}
-	to := filepath.Join(stagingAbs, deletingPrefix+name)
-	if err := os.Rename(from, to); err != nil {
-		return fmt.Errorf("gc: hide %s: %w", from, err)
+	marker := warehouse.StagingRoot + "/" + deletingPrefix + name
+	if _, err := b.Put(ctx, marker, []byte(rel+"\n"), storage.Cond{}); err != nil {
+		return fmt.Errorf("gc: mark %s: %w", rel, err)
 	}
-	if err := warehouse.SyncDir(stagingAbs); err != nil {
-		return fmt.Errorf("gc: %w", err)
+	if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
+		return fmt.Errorf("gc: delete %s: %w", rel, err)
 	}
-	return removeAll(to)
-}
-
-func removeAll(p string) error {
-	if err := os.RemoveAll(p); err != nil {
-		return fmt.Errorf("gc: delete %s: %w", p, err)
+	if err := b.Delete(ctx, marker); err != nil {
+		return fmt.Errorf("gc: unmark %s: %w", rel, err)
 	}
 	return nil
 }

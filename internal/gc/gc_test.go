@@ -17,8 +17,11 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gc"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 )
 
 var (
@@ -31,15 +34,17 @@ var (
 // store, staging prefixes with attempt records, and the neighbours gc must
 // never touch (raw kept inside the warehouse on purpose, rejections).
 type wh struct {
-	t     *testing.T
-	dir   string
-	store *localfs.Store
+	t      *testing.T
+	dir    string
+	bucket storage.Bucket
+	store  *objstore.Store
 }
 
 func newWH(t *testing.T) *wh {
 	t.Helper()
 	w := &wh{t: t, dir: t.TempDir()}
-	w.store = localfs.New(w.dir)
+	w.bucket = local.New(w.dir, local.Options{})
+	w.store = objstore.New(w.bucket)
 	w.file("raw/ingest_date=2026-03-02/part-0.parquet", "raw bytes", old)
 	w.file("rejections/job_id=failed-old.json", `{"job_id":"failed-old"}`, old)
 	return w
@@ -125,7 +130,7 @@ func (w *wh) tree() map[string]string {
 }
 
 func (w *wh) run(o gc.Options) (gc.Report, error) {
-	o.Warehouse, o.Store, o.Now = w.dir, w.store, now
+	o.Bucket, o.Store, o.Now = w.bucket, w.store, now
 	if o.MinAge == 0 && !o.Force {
 		o.MinAge = gc.DefaultMinAge
 	}
@@ -177,7 +182,7 @@ var wantVerdicts = []struct {
 	{"staging/job_id=escape", false, "a symlink"},
 	{"staging/job_id=failed-old", true, "named by no retained generation, idle 48h0m0s"},
 	{"staging/job_id=future-start", false, "younger than --min-age"},
-	{"staging/job_id=inner-link", false, "holds a symlink"},
+	{"staging/job_id=inner-link", false, "is a symlink"},
 	{"staging/job_id=no-attempt", false, "no readable _attempt.json"},
 	{"staging/job_id=other-attempt", false, "does not record job_id"},
 	{"staging/job_id=pub-1", false, "named by history generation 1"},
@@ -286,6 +291,37 @@ func TestGCFinishesAnInterruptedDelete(t *testing.T) {
 	}
 }
 
+// A gc killed after marking a prefix and deleting part of it leaves the
+// marker; the next gc finishes the prefix (it is still named by nothing)
+// and removes the marker.
+func TestGCFinishesAMarkedPrefix(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("half", old, old)
+	os.Remove(filepath.Join(w.dir, "staging/job_id=half/_attempt.json")) // deleted before the kill
+	w.file("staging/.gc-deleting-job_id=half", "staging/job_id=half\n", old)
+	rep, err := w.run(gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, v := range rep.Deleted() {
+		paths = append(paths, v.Path)
+	}
+	if strings.Join(paths, ",") != "staging/.gc-deleting-job_id=half,staging/job_id=half" {
+		t.Fatalf("deleted %v", paths)
+	}
+	for _, p := range []string{"staging/job_id=half", "staging/.gc-deleting-job_id=half"} {
+		if _, err := os.Stat(filepath.Join(w.dir, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still there: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=pub-1/_attempt.json")); err != nil {
+		t.Errorf("the published prefix was touched: %v", err)
+	}
+}
+
 func TestGCRefusals(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -303,7 +339,7 @@ func TestGCRefusals(t *testing.T) {
 			if err := os.Symlink(filepath.Join(w.dir, "raw"), filepath.Join(w.dir, "staging")); err != nil {
 				w.t.Fatal(err)
 			}
-		}, gc.Options{}, false, "is not a directory"},
+		}, gc.Options{}, false, "is a symlink"},
 		{"unreadable history generation", func(w *wh) {
 			w.publish("pub-1")
 			w.publish("pub-2")
@@ -366,7 +402,7 @@ func TestGCReportsARacingPublisher(t *testing.T) {
 	w.publish("pub-1")
 	w.prefix("slow-1", old, old)
 	rs := &racingStore{Store: w.store, w: w, victim: "slow-1"}
-	_, err := gc.Run(context.Background(), gc.Options{Warehouse: w.dir, Store: rs, Now: now, MinAge: gc.DefaultMinAge})
+	_, err := gc.Run(context.Background(), gc.Options{Bucket: w.bucket, Store: rs, Now: now, MinAge: gc.DefaultMinAge})
 	if err == nil || !strings.Contains(err.Error(), "staging/job_id=slow-1 was deleted but the current pointer (generation 2) now names it") {
 		t.Fatalf("err = %v", err)
 	}
@@ -383,7 +419,7 @@ func TestGCHoldsThePointerLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := gc.Options{Warehouse: w.dir, Store: w.store, Now: now, MinAge: gc.DefaultMinAge}
+	opts := gc.Options{Bucket: w.bucket, Store: w.store, Now: now, MinAge: gc.DefaultMinAge}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := gc.Run(ctx, opts); !errors.Is(err, context.DeadlineExceeded) {
@@ -400,5 +436,105 @@ func TestGCHoldsThePointerLock(t *testing.T) {
 	unlock()
 	if rep, err := gc.Run(context.Background(), opts); err != nil || len(rep.Deleted()) != 1 {
 		t.Fatalf("gc after the lock was released: %v %+v", err, rep.Deleted())
+	}
+}
+
+// TestGCOnS3 keeps the safety rules on an S3 warehouse, where modification
+// times are the server's: what the pointer or its history names, raw and
+// rejections are never touched, nor a prefix without a readable attempt
+// record for its id, nor one younger than the minimum age (by its objects or
+// its recorded start); an old unreferenced prefix is deleted whole.
+func TestGCOnS3(t *testing.T) {
+	ctx := context.Background()
+	b := s3test.Bucket(t)
+	store := objstore.New(b)
+	put := func(key, content string) {
+		t.Helper()
+		if _, err := b.Put(ctx, key, []byte(content), storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serverNow := time.Now()
+	prefix := func(id string, start time.Time) {
+		rel := "staging/job_id=" + id
+		a, _ := json.Marshal(map[string]any{"job_id": id, "started_at": start})
+		put(rel+"/_attempt.json", string(a))
+		put(rel+"/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", "staged "+id)
+	}
+	put("raw/ingest_date=2026-03-02/part-0.parquet", "raw bytes")
+	put("rejections/job_id=failed-old.json", `{"job_id":"failed-old"}`)
+	for _, id := range []string{"pub-1", "pub-2"} {
+		prefix(id, serverNow.Add(-time.Hour))
+		rel := "staging/job_id=" + id
+		e := pointer.DateEntry{JobID: id, ManifestID: "m", EnrollmentSnapshotID: "e",
+			FactFiles:      []pointer.File{{Path: rel + "/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", Bytes: 1, Rows: 1}},
+			CourseDayFiles: []pointer.File{}, EventCount: 1, GateReport: rel + "/_gate.json"}
+		if _, err := pointer.Publish(ctx, store, pointertest.Commit(id, map[dates.Date]pointer.DateEntry{day1: e})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix("failed-old", serverNow.Add(-time.Hour))
+	prefix("future-start", serverNow.Add(72*time.Hour))
+	prefix("no-attempt", serverNow.Add(-time.Hour))
+	if err := b.Delete(ctx, "staging/job_id=no-attempt/_attempt.json"); err != nil {
+		t.Fatal(err)
+	}
+	prefix("other-attempt", serverNow.Add(-time.Hour))
+	put("staging/job_id=other-attempt/_attempt.json", `{"job_id":"someone-else","started_at":"2026-03-01T00:00:00Z"}`)
+	put("staging/notes.txt", "hands off")
+
+	tree := func() map[string]string {
+		objs, err := b.List(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, o := range objs {
+			out[o.Key] = o.Version
+		}
+		return out
+	}
+	before := tree()
+	run := func(now time.Time) gc.Report {
+		t.Helper()
+		rep, err := gc.Run(ctx, gc.Options{Bucket: b, Store: store, Now: now, MinAge: gc.DefaultMinAge})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	// Now: every object was just written, so every prefix is young.
+	if d := run(time.Now()).Deleted(); len(d) != 0 {
+		t.Fatalf("deleted %+v although every object is minutes old", d)
+	}
+	rep := run(time.Now().Add(48 * time.Hour))
+	want := map[string]string{
+		"staging/job_id=failed-old":    "named by no retained generation",
+		"staging/job_id=future-start":  "younger than --min-age",
+		"staging/job_id=no-attempt":    "no readable _attempt.json",
+		"staging/job_id=other-attempt": "does not record job_id",
+		"staging/job_id=pub-1":         "named by history generation 1",
+		"staging/job_id=pub-2":         "named by the current pointer (generation 2)",
+		"staging/notes.txt":            "not a job_id=<id> staging prefix",
+	}
+	if len(rep.Verdicts) != len(want) {
+		t.Errorf("%d verdicts, want %d: %+v", len(rep.Verdicts), len(want), rep.Verdicts)
+	}
+	for _, v := range rep.Verdicts {
+		if !strings.Contains(v.Reason, want[v.Path]) || want[v.Path] == "" || v.Delete != (v.Path == "staging/job_id=failed-old") {
+			t.Errorf("verdict %+v, want reason ~%q", v, want[v.Path])
+		}
+	}
+	after := tree()
+	for k, v := range before {
+		gone := strings.HasPrefix(k, "staging/job_id=failed-old/")
+		if a, ok := after[k]; ok == gone || (ok && a != v) {
+			t.Errorf("%s: present %v (version %q, was %q), want present %v and unchanged", k, ok, a, v, !gone)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("gc created %s", k)
+		}
 	}
 }

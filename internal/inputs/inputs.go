@@ -1,23 +1,24 @@
 // Package inputs lists the files of an attempt's three inputs once: the raw
 // events of the read window (ingest_date=YYYY-MM-DD partitions), the lesson
-// manifest and the enrollment snapshot. Every later step and every engine
-// reads exactly that list, and the attempt lists again before the gate to
-// prove nothing was added, removed or changed meanwhile. It only lists and
-// reads; it never writes, so the inputs stay byte-identical whatever the job
-// does.
+// manifest and the enrollment snapshot, on a local disk or on S3. Every
+// later step and every engine reads exactly that list, and the attempt lists
+// again before the gate to prove nothing was added, removed or changed
+// meanwhile. It only lists and reads; it never writes, so the inputs stay
+// byte-identical whatever the job does.
 package inputs
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // PartitionPrefix names a raw partition directory: ingest_date=YYYY-MM-DD.
@@ -30,13 +31,14 @@ const PartitionPrefix = "ingest_date="
 // 000000_0, other tools .PARQUET or .parq.
 func Hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
-// File is one input file as the attempt listed it. Size and modification
-// time are what the second listing compares: a file rewritten in place
-// changes at least one of them.
+// File is one input file as the attempt listed it. Size and version (the
+// ETag on S3, size, modification time and inode locally) are what the
+// second listing compares: a file rewritten in place changes them.
 type File struct {
-	Path    string    `json:"path"`
+	Path    string    `json:"path"` // the local path or s3:// URL an engine reads
 	Bytes   int64     `json:"bytes"`
 	ModTime time.Time `json:"mtime"`
+	Version string    `json:"version"`
 }
 
 // RawFile is a raw data file and the partition it was listed under.
@@ -47,7 +49,7 @@ type RawFile struct {
 
 // Request names an attempt's inputs and its raw read window [From, To].
 type Request struct {
-	Raw, Lessons, Enrollments string
+	Raw, Lessons, Enrollments storage.Location
 	From, To                  dates.Date
 }
 
@@ -86,6 +88,44 @@ func paths(fs []File) []string {
 	return out
 }
 
+// Source reads inputs through the buckets an opener gives, one per root,
+// kept for the attempt.
+type Source struct {
+	open    func(context.Context, storage.Location) (storage.Bucket, error)
+	buckets map[string]storage.Bucket
+}
+
+// NewSource returns a Source that opens buckets with open.
+func NewSource(open func(context.Context, storage.Location) (storage.Bucket, error)) *Source {
+	return &Source{open: open, buckets: map[string]storage.Bucket{}}
+}
+
+func (s *Source) bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
+	if b, ok := s.buckets[loc.String()]; ok {
+		return b, nil
+	}
+	b, err := s.open(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	s.buckets[loc.String()] = b
+	return b, nil
+}
+
+// object is the bucket holding the file at p and its key there.
+func (s *Source) object(ctx context.Context, p string) (storage.Bucket, string, error) {
+	loc, err := storage.Parse(p)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := s.bucket(ctx, loc.Dir())
+	return b, loc.Base(), err
+}
+
+func file(b storage.Bucket, o storage.Object) File {
+	return File{Path: b.Location().Join(o.Key).String(), Bytes: o.Size, ModTime: o.ModTime, Version: o.Version}
+}
+
 // ListRaw lists the landed partitions under root and the data files of
 // those inside [from, to]. A partition counts as landed when it holds a data
 // file; an empty one is not a landed ingest day. Hidden entries are skipped
@@ -95,25 +135,28 @@ func paths(fs []File) []string {
 // inside a partition of the read window (hour=23/part-1.parquet).
 // Partitions outside the window are only looked at to see whether they
 // landed; nothing in them is read.
-func ListRaw(root string, from, to dates.Date) ([]dates.Date, []RawFile, error) {
-	entries, err := os.ReadDir(root)
+func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, error) {
+	b, err := s.bucket(ctx, root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
 	}
+	files, dirs, err := b.ListDir(ctx, "")
+	if err == nil && root.IsS3() && len(files) == 0 && len(dirs) == 0 {
+		err = fmt.Errorf("no objects under %s", root)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
+	}
+	for _, f := range files {
+		if name := path.Base(f.Key); !Hidden(name) {
+			return nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
+		}
+	}
 	var landed []dates.Date
-	var files []RawFile
-	for _, e := range entries {
-		name := e.Name()
+	var out []RawFile
+	for _, name := range dirs {
 		if Hidden(name) {
 			continue
-		}
-		dir := filepath.Join(root, name)
-		st, err := os.Stat(dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
-		}
-		if !st.IsDir() {
-			return nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
 		}
 		if !strings.HasPrefix(name, PartitionPrefix) {
 			return nil, nil, fmt.Errorf("read raw %s: unexpected directory %q: want %sYYYY-MM-DD", root, name, PartitionPrefix)
@@ -123,7 +166,7 @@ func ListRaw(root string, from, to dates.Date) ([]dates.Date, []RawFile, error) 
 			return nil, nil, fmt.Errorf("read raw %s: directory %q: %w", root, name, err)
 		}
 		inWindow := d >= from && d <= to
-		data, err := dataFiles("read raw "+root+": partition", dir, inWindow)
+		data, err := dataFiles(ctx, b, "read raw "+root.String()+": partition", name, inWindow)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -133,36 +176,53 @@ func ListRaw(root string, from, to dates.Date) ([]dates.Date, []RawFile, error) 
 		landed = append(landed, d)
 		if inWindow {
 			for _, f := range data {
-				files = append(files, RawFile{File: f, IngestDate: d})
+				out = append(out, RawFile{File: f, IngestDate: d})
 			}
 		}
 	}
 	slices.Sort(landed)
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return landed, files, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return landed, out, nil
 }
 
 // ListPath lists an input given as a file or a directory (Spark writes a
 // directory of part files). A directory follows the partition rules: hidden
 // entries skipped, every other file data, a nested directory an error. A
 // directory without a data file is an error naming it.
-func ListPath(what, path string) ([]File, error) {
-	if path == "" {
+func (s *Source) ListPath(ctx context.Context, what string, loc storage.Location) ([]File, error) {
+	if loc.String() == "" {
 		return nil, fmt.Errorf("%s: no path given", what)
 	}
-	st, err := os.Stat(path)
+	parent, err := s.bucket(ctx, loc.Dir())
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		return nil, fmt.Errorf("%s %s: %w", what, loc, err)
 	}
-	if !st.IsDir() {
-		return []File{{Path: path, Bytes: st.Size(), ModTime: st.ModTime()}}, nil
+	attrs, statErr := parent.Stat(ctx, loc.Base())
+	if statErr == nil {
+		return []File{file(parent, storage.Object{Key: loc.Base(), Attrs: attrs})}, nil
 	}
-	files, err := dataFiles(what, path, true)
+	if !storage.IsNotExist(statErr) {
+		return nil, fmt.Errorf("%s %s: %w", what, loc, statErr)
+	}
+	b, err := s.bucket(ctx, loc)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, loc, err)
+	}
+	files, err := dataFiles(ctx, b, what, "", true)
+	if storage.IsNotExist(err) {
+		// Neither a file nor a directory: say so as the stat did.
+		return nil, fmt.Errorf("%s %s: %w", what, loc, statErr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s %s: %w", what, path, ErrNoData)
+		if loc.IsS3() {
+			if _, dirs, _ := b.ListDir(ctx, ""); len(dirs) == 0 {
+				return nil, fmt.Errorf("%s %s: no such object, and no objects under it", what, loc)
+			}
+		}
+		return nil, fmt.Errorf("%s %s: %w", what, loc, ErrNoData)
 	}
 	return files, nil
 }
@@ -170,68 +230,65 @@ func ListPath(what, path string) ([]File, error) {
 // ErrNoData is returned for a directory input without a data file.
 var ErrNoData = errors.New("no data files in the directory (names beginning with _ or . are ignored)")
 
-// dataFiles lists the data files of dir, sorted. With strict, a directory
-// entry is an error naming it; without, it is passed over (a partition
-// outside the read window is not read, so it is not judged).
-func dataFiles(what, dir string, strict bool) ([]File, error) {
-	entries, err := os.ReadDir(dir)
+// dataFiles lists the data files of dir in b, sorted. With strict, a
+// subdirectory that is not hidden is an error naming it; without, it is
+// passed over (a partition outside the read window is not read, so it is
+// not judged).
+func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict bool) ([]File, error) {
+	objs, dirs, err := b.ListDir(ctx, dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", dir, err)
+		if storage.IsNotExist(err) && dir == "" {
+			return nil, err
+		}
+		return nil, fmt.Errorf("list %s: %w", b.Location().Join(dir), err)
+	}
+	where := b.Location().Join(dir).String()
+	if strict {
+		for _, d := range dirs {
+			if !Hidden(d) {
+				return nil, fmt.Errorf("%s %s: %s is a directory: a partition or input directory holds data files only (names beginning with _ or . are ignored)", what, where, d)
+			}
+		}
 	}
 	var files []File
-	for _, e := range entries {
-		if Hidden(e.Name()) {
+	for _, o := range objs {
+		if Hidden(path.Base(o.Key)) {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
-		// Stat, not Lstat: a symlinked input file is read like any other.
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", dir, err)
-		}
-		if st.IsDir() {
-			if !strict {
-				continue
-			}
-			return nil, fmt.Errorf("%s %s: %s is a directory: a partition or input directory holds data files only (names beginning with _ or . are ignored)", what, dir, e.Name())
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s %s: %s is not a regular file", what, dir, e.Name())
-		}
-		files = append(files, File{Path: p, Bytes: st.Size(), ModTime: st.ModTime()})
+		files = append(files, file(b, o))
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
 }
 
 // List lists raw, then the manifest, then the enrollments.
-func List(req Request) (Listing, error) {
-	ingest, raw, err := ListRaw(req.Raw, req.From, req.To)
+func (s *Source) List(ctx context.Context, req Request) (Listing, error) {
+	ingest, raw, err := s.ListRaw(ctx, req.Raw, req.From, req.To)
 	if err != nil {
 		return Listing{}, err
 	}
-	return ListPins(ingest, raw, req.Lessons, req.Enrollments)
+	return s.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments)
 }
 
 // ListPins completes a raw listing with the two pin inputs; a caller that
 // judges the raw partitions first (the restatement horizon) lists in two
 // steps.
-func ListPins(ingest []dates.Date, raw []RawFile, lessons, enrollments string) (Listing, error) {
+func (s *Source) ListPins(ctx context.Context, ingest []dates.Date, raw []RawFile, lessons, enrollments storage.Location) (Listing, error) {
 	l := Listing{IngestDates: ingest, Raw: raw}
 	var err error
-	if l.Lessons, err = ListPath("lessons", lessons); err != nil {
+	if l.Lessons, err = s.ListPath(ctx, "lessons", lessons); err != nil {
 		return Listing{}, err
 	}
-	if l.Enrollments, err = ListPath("enrollments", enrollments); err != nil {
+	if l.Enrollments, err = s.ListPath(ctx, "enrollments", enrollments); err != nil {
 		return Listing{}, err
 	}
 	return l, nil
 }
 
 // CheckMagic checks every listed file for the Parquet magic at both ends.
-func (l Listing) CheckMagic() error {
+func (s *Source) CheckMagic(ctx context.Context, l Listing) error {
 	for _, f := range l.Raw {
-		if err := CheckMagic("raw", f.Path); err != nil {
+		if err := s.checkMagic(ctx, "raw", f.File); err != nil {
 			return err
 		}
 	}
@@ -240,7 +297,7 @@ func (l Listing) CheckMagic() error {
 		files []File
 	}{{"lessons", l.Lessons}, {"enrollments", l.Enrollments}} {
 		for _, f := range in.files {
-			if err := CheckMagic(in.what, f.Path); err != nil {
+			if err := s.checkMagic(ctx, in.what, f); err != nil {
 				return err
 			}
 		}
@@ -253,11 +310,11 @@ func (l Listing) CheckMagic() error {
 var ErrChanged = errors.New("input changed during the attempt")
 
 // Verify lists req again and compares it with l, the attempt's listing: a
-// data file added, removed or changed (size or modification time) in the
-// read window or in either pin input fails the attempt, naming the files,
-// since the checks and the stage may then have judged different files.
-func Verify(req Request, l Listing) error {
-	now, err := List(req)
+// data file added, removed or changed (size or version) in the read window
+// or in either pin input fails the attempt, naming the files, since the
+// checks and the stage may then have judged different files.
+func (s *Source) Verify(ctx context.Context, req Request, l Listing) error {
+	now, err := s.List(ctx, req)
 	if err != nil {
 		return fmt.Errorf("%w: list again: %w", ErrChanged, err)
 	}
@@ -297,7 +354,7 @@ func diff(what string, before, after []File) []string {
 		switch {
 		case !ok:
 			out = append(out, fmt.Sprintf("%s file %s was added after the attempt listed its inputs", what, f.Path))
-		case old.Bytes != f.Bytes || !old.ModTime.Equal(f.ModTime):
+		case old.Bytes != f.Bytes || old.Version != f.Version || !old.ModTime.Equal(f.ModTime):
 			out = append(out, fmt.Sprintf("%s file %s changed after the attempt listed it (%d bytes modified %s, now %d bytes modified %s)",
 				what, f.Path, old.Bytes, old.ModTime.UTC().Format(time.RFC3339Nano), f.Bytes, f.ModTime.UTC().Format(time.RFC3339Nano)))
 		}
@@ -313,39 +370,35 @@ func diff(what string, before, after []File) []string {
 // parquetMagic opens and closes every Parquet file.
 const parquetMagic = "PAR1"
 
-// CheckMagic refuses a file that does not start and end with the Parquet
+// checkMagic refuses a file that does not start and end with the Parquet
 // magic. Readers differ in how much of a damaged file they accept (DuckDB
 // reads a file whose leading magic is wrong, from its footer), and two
 // engines must agree on which inputs exist, so the check is made here, once,
 // before any engine opens the file. It reads eight bytes and never writes.
-func CheckMagic(what, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s file %s: %w", what, path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("%s file %s: %w", what, path, err)
-	}
+func (s *Source) checkMagic(ctx context.Context, what string, f File) error {
 	// The smallest Parquet file is the two magics around a 4-byte footer length.
-	if st.Size() < 3*int64(len(parquetMagic)) {
-		return fmt.Errorf("%s file %s: not a Parquet file: %d bytes, too small", what, path, st.Size())
+	if f.Bytes < 3*int64(len(parquetMagic)) {
+		return fmt.Errorf("%s file %s: not a Parquet file: %d bytes, too small", what, f.Path, f.Bytes)
 	}
-	head := make([]byte, len(parquetMagic))
-	tail := make([]byte, len(parquetMagic))
-	if _, err := f.ReadAt(head, 0); err != nil {
-		return fmt.Errorf("%s file %s: %w", what, path, err)
+	b, key, err := s.object(ctx, f.Path)
+	if err != nil {
+		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
 	}
-	if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
-		return fmt.Errorf("%s file %s: %w", what, path, err)
+	n := int64(len(parquetMagic))
+	head, err := b.ReadRange(ctx, key, 0, n)
+	if err != nil {
+		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
+	}
+	tail, err := b.ReadRange(ctx, key, f.Bytes-n, n)
+	if err != nil {
+		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
 	}
 	for _, m := range []struct {
 		where string
 		got   []byte
 	}{{"leading", head}, {"trailing", tail}} {
 		if string(m.got) != parquetMagic {
-			return fmt.Errorf("%s file %s: not a Parquet file: %s magic bytes %q, want %q (truncated or damaged?)", what, path, m.where, m.got, parquetMagic)
+			return fmt.Errorf("%s file %s: not a Parquet file: %s magic bytes %q, want %q (truncated or damaged?)", what, f.Path, m.where, m.got, parquetMagic)
 		}
 	}
 	return nil

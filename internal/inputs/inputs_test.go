@@ -10,7 +10,24 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 )
+
+// src reads local inputs as publish does.
+func src() *Source { return NewSource(open.Input) }
+
+func loc(p string) storage.Location { return storage.MustParse(p) }
+
+// fileAt is a listed File for the local file p.
+func fileAt(t *testing.T, p string) File {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return File{Path: p, Bytes: fi.Size(), ModTime: fi.ModTime()}
+}
 
 func touch(t *testing.T, p string) {
 	t.Helper()
@@ -46,7 +63,7 @@ func TestListRaw(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "ingest_date=2026-03-02"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ingest, files, err := ListRaw(root, d2, d4)
+	ingest, files, err := src().ListRaw(t.Context(), loc(root), d2, d4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +93,13 @@ func TestListRawRefusesStrangers(t *testing.T) {
 		t.Run(tc.entry, func(t *testing.T) {
 			root := t.TempDir()
 			touch(t, filepath.Join(root, filepath.FromSlash(tc.entry)))
-			_, _, err := ListRaw(root, d2, d3)
+			_, _, err := src().ListRaw(t.Context(), loc(root), d2, d3)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one naming %s", err, tc.want)
 			}
 		})
 	}
-	if _, _, err := ListRaw(filepath.Join(t.TempDir(), "missing"), d2, d3); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, _, err := src().ListRaw(t.Context(), loc(filepath.Join(t.TempDir(), "missing")), d2, d3); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing root: err %v", err)
 	}
 }
@@ -90,24 +107,24 @@ func TestListRawRefusesStrangers(t *testing.T) {
 func TestListPath(t *testing.T) {
 	dir := t.TempDir()
 	touch(t, filepath.Join(dir, "_SUCCESS"))
-	if _, err := ListPath("lessons", dir); !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), dir) {
+	if _, err := src().ListPath(t.Context(), "lessons", loc(dir)); !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("dir with only hidden files: err %v, want ErrNoData naming %s", err, dir)
 	}
 	touch(t, filepath.Join(dir, "b.parquet"))
 	touch(t, filepath.Join(dir, "a"))
-	files, err := ListPath("lessons", dir)
+	files, err := src().ListPath(t.Context(), "lessons", loc(dir))
 	if err != nil || len(files) != 2 || filepath.Base(files[0].Path) != "a" || filepath.Base(files[1].Path) != "b.parquet" {
 		t.Errorf("files %v err %v", files, err)
 	}
 	one := filepath.Join(dir, "b.parquet")
-	if files, err := ListPath("lessons", one); err != nil || len(files) != 1 || files[0].Path != one || files[0].Bytes != 1 {
+	if files, err := src().ListPath(t.Context(), "lessons", loc(one)); err != nil || len(files) != 1 || files[0].Path != one || files[0].Bytes != 1 {
 		t.Errorf("single file: %v %v", files, err)
 	}
 	touch(t, filepath.Join(dir, "nested", "c.parquet"))
-	if _, err := ListPath("lessons", dir); err == nil || !strings.Contains(err.Error(), "nested is a directory") {
+	if _, err := src().ListPath(t.Context(), "lessons", loc(dir)); err == nil || !strings.Contains(err.Error(), "nested is a directory") {
 		t.Errorf("nested directory: err %v", err)
 	}
-	if _, err := ListPath("enrollments", filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "enrollments") {
+	if _, err := src().ListPath(t.Context(), "enrollments", loc(filepath.Join(dir, "missing"))); err == nil || !strings.Contains(err.Error(), "enrollments") {
 		t.Errorf("missing path: err %v", err)
 	}
 }
@@ -150,13 +167,13 @@ func TestVerify(t *testing.T) {
 			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"))
 			touch(t, filepath.Join(dir, "lessons", "part-0.parquet"))
 			touch(t, filepath.Join(dir, "enrollments", "part-0.parquet"))
-			req := Request{Raw: filepath.Join(dir, "raw"), Lessons: filepath.Join(dir, "lessons"), Enrollments: filepath.Join(dir, "enrollments"), From: d2, To: d3}
-			l, err := List(req)
+			req := Request{Raw: loc(filepath.Join(dir, "raw")), Lessons: loc(filepath.Join(dir, "lessons")), Enrollments: loc(filepath.Join(dir, "enrollments")), From: d2, To: d3}
+			l, err := src().List(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tc.change(t, dir)
-			err = Verify(req, l)
+			err = src().Verify(t.Context(), req, l)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("Verify: %v", err)
@@ -186,7 +203,7 @@ func TestCheckMagic(t *testing.T) {
 		if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := CheckMagic("raw", p)
+		err := src().checkMagic(t.Context(), "raw", fileAt(t, p))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -194,7 +211,7 @@ func TestCheckMagic(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to name the file and %q", tc.name, err, tc.want)
 		}
 	}
-	if err := CheckMagic("raw", filepath.Join(dir, "missing.parquet")); err == nil {
+	if err := src().checkMagic(t.Context(), "raw", File{Path: filepath.Join(dir, "missing.parquet"), Bytes: 100}); err == nil {
 		t.Error("a missing file passed")
 	}
 }

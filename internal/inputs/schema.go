@@ -1,10 +1,9 @@
 package inputs
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 )
 
@@ -22,35 +21,33 @@ type Field []string
 func (f Field) String() string { return strings.Join(f, ".") }
 
 // Fields returns every field of a Parquet file's schema at any depth, in
-// schema order. It reads only the footer, in Go, so every engine is judged
-// on the same schema.
-func Fields(what, path string) ([]Field, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
-	}
+// schema order. It reads only the footer (two ranged reads), in Go, so every
+// engine is judged on the same schema.
+func (s *Source) Fields(ctx context.Context, what string, f File) ([]Field, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s file %s: not a readable Parquet footer: %s", what, path, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s file %s: not a readable Parquet footer: %s", what, f.Path, fmt.Sprintf(format, args...))
 	}
-	if st.Size() < 12 {
-		return nil, bad("%d bytes", st.Size())
+	if f.Bytes < 12 {
+		return nil, bad("%d bytes", f.Bytes)
 	}
-	tail := make([]byte, 8)
-	if _, err := f.ReadAt(tail, st.Size()-8); err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	b, key, err := s.object(ctx, f.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, f.Path, err)
+	}
+	tail, err := b.ReadRange(ctx, key, f.Bytes-8, 8)
+	if err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, f.Path, err)
+	}
+	if len(tail) != 8 {
+		return nil, bad("%d bytes at its end", len(tail))
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n <= 0 || n > st.Size()-12 || n > maxFooterBytes {
-		return nil, bad("footer length %d in a file of %d bytes", n, st.Size())
+	if n <= 0 || n > f.Bytes-12 || n > maxFooterBytes {
+		return nil, bad("footer length %d in a file of %d bytes", n, f.Bytes)
 	}
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, st.Size()-8-n); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%s file %s: %w", what, path, err)
+	buf, err := b.ReadRange(ctx, key, f.Bytes-8-n, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", what, f.Path, err)
 	}
 	elems, err := schemaElements(buf)
 	if err != nil {
@@ -120,10 +117,10 @@ func Prohibited(fields []Field, prohibited []string) []string {
 
 // ProhibitedFields reads the footer of every raw file and returns the
 // prohibited fields found, as Prohibited does, across all of them.
-func ProhibitedFields(files, prohibited []string) ([]string, error) {
+func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) ([]string, error) {
 	var all []Field
 	for _, f := range files {
-		fields, err := Fields("raw", f)
+		fields, err := s.Fields(ctx, "raw", f.File)
 		if err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ func TestFieldsAtAnyDepth(t *testing.T) {
 	p := writeParquet(t, `SELECT 'e1' AS event_id,
 		{'email': 'a@b', 'device': {'Raw_IP': '10.0.0.1', 'model': 'x'}} AS context,
 		[{'card_number': '4111'}] AS payments`)
-	fields, err := Fields("raw", p)
+	fields, err := src().Fields(t.Context(), "raw", fileAt(t, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestFieldsDamagedFooter(t *testing.T) {
 			if err := os.WriteFile(p, tc.bytes(), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Fields("raw", p)
+			_, err := src().Fields(t.Context(), "raw", fileAt(t, p))
 			if err == nil || !strings.Contains(err.Error(), "raw file "+p) {
 				t.Errorf("Fields error %v, want one naming the file", err)
 			}
@@ -144,6 +144,6 @@ func TestFieldsSurvivesCorruption(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _ = Fields("raw", p) // must return
+		_, _ = src().Fields(t.Context(), "raw", fileAt(t, p)) // must return
 	}
 }

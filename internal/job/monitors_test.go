@@ -16,7 +16,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/monitor"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 )
 
 type line struct {
@@ -30,7 +30,7 @@ type line struct {
 
 func publishLogged(t *testing.T, j config.Job) ([]line, error) {
 	t.Helper()
-	r := publishWith(t, localfs.New(j.Warehouse), j)
+	r := publishWith(t, localStore(j.Warehouse), j)
 	return r.lines, r.err
 }
 
@@ -53,6 +53,12 @@ func (p published) jobResult() map[string]any {
 }
 
 // publishWith runs one in-process publish against store and keeps its log.
+// localStore is the pointer on a local warehouse, as publish opens it.
+func localStore(dir string) *objstore.Store {
+	_, s := publishtest.Warehouse(dir)
+	return s
+}
+
 func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
 	t.Helper()
 	e, err := duckdb.Open(context.Background(), nil)
@@ -61,7 +67,8 @@ func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
 	}
 	defer e.Close()
 	var buf bytes.Buffer
-	p := &job.Publisher{Engine: e, Store: store, Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+	wh, _ := publishtest.Warehouse(j.Warehouse)
+	p := &job.Publisher{Engine: e, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
 		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
 	res, perr := p.Publish(context.Background(), j)
 	out := published{result: res, err: perr, log: buf.String()}

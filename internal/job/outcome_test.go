@@ -13,7 +13,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 	"os/exec"
@@ -47,14 +46,14 @@ func TestUnknownPointerOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := publishtest.LoadFixture(t, "")
 			wh := t.TempDir()
-			seed := publishWith(t, localfs.New(wh), fx.Job(t, wh, "seed", mon, tue))
+			seed := publishWith(t, localStore(wh), fx.Job(t, wh, "seed", mon, tue))
 			if seed.err != nil {
 				t.Fatal(seed.err)
 			}
 			seedStaging := publishtest.TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("seed")))
 			before := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
 
-			got := publishWith(t, tc.wrap(localfs.New(wh)), fx.Job(t, wh, "faulty", mon))
+			got := publishWith(t, tc.wrap(localStore(wh)), fx.Job(t, wh, "faulty", mon))
 
 			if code := exitcode.Code(got.err); code != tc.code {
 				t.Fatalf("exit %d (%v), want %d", code, got.err, tc.code)
@@ -123,7 +122,7 @@ func TestUnknownPointerOutcome(t *testing.T) {
 			// Once the store is reachable, the same job id tells the
 			// orchestrator the truth too: refused as published when it
 			// landed, refused for its kept staging prefix when it did not.
-			again := publishWith(t, localfs.New(wh), fx.Job(t, wh, "faulty", mon))
+			again := publishWith(t, localStore(wh), fx.Job(t, wh, "faulty", mon))
 			if code := exitcode.Code(again.err); code != tc.reRunCode {
 				t.Errorf("same job id again: exit %d (%v), want %d", code, again.err, tc.reRunCode)
 			}
@@ -149,14 +148,14 @@ func TestHistoryTakenPointerNotVisible(t *testing.T) {
 			put := func(gen int64, data []byte) error {
 				return os.WriteFile(filepath.Join(wh, "pointer-history", strconv.FormatInt(gen, 10)+".json"), data, 0o644)
 			}
-			return &pointertest.HistoryOnly{Store: localfs.New(wh), PutHistory: put}, func() {}
+			return &pointertest.HistoryOnly{Store: localStore(wh), PutHistory: put}, func() {}
 		}},
 		{"ReadOnlyDirectory", func(t *testing.T, wh string) (pointer.Store, func()) {
 			// After the history copy is written and before pointer.json is
 			// replaced, the warehouse directory stops taking new entries.
 			var undo func()
 			remove := failpoint.SetHook(failpoint.MidPointer, func() { undo = readOnly(t, wh) })
-			return localfs.New(wh), func() {
+			return localStore(wh), func() {
 				remove()
 				if undo != nil {
 					undo()
@@ -167,7 +166,7 @@ func TestHistoryTakenPointerNotVisible(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := publishtest.LoadFixture(t, "")
 			wh := t.TempDir()
-			if seed := publishWith(t, localfs.New(wh), fx.Job(t, wh, "seed", mon, tue)); seed.err != nil {
+			if seed := publishWith(t, localStore(wh), fx.Job(t, wh, "seed", mon, tue)); seed.err != nil {
 				t.Fatal(seed.err)
 			}
 			before := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json"))
@@ -189,13 +188,13 @@ func TestHistoryTakenPointerNotVisible(t *testing.T) {
 			if after := publishtest.FileBytes(t, filepath.Join(wh, "pointer.json")); !bytes.Equal(before, after) {
 				t.Errorf("pointer.json changed")
 			}
-			if h, err := localfs.New(wh).LoadGeneration(t.Context(), 2); err != nil || h.UpdatedByJobID != "faulty" {
+			if h, err := localStore(wh).LoadGeneration(t.Context(), 2); err != nil || h.UpdatedByJobID != "faulty" {
 				t.Fatalf("history generation 2: %+v, %v; want the faulty job's", h.UpdatedByJobID, err)
 			}
 
 			// The next publish completes it: generation 2 rolled forward,
 			// then the new job's own generation 3 on top.
-			next := publishWith(t, localfs.New(wh), fx.Job(t, wh, "next", tue))
+			next := publishWith(t, localStore(wh), fx.Job(t, wh, "next", tue))
 			if next.err != nil {
 				t.Fatal(next.err)
 			}

@@ -13,7 +13,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
 )
 
 // recorder keeps what a publish reported, in order.
@@ -47,7 +46,8 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	defer e.Close()
 	rec := &recorder{}
 	e.SetProgress(rec)
-	p := &job.Publisher{Engine: e, Store: localfs.New(j.Warehouse), Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	wh, store := publishtest.Warehouse(j.Warehouse)
+	p := &job.Publisher{Engine: e, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }, Progress: rec}
 	if _, err := p.Publish(context.Background(), j); err != nil {
 		t.Fatal(err)

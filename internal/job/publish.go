@@ -8,9 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
@@ -22,6 +20,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/version"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
@@ -79,12 +78,16 @@ type Result struct {
 // hears when each phase (inspect, stage, gate, pointer) starts and ends; it
 // only reports and never feeds back into the run.
 type Publisher struct {
-	Engine   engine.Engine
-	Store    pointer.Store
-	Log      *slog.Logger
-	Clock    func() time.Time
-	Version  string
-	Progress progress.Reporter
+	Engine engine.Engine
+	// Warehouse is the warehouse's bucket and Store the pointer on it;
+	// Inputs reads the inputs (on any backend).
+	Warehouse storage.Bucket
+	Store     pointer.Store
+	Inputs    *inputs.Source
+	Log       *slog.Logger
+	Clock     func() time.Time
+	Version   string
+	Progress  progress.Reporter
 }
 
 func (p *Publisher) version() string {
@@ -120,9 +123,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := job.CheckPublish(); err != nil {
 		return res, err
 	}
+	locs, err := Locations(job)
+	if err != nil {
+		return res, err
+	}
 	// Before anything is created: a warehouse inside an input (or holding
 	// one) would have the job write into what it reads.
-	if err := warehouse.Overlap(job.Warehouse, inputFlags(job)); err != nil {
+	if err := warehouse.Overlap(locs.Warehouse, locs.inputs()); err != nil {
 		return res, exitcode.UsageError(err)
 	}
 	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
@@ -133,20 +140,30 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published (named by the pointer or its history); its staging is never rewritten: rerun with a new job id", job.JobID))
 	}
 	stagingRel := warehouse.StagingDir(job.JobID)
-	stagingAbs := warehouse.Abs(job.Warehouse, stagingRel)
-	if _, err := os.Lstat(stagingAbs); err == nil {
-		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingAbs))
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return res, fmt.Errorf("check staging %s: %w", stagingAbs, err)
+	stagingURI := locs.Warehouse.Join(stagingRel).String()
+	if objs, err := p.Warehouse.List(ctx, stagingRel+"/"); err != nil {
+		return res, fmt.Errorf("check staging %s: %w", stagingURI, err)
+	} else if len(objs) > 0 {
+		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingURI))
+	}
+
+	// Before the first write: a store whose create-if-absent depends on the
+	// server must show that it refuses a second create, or two writers
+	// could take one generation.
+	if pr, ok := p.Warehouse.(storage.Prober); ok {
+		if err := pr.Probe(ctx, warehouse.ProbePath(job.JobID)); err != nil {
+			return res, fmt.Errorf("warehouse %s: %w", locs.Warehouse, err)
+		}
 	}
 
 	spec := Spec(job)
+	req := request(locs, spec)
 	endInspect := p.phase("inspect")
 	defer endInspect()
 	// One listing for the whole attempt: every later step and the engine
 	// read exactly these files, and the listing is checked again before
 	// the gate.
-	ingest, raw, err := inputs.ListRaw(job.Raw, spec.IngestFrom, spec.IngestTo)
+	ingest, raw, err := p.Inputs.ListRaw(ctx, req.Raw, req.From, req.To)
 	if err != nil {
 		return res, fmt.Errorf("list raw: %w", err)
 	}
@@ -157,7 +174,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := mon.freshness(ctx, job, ingest, now); err != nil {
 		return res, err
 	}
-	if spec.Inputs, err = inputs.ListPins(ingest, raw, job.Lessons, job.Enrollments); err != nil {
+	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	in, err := p.inspect(ctx, spec)
@@ -166,18 +183,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 
-	// Claim the prefix with an exclusive mkdir so two attempts racing on one
-	// job id cannot both write into it; nothing on the way is a symlink.
-	if err := warehouse.MkdirAll(job.Warehouse, warehouse.StagingRoot); err != nil {
-		return res, err
-	}
-	if err := warehouse.MkdirExclusive(job.Warehouse, stagingRel); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return res, exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingAbs))
+	// Claim the prefix by creating its attempt record only if absent, so
+	// two attempts racing on one job id cannot both write into it.
+	record := attemptRecord(job, spec, p.Engine.Name(), p.version(), now)
+	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.AttemptPath(job.JobID), record, storage.Cond{IfAbsent: true}); err != nil {
+		if errors.Is(err, storage.ErrPrecondition) {
+			return res, exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingURI))
 		}
-		return res, err
-	}
-	if err := warehouse.WriteJSON(job.Warehouse, warehouse.AttemptPath(job.JobID), attemptRecord(job, spec, p.Engine.Name(), p.version(), now)); err != nil {
 		return res, err
 	}
 	failpoint.Hit(failpoint.AfterAttempt)
@@ -186,12 +198,12 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	res.Report.Checks = gate.InputChecks(in.Figures)
 	res.Report.Finish()
 	if !res.Report.Passed {
-		return res, p.reject(job, res.Report)
+		return res, p.reject(ctx, job, res.Report)
 	}
 
 	endStage := p.phase("stage")
 	defer endStage()
-	staged, err := p.Engine.Stage(ctx, spec, job.Warehouse, stagingRel)
+	staged, err := p.Engine.Stage(ctx, spec, p.Warehouse, stagingRel)
 	endStage()
 	if err != nil {
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
@@ -199,14 +211,15 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	failpoint.Hit(failpoint.AfterStaging)
 	endGate := p.phase("gate")
 	defer endGate()
-	// The engine wrote the prefix; nothing in it may lead elsewhere.
-	if err := warehouse.CheckTree(job.Warehouse, stagingRel); err != nil {
+	// The engine wrote the prefix: it is sealed (durable, and on a local
+	// disk free of symlinks) before anything reads or names it.
+	if _, err := p.Warehouse.Seal(ctx, stagingRel+"/"); err != nil {
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
 	}
-	if err := inputs.Verify(request(job, spec), spec.Inputs); err != nil {
+	if err := p.Inputs.Verify(ctx, req, spec.Inputs); err != nil {
 		return res, fmt.Errorf("job %s: %w", job.JobID, err)
 	}
-	figures, err := p.Engine.ReadBack(ctx, job.Warehouse, spec, staged)
+	figures, err := p.Engine.ReadBack(ctx, p.Warehouse, spec, staged)
 	if err != nil {
 		endGate()
 		return res, fmt.Errorf("gate read-back of job %s: %w", job.JobID, err)
@@ -216,9 +229,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	mon.staged(staged, figures)
 	if !res.Report.Passed {
 		endGate()
-		return res, p.reject(job, res.Report)
+		return res, p.reject(ctx, job, res.Report)
 	}
-	err = warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), res.Report)
+	err = warehouse.WriteJSON(ctx, p.Warehouse, warehouse.GatePath(job.JobID), res.Report, storage.Cond{})
 	endGate()
 	if err != nil {
 		return res, err
@@ -248,23 +261,51 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	return res, nil
 }
 
-// inputFlags names the inputs for the overlap check and its error.
-func inputFlags(job config.Job) [][2]string {
-	return [][2]string{{"--raw", job.Raw}, {"--lessons", job.Lessons}, {"--enrollments", job.Enrollments}}
+// Places are a job's warehouse and inputs as storage locations.
+type Places struct {
+	Warehouse, Raw, Lessons, Enrollments storage.Location
 }
 
-func request(job config.Job, spec engine.Spec) inputs.Request {
-	return inputs.Request{Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
+func (l Places) inputs() map[string]storage.Location {
+	return map[string]storage.Location{"--raw": l.Raw, "--lessons": l.Lessons, "--enrollments": l.Enrollments}
+}
+
+// Locations parses a job's paths and URLs in one place; a malformed one is
+// a usage error naming its flag. An empty warehouse (explain needs none)
+// stays the zero location.
+func Locations(job config.Job) (Places, error) {
+	var l Places
+	for _, f := range []struct {
+		flag, value string
+		dst         *storage.Location
+	}{
+		{"--warehouse", job.Warehouse, &l.Warehouse}, {"--raw", job.Raw, &l.Raw},
+		{"--lessons", job.Lessons, &l.Lessons}, {"--enrollments", job.Enrollments, &l.Enrollments},
+	} {
+		if f.value == "" {
+			continue
+		}
+		loc, err := storage.Parse(f.value)
+		if err != nil {
+			return l, exitcode.UsageError(fmt.Errorf("%s: %w", f.flag, err))
+		}
+		*f.dst = loc
+	}
+	return l, nil
+}
+
+func request(l Places, spec engine.Spec) inputs.Request {
+	return inputs.Request{Raw: l.Raw, Lessons: l.Lessons, Enrollments: l.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
 }
 
 // inspect judges the listed files before any join: their magic bytes and
 // the prohibited fields of the raw footers (read in Go, the same for every
 // engine), then the engine's schema, pin and event identity figures.
 func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
-	if err := spec.Inputs.CheckMagic(); err != nil {
+	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
 		return engine.Inputs{}, err
 	}
-	found, err := inputs.ProhibitedFields(spec.Inputs.RawPaths(), spec.ProhibitedColumns)
+	found, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
 	if err != nil {
 		return engine.Inputs{}, err
 	}
@@ -278,10 +319,13 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 
 // ListedSpec is the engine's view of job with the inputs listed, for a
 // command that reads them without publishing (explain).
-func ListedSpec(job config.Job) (engine.Spec, error) {
+func ListedSpec(ctx context.Context, src *inputs.Source, job config.Job) (engine.Spec, error) {
 	spec := Spec(job)
-	var err error
-	spec.Inputs, err = inputs.List(request(job, spec))
+	locs, err := Locations(job)
+	if err != nil {
+		return spec, err
+	}
+	spec.Inputs, err = src.List(ctx, request(locs, spec))
 	return spec, err
 }
 
@@ -372,12 +416,12 @@ func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, 
 
 // reject records a failed gate: the report in the staging prefix (kept for a
 // human to look at) and a rejection record the orchestrator can show.
-func (p *Publisher) reject(job config.Job, r gate.Report) error {
-	if err := warehouse.WriteJSON(job.Warehouse, warehouse.GatePath(job.JobID), r); err != nil {
+func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report) error {
+	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.GatePath(job.JobID), r, storage.Cond{}); err != nil {
 		return err
 	}
 	rej := Rejection{JobID: job.JobID, Reasons: r.Reasons(), Failed: r.Failed(), Report: warehouse.GatePath(job.JobID)}
-	if err := warehouse.WriteJSON(job.Warehouse, warehouse.RejectionPath(job.JobID), rej); err != nil {
+	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.RejectionPath(job.JobID), rej, storage.Cond{}); err != nil {
 		return err
 	}
 	return exitcode.GateError(fmt.Errorf("gate rejected job %s: %s", job.JobID, r.Reasons()))

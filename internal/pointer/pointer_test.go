@@ -481,8 +481,8 @@ func TestPublishGivesUpOnEndlessConflict(t *testing.T) {
 	if !errors.Is(err, pointer.ErrConflict) {
 		t.Errorf("error = %v, want ErrConflict", err)
 	}
-	if s.swaps != 64 {
-		t.Errorf("Swap called %d times, want 64", s.swaps)
+	if s.swaps != 256 {
+		t.Errorf("Swap called %d times, want 256", s.swaps)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"slices"
 	"time"
@@ -13,9 +14,10 @@ import (
 
 // maxPublishAttempts bounds the conflict retries of Publish. Every conflict
 // means another writer moved the pointer, so with N concurrent publishers a
-// job waits for at most N-1 others per round; 64 covers far more concurrent
-// jobs than a warehouse ever sees while still ending a livelock.
-const maxPublishAttempts = 64
+// job waits for at most N-1 others; 256 covers far more concurrent jobs than
+// a warehouse ever sees (the suites run 64 at once) while still ending a
+// livelock.
+const maxPublishAttempts = 256
 
 // Commit is one change of the pointer: a job's entries for its dates, and
 // what the new generation records about its making. WrittenAt and
@@ -77,29 +79,41 @@ func Successor(cur, h Pointer) bool {
 // that is not its true successor. Nothing was written; a human decides.
 var ErrBrokenChain = errors.New("pointer history does not continue pointer.json")
 
-// Beyond decides, for a Swap about to take generation cur.Generation+1, what
-// the history (gens, ascending, loaded with load) holds past cur: nil when
-// nothing (the generation is free); the next generation when it is a true
-// successor of cur, which an interrupted Swap left behind and which must be
-// rolled forward before anything else moves; or an error wrapping
-// ErrBrokenChain when the history beyond cur is anything else. A Swap takes
-// a generation only from the one before it, so an interrupted Swap leaves at
-// most one generation past the pointer: more means pointer.json was put back
-// by hand or lost, which is never silently undone.
-func Beyond(cur Pointer, gens []int64, load func(int64) (Pointer, error)) (*Pointer, error) {
-	if len(gens) == 0 || gens[len(gens)-1] <= cur.Generation {
-		return nil, nil
-	}
-	newest := gens[len(gens)-1]
-	if newest > cur.Generation+1 {
+// Beyond decides, for a Swap about to take generation cur.Generation+1,
+// what the history holds past cur: nil when nothing (the generation is
+// free); the next generation when it is a true successor of cur, which an
+// interrupted Swap left behind and which must be rolled forward before
+// anything else moves; or an error wrapping ErrBrokenChain when the history
+// beyond cur is anything else. A Swap takes a generation only from the one
+// before it, so an interrupted Swap leaves at most one generation past the
+// pointer: a second one (G+2) means pointer.json was put back by hand or
+// lost, which is never silently undone. load reads one history generation
+// (an error wrapping fs.ErrNotExist when there is none); newest, asked only
+// to word a refusal, is the highest generation the history holds.
+func Beyond(cur Pointer, load func(int64) (Pointer, error), newest func() (int64, error)) (*Pointer, error) {
+	next := cur.Generation + 1
+	if _, err := load(next + 1); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read pointer-history/%d.json: %w", next+1, err)
+	} else if err == nil {
+		n, nerr := newest()
+		if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: pointer-history holds generation %d beyond pointer.json (generation %d): %w", ErrBrokenChain, next+1, cur.Generation, nerr)
+		}
+		if n < next+1 {
+			n = next + 1
+		}
 		return nil, fmt.Errorf("%w: pointer-history goes up to generation %d but pointer.json is at generation %d, and an interrupted write leaves at most generation %d: "+
 			"pointer.json was replaced by hand or lost; nothing was changed: to return to the newest generation copy pointer-history/%d.json over pointer.json, "+
 			"to keep pointer.json move the history files above generation %d aside",
-			ErrBrokenChain, newest, cur.Generation, cur.Generation+1, newest, cur.Generation)
+			ErrBrokenChain, n, cur.Generation, next, n, cur.Generation)
 	}
-	h, err := load(newest)
+	h, err := load(next)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read history generation %d beyond the pointer: %w", newest, err)
+		return nil, fmt.Errorf("%w: pointer-history/%d.json beyond pointer.json (generation %d) cannot be read: %w; nothing was changed",
+			ErrBrokenChain, next, cur.Generation, err)
 	}
 	if Successor(cur, h) {
 		return &h, nil
@@ -110,7 +124,7 @@ func Beyond(cur Pointer, gens []int64, load func(int64) (Pointer, error)) (*Poin
 			h.Parent.Generation, h.Parent.SHA256, cur.Generation, cur.Digest)
 	}
 	return nil, fmt.Errorf("%w: pointer-history/%d.json (job %s) is not a successor of pointer.json (generation %d) and is not rolled forward: %s; nothing was changed",
-		ErrBrokenChain, newest, h.UpdatedByJobID, cur.Generation, why)
+		ErrBrokenChain, next, h.UpdatedByJobID, cur.Generation, why)
 }
 
 // Outcome is what Publish did, for a caller that reports more than success.
@@ -170,7 +184,7 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 	}
 	for attempt := 0; attempt < maxPublishAttempts; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
+			if err := sleep(ctx, backoff(jobID, attempt)); err != nil {
 				return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
 			}
 		}
@@ -258,8 +272,6 @@ func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Ve
 	}
 }
 
-// backoff is deterministic so test runs and incident timelines repeat; the
-// ramp keeps a lost race cheap while spreading out a pile-up.
 // confirm re-reads pointer.json after wrote landed; see PublishOutcome.
 func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite error) (Outcome, error) {
 	ctx = context.WithoutCancel(ctx)
@@ -303,8 +315,16 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 	return out, nil
 }
 
-func backoff(attempt int) time.Duration {
-	return min(time.Duration(attempt)*2*time.Millisecond, 20*time.Millisecond)
+// backoff doubles with the attempt, to 64 ms, and is spread over the whole
+// interval by a jitter drawn from the job id and the attempt: writers that
+// lost one race do not all come back at once (on object storage every
+// retry is several requests), yet the same job retries on the same
+// schedule every run, so test runs and incident timelines repeat.
+func backoff(jobID string, attempt int) time.Duration {
+	ceiling := min(time.Millisecond<<min(attempt, 6), 64*time.Millisecond)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", jobID, attempt)
+	return time.Millisecond + time.Duration(h.Sum64()%uint64(ceiling))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

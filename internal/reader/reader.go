@@ -7,7 +7,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Table is a result set with column names.
@@ -56,7 +56,7 @@ func Status(p pointer.Pointer) []DateStatus {
 // files of each date (or of one date), with event_date restored from the
 // pointer entry rather than parsed from a path. It returns "" when no file
 // is listed.
-func Query(warehouse string, p pointer.Pointer, table string, only *dates.Date) (string, error) {
+func Query(warehouse storage.Location, p pointer.Pointer, table string, only *dates.Date) (string, error) {
 	var cols []string
 	switch table {
 	case engine.FactTable:
@@ -85,7 +85,7 @@ func Query(warehouse string, p pointer.Pointer, table string, only *dates.Date) 
 		}
 		var paths []string
 		for _, f := range files {
-			paths = append(paths, filepath.Join(warehouse, filepath.FromSlash(f.Path)))
+			paths = append(paths, warehouse.Join(f.Path).String())
 		}
 		// Exact file names, never patterns: a warehouse path such as W/wh?
 		// must not also read a sibling W/whB.
@@ -103,7 +103,7 @@ func Query(warehouse string, p pointer.Pointer, table string, only *dates.Date) 
 }
 
 // Read runs Query on conn.
-func Read(ctx context.Context, conn *sql.Conn, warehouse string, p pointer.Pointer, table string, only *dates.Date) (Table, error) {
+func Read(ctx context.Context, conn *sql.Conn, warehouse storage.Location, p pointer.Pointer, table string, only *dates.Date) (Table, error) {
 	q, err := Query(warehouse, p, table, only)
 	if err != nil {
 		return Table{}, err

@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,16 +23,19 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/gen"
-	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
 type runFlags struct {
-	bin, cache, events, memoryLimit, lowMemoryLimit string
-	seed                                            uint64
-	threads, repeat                                 int
+	bin, cache, events, memoryLimit, lowMemoryLimit, s3 string
+	seed                                                uint64
+	threads, repeat                                     int
 }
 
 // measurement is one process: its wall time, peak RSS and, for a publish,
@@ -56,6 +61,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&f.memoryLimit, "memory-limit", "6GB", "duckdb.memory_limit for every measurement")
 	fs.StringVar(&f.lowMemoryLimit, "low-memory-limit", "2GB", "a second publish of the largest day at this limit, which must spill and give the same figures (empty: skip)")
 	fs.IntVar(&f.repeat, "repeat", 2, "publishes of the largest day at --memory-limit (the first is the one compared)")
+	fs.StringVar(&f.s3, "s3", "", "an s3://bucket/prefix: each day's inputs are uploaded there once, and each local publish is followed by the same publish with inputs and warehouse on S3 (the server of AWS_ENDPOINT_URL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,6 +125,17 @@ func runAll(ctx context.Context, args []string) error {
 			}
 			m, err := publish(ctx, f, data, exp, n, f.memoryLimit, name, fmt.Sprintf("%d-%d", n, r))
 			if err != nil {
+				return err
+			}
+			all = append(all, m)
+			if f.s3 == "" {
+				continue
+			}
+			in, err := upload(ctx, data, fmt.Sprintf("%s/design-%d-seed%d", f.s3, n, f.seed))
+			if err != nil {
+				return err
+			}
+			if m, err = publishAt(ctx, f, in, f.s3+"/warehouse-"+fmt.Sprintf("%d-%d", n, r), exp, n, f.memoryLimit, name+" (S3)", fmt.Sprintf("%d-%d-s3", n, r)); err != nil {
 				return err
 			}
 			all = append(all, m)
@@ -260,15 +277,41 @@ duckdb.temp_directory              %s
 duckdb.preserve_insertion_order    false
 `
 
+// publish measures one publish of the day in data into a fresh local
+// warehouse.
 func publish(ctx context.Context, f runFlags, data string, exp gen.Expected, n int, limit, name, tag string) (measurement, error) {
+	abs, _ := filepath.Abs(data)
+	return publishAt(ctx, f, abs, filepath.Join(f.cache, "warehouse-"+tag), exp, n, limit, name, tag)
+}
+
+// publishAt measures one publish of the day whose inputs are under in (a
+// directory or an s3:// prefix) into the fresh warehouse wh (either kind),
+// checks its figures through the pointer, and removes the warehouse.
+func publishAt(ctx context.Context, f runFlags, in, wh string, exp gen.Expected, n int, limit, name, tag string) (measurement, error) {
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
-	wh := abs(filepath.Join(f.cache, "warehouse-"+tag))
-	if err := os.RemoveAll(wh); err != nil {
+	whLoc, err := storage.Parse(wh)
+	if err != nil {
+		return measurement{}, err
+	}
+	if !whLoc.IsS3() {
+		wh = abs(wh)
+		whLoc.Path = wh
+	}
+	whBucket, err := open.Warehouse(ctx, whLoc, open.Options{})
+	if err != nil {
+		return measurement{}, err
+	}
+	// The warehouse is removed from its parent: a prefix is not a key.
+	parent, err := open.Warehouse(ctx, whLoc.Dir(), open.Options{})
+	if err != nil {
+		return measurement{}, err
+	}
+	clear := func() error { return parent.DeletePrefix(ctx, whLoc.Base()+"/") }
+	if err := clear(); err != nil && !storage.IsNotExist(err) {
 		return measurement{}, err
 	}
 	conf := filepath.Join(f.cache, "publish-"+tag+".conf")
-	body := fmt.Sprintf(confTemplate, wh, abs(filepath.Join(data, "raw")), abs(filepath.Join(data, "lessons")),
-		abs(filepath.Join(data, "enrollments")), exp.ManifestID, exp.EnrollmentSnapshotID, exp.RestatementHorizonDays,
+	body := fmt.Sprintf(confTemplate, wh, in+"/raw", in+"/lessons", in+"/enrollments", exp.ManifestID, exp.EnrollmentSnapshotID, exp.RestatementHorizonDays,
 		exp.NewestIngestDate.AddDays(1), f.threads, limit, abs(filepath.Join(f.cache, "tmp")))
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return measurement{}, err
@@ -278,25 +321,57 @@ func publish(ctx context.Context, f runFlags, data string, exp gen.Expected, n i
 	if err != nil {
 		return m, err
 	}
-	if err := verify(ctx, wh, exp); err != nil {
+	if err := verify(ctx, whBucket, exp); err != nil {
 		return m, fmt.Errorf("%s at memory_limit %s published wrong figures: %w", name, limit, err)
 	}
 	m.verified = "figures = expected.json"
-	if err := os.RemoveAll(wh); err != nil {
-		return m, err
+	return m, clear()
+}
+
+// upload copies the day's inputs (and expected.json, written last, which
+// marks a finished upload) to the s3:// prefix once; later runs reuse it.
+func upload(ctx context.Context, data, to string) (string, error) {
+	loc, err := storage.Parse(to)
+	if err != nil {
+		return "", err
 	}
-	return m, nil
+	b, err := open.Input(ctx, loc)
+	if err != nil {
+		return "", err
+	}
+	if _, err := b.Stat(ctx, gen.ExpectedFile); err == nil {
+		fmt.Fprintf(os.Stderr, "bench: reusing %s\n", to)
+		return to, nil
+	}
+	fmt.Fprintf(os.Stderr, "bench: uploading %s to %s\n", data, to)
+	var files []string
+	err = filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() != gen.ExpectedFile {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range append(files, filepath.Join(data, gen.ExpectedFile)) {
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(data, p)
+		if _, err := b.Put(ctx, filepath.ToSlash(rel), body, storage.Cond{}); err != nil {
+			return "", err
+		}
+	}
+	return to, nil
 }
 
 // verify reads what readers see (the pointer, then exactly its files) and
 // compares every course_day figure and the fact row count with the
 // generator's expected.json.
-func verify(ctx context.Context, wh string, exp gen.Expected) error {
-	b, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
-	if err != nil {
-		return err
-	}
-	p, err := pointer.Decode(b)
+func verify(ctx context.Context, wh storage.Bucket, exp gen.Expected) error {
+	p, _, err := objstore.New(wh).Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,7 +380,17 @@ func verify(ctx context.Context, wh string, exp gen.Expected) error {
 		return err
 	}
 	defer db.Close()
-	cd, err := reader.Query(wh, p, engine.CourseDayTable, nil)
+	db.SetMaxOpenConns(1) // the S3 secret lives on the one connection
+	if wh.Location().IsS3() {
+		s, err := duckdb.AWS(ctx, "")
+		if err != nil {
+			return err
+		}
+		if err := duckdb.EnableS3(ctx, func(q string) error { _, err := db.ExecContext(ctx, q); return err }, s); err != nil {
+			return err
+		}
+	}
+	cd, err := reader.Query(wh.Location(), p, engine.CourseDayTable, nil)
 	if err != nil {
 		return err
 	}
@@ -339,7 +424,7 @@ func verify(ctx context.Context, wh string, exp gen.Expected) error {
 		return fmt.Errorf("course_day has %d rows, want %d", seen, wantRows)
 	}
 	for _, d := range exp.Dates {
-		fact, err := reader.Query(wh, p, engine.FactTable, &d)
+		fact, err := reader.Query(wh.Location(), p, engine.FactTable, &d)
 		if err != nil {
 			return err
 		}
@@ -393,6 +478,25 @@ func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, to
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f / %.2f | <= 1 and <= 4 |\n", progress.Count(int64(n)), p.wall.Seconds()/b.wall.Seconds(), p.wall.Seconds()/s.wall.Seconds(),
 			p.cpu.Seconds()/b.cpu.Seconds(), p.cpu.Seconds()/s.cpu.Seconds())
 	}
+	if f.s3 != "" {
+		fmt.Fprintln(w, "\n| events | pairs | S3 / local wall (median, min–max) | S3 / local CPU (median) | peak RSS S3 − local (median, max) | target |")
+		fmt.Fprintln(w, "|---:|---:|---|---:|---|---|")
+		for _, n := range sizes {
+			var wall, cpu, rss []float64
+			for _, m := range all {
+				if s3 := find(n, m.name+" (S3)", m.limit); m.events == n && s3 != nil {
+					wall = append(wall, s3.wall.Seconds()/m.wall.Seconds())
+					cpu = append(cpu, s3.cpu.Seconds()/m.cpu.Seconds())
+					rss = append(rss, float64(s3.rssBytes-m.rssBytes)/(1<<30))
+				}
+			}
+			if len(wall) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %d | %.2f (%.2f–%.2f) | %.2f | %+.2f GiB, %+.2f GiB | <= 1.5, <= +0.5 GiB |\n", progress.Count(int64(n)), len(wall),
+				median(wall), slices.Min(wall), slices.Max(wall), median(cpu), median(rss), slices.Max(rss))
+		}
+	}
 	if len(sizes) > 1 {
 		lo, hi := find(sizes[0], "publish", f.memoryLimit), find(sizes[len(sizes)-1], "publish", f.memoryLimit)
 		if lo != nil && hi != nil {
@@ -410,6 +514,14 @@ func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, to
 		}
 	}
 	fmt.Fprintf(w, "\ngeneration %.1fs (0 when the cached day was reused), benchmark total %.1fs\n", genTime.Seconds(), total.Seconds())
+}
+
+func median(v []float64) float64 {
+	v = slices.Sorted(slices.Values(v))
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 func memTotal() string {

@@ -7,8 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -116,8 +114,15 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 var globEscaper = strings.NewReplacer("[", "[[]", "*", "[*]", "?", "[?]")
 
 // FileRef makes a SQL literal that DuckDB's file readers take as exactly
-// the file p, never as a pattern that could match a sibling.
-func FileRef(p string) string { return quote(globEscaper.Replace(p)) }
+// the file p, never as a pattern that could match a sibling. An s3:// URL
+// is literal already: EnableS3 turns globs and query parameters off for
+// S3 URLs (s3_url_compatibility_mode), where no escape would work.
+func FileRef(p string) string {
+	if strings.HasPrefix(p, "s3://") {
+		return quote(p)
+	}
+	return quote(globEscaper.Replace(p))
+}
 
 // FileList makes a SQL list of FileRef literals: ['a', 'b'].
 func FileList(paths []string) string {
@@ -126,14 +131,4 @@ func FileList(paths []string) string {
 		q[i] = FileRef(p)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-func abs(warehouse, rel string) string { return filepath.Join(warehouse, filepath.FromSlash(rel)) }
-
-func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/engine"
-	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
 )
 
@@ -214,8 +213,7 @@ func (e *Engine) pinRows(ctx context.Context, what, path string, files []string,
 	if err != nil {
 		return 0, fmt.Errorf("read %s %s: %w", what, path, firstLine(err))
 	}
-	return 0, exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
-		flag, pin, col, pin, path, strings.Join(present, ", ")))
+	return 0, engine.NoPinError(flag, pin, col, path, present)
 }
 
 func (e *Engine) strings(ctx context.Context, q string) ([]string, error) {

@@ -85,7 +85,8 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 			}
 			defer e.Close()
 			wh := t.TempDir()
-			st, err := e.Stage(ctx, spec, wh, "staging/job_id=plan-test")
+			bucket, _ := publishtest.Warehouse(wh)
+			st, err := e.Stage(ctx, spec, bucket, "staging/job_id=plan-test")
 			if err != nil {
 				t.Fatal(err)
 			}

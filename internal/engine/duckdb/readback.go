@@ -9,6 +9,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 func asDate(v any) (dates.Date, error) {
@@ -19,10 +20,10 @@ func asDate(v any) (dates.Date, error) {
 	return dates.FromTime(t), nil
 }
 
-func paths(warehouse string, files []pointer.File) []string {
+func paths(wh storage.Bucket, files []pointer.File) []string {
 	out := make([]string, len(files))
 	for i, f := range files {
-		out[i] = abs(warehouse, f.Path)
+		out[i] = wh.Location().Join(f.Path).String()
 	}
 	return out
 }
@@ -30,14 +31,14 @@ func paths(warehouse string, files []pointer.File) []string {
 // ReadBack implements engine.Engine. It reads exactly the listed files, one
 // date at a time, so the date comes from the list and not from parsing a
 // path, and nothing else under staging can leak into the figures.
-func (e *Engine) ReadBack(ctx context.Context, warehouse string, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
+func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
 	out := map[dates.Date]gate.StagedFigures{}
 	for _, d := range spec.Dates {
 		var f gate.StagedFigures
 		if files := staged.FactFiles[d]; len(files) > 0 {
 			q := fmt.Sprintf(`SELECT count(*), coalesce(sum(event_count), 0)::BIGINT,
 				count(*) FILTER (WHERE learner_key IS NULL OR lesson_id IS NULL OR course_id IS NULL)
-				FROM read_parquet(%s, hive_partitioning=false)`, FileList(paths(warehouse, files)))
+				FROM read_parquet(%s, hive_partitioning=false)`, FileList(paths(wh, files)))
 			if err := e.conn.QueryRowContext(ctx, q).Scan(&f.FactRows, &f.FactEventSum, &f.FactNullKeyRows); err != nil {
 				return nil, fmt.Errorf("read back %s %s: %w", engine.FactTable, d, firstLine(err))
 			}
@@ -47,7 +48,7 @@ func (e *Engine) ReadBack(ctx context.Context, warehouse string, spec engine.Spe
 				coalesce(sum(matched_lesson_count), 0)::BIGINT, coalesce(sum(unknown_lesson_count), 0)::BIGINT,
 				coalesce(sum(enrolled_event_count), 0)::BIGINT,
 				count(*) FILTER (WHERE matched_lesson_count + unknown_lesson_count <> event_count)
-				FROM read_parquet(%s, hive_partitioning=false)`, FileList(paths(warehouse, files)))
+				FROM read_parquet(%s, hive_partitioning=false)`, FileList(paths(wh, files)))
 			if err := e.conn.QueryRowContext(ctx, q).Scan(&f.CourseDayRows, &f.EventCount, &f.MatchedLessonCount,
 				&f.UnknownLessonCount, &f.EnrolledEventCount, &f.IdentityViolatedRows); err != nil {
 				return nil, fmt.Errorf("read back %s %s: %w", engine.CourseDayTable, d, firstLine(err))

@@ -3,9 +3,7 @@ package duckdb
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -15,7 +13,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
-	"github.com/techlearningpro/engagement/internal/warehouse"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // sources resolves the file lists of the three inputs for spec.
@@ -186,7 +184,7 @@ GROUP BY ev.learner_key, ev.lesson_id, ev.event_date`,
 func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
 
 // Stage implements engine.Engine.
-func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, stagingDir string) (engine.Staged, error) {
+func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
 	st := engine.Staged{
 		Stage:          map[dates.Date]gate.StageFigures{},
 		FactFiles:      map[dates.Date][]pointer.File{},
@@ -259,7 +257,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 				manifestCTE(spec, s), quote(spec.ManifestID), quote(spec.EnrollmentSnapshotID), quote(spec.JobID), day, pred)
 		}
 		steps.next("write "+engine.FactTable+" "+d.String(), 0)
-		files, err := e.writeDate(ctx, warehouse, path.Join(stagingDir, engine.FactTable, "event_date="+d.String()), fact, "f.learner_key, f.lesson_id", spec.TargetFileBytes)
+		files, err := e.writeDate(ctx, wh, path.Join(stagingDir, engine.FactTable, "event_date="+d.String()), fact, "f.learner_key, f.lesson_id", spec.TargetFileBytes)
 		if err != nil {
 			return st, err
 		}
@@ -276,7 +274,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, warehouse, staging
 			FROM fact_stage WHERE %s%s GROUP BY course_id ORDER BY course_id`, quote(spec.JobID), day, pred)
 		}
 		steps.next("write "+engine.CourseDayTable+" "+d.String(), rows(files))
-		files, err = e.writeDate(ctx, warehouse, path.Join(stagingDir, engine.CourseDayTable, "event_date="+d.String()), courseDay, "course_id", spec.TargetFileBytes)
+		files, err = e.writeDate(ctx, wh, path.Join(stagingDir, engine.CourseDayTable, "event_date="+d.String()), courseDay, "course_id", spec.TargetFileBytes)
 		if err != nil {
 			return st, err
 		}
@@ -349,62 +347,44 @@ func (e *Engine) eachDate(ctx context.Context, what, q string, fn func(d dates.D
 
 // writeDate writes one date of one table into relDir. The file count comes
 // from the bytes written, never from a partition count: the date is first
-// written as one hidden file; when TargetFiles says it is too big it is
-// rewritten into n files split by a hash of splitKey (the table's grain), so
-// a row's file is a function of its key. query builds the SELECT with an
-// extra predicate appended to its WHERE clause.
-func (e *Engine) writeDate(ctx context.Context, root, relDir string, query func(pred string) string, splitKey string, target int64) ([]pointer.File, error) {
-	dir := abs(root, relDir)
-	if err := warehouse.MkdirAll(root, relDir); err != nil {
+// written as one file; when TargetFiles says it is too big it is written
+// again as n files split by a hash of splitKey (the table's grain), the
+// first file replaced, so a row's file is a function of its key. The
+// finished files are found by listing the directory, never by renaming.
+// query builds the SELECT with an extra predicate appended to its WHERE
+// clause.
+func (e *Engine) writeDate(ctx context.Context, wh storage.Bucket, relDir string, query func(pred string) string, splitKey string, target int64) ([]pointer.File, error) {
+	if _, err := wh.WriteURI(ctx, relDir); err != nil {
 		return nil, err
 	}
-	single := filepath.Join(dir, "_single.parquet")
-	if err := e.copy(ctx, query(""), single); err != nil {
+	name := func(i int) string { return fmt.Sprintf("%s/part-%05d.parquet", relDir, i) }
+	uri := func(key string) string { return wh.Location().Join(key).String() }
+	if err := e.copy(ctx, query(""), uri(name(0))); err != nil {
 		return nil, err
 	}
-	size, err := fileSize(single)
+	attrs, err := wh.Stat(ctx, name(0))
 	if err != nil {
-		return nil, fmt.Errorf("stat staged %s: %w", single, err)
+		return nil, fmt.Errorf("stat staged %s: %w", uri(name(0)), err)
 	}
-	n := engine.TargetFiles(size, target)
-	var names []string
-	if n == 1 {
-		name := "part-00000.parquet"
-		if err := os.Rename(single, filepath.Join(dir, name)); err != nil {
-			return nil, fmt.Errorf("rename staged %s: %w", single, err)
-		}
-		names = []string{name}
-	} else {
+	if n := engine.SplitInto([]storage.Object{{Key: name(0), Attrs: attrs}}, target); n > 1 {
 		for i := 0; i < n; i++ {
-			name := fmt.Sprintf("part-%05d.parquet", i)
 			pred := fmt.Sprintf(" AND hash(%s) %% %d = %d", splitKey, n, i)
-			if err := e.copy(ctx, query(pred), filepath.Join(dir, name)); err != nil {
+			if err := e.copy(ctx, query(pred), uri(name(i))); err != nil {
 				return nil, err
 			}
-			names = append(names, name)
 		}
-		if err := os.Remove(single); err != nil {
-			return nil, fmt.Errorf("remove %s: %w", single, err)
-		}
+	}
+	objs, err := wh.Seal(ctx, relDir+"/")
+	if err != nil {
+		return nil, err
 	}
 	var files []pointer.File
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		if err := warehouse.SyncFile(p); err != nil {
-			return nil, err
-		}
-		size, err := fileSize(p)
-		if err != nil {
-			return nil, fmt.Errorf("stat staged %s: %w", p, err)
-		}
+	for _, o := range objs {
 		var rows int64
-		if err := e.conn.QueryRowContext(ctx, "SELECT num_rows FROM parquet_file_metadata("+FileRef(p)+")").Scan(&rows); err != nil {
-			return nil, fmt.Errorf("read staged %s: %w", p, firstLine(err))
+		if err := e.conn.QueryRowContext(ctx, "SELECT num_rows FROM parquet_file_metadata("+FileRef(uri(o.Key))+")").Scan(&rows); err != nil {
+			return nil, fmt.Errorf("read staged %s: %w", uri(o.Key), firstLine(err))
 		}
-		files = append(files, pointer.File{Path: path.Join(relDir, name), Bytes: size, Rows: rows})
-	}
-	if err := syncDirs(dir); err != nil {
-		return nil, err
+		files = append(files, pointer.File{Path: o.Key, Bytes: o.Size, Rows: rows})
 	}
 	return files, nil
 }
@@ -412,17 +392,4 @@ func (e *Engine) writeDate(ctx context.Context, root, relDir string, query func(
 func (e *Engine) copy(ctx context.Context, query, file string) error {
 	q := fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd)", query, quote(file))
 	return e.exec(ctx, "write "+file, q)
-}
-
-// syncDirs fsyncs dir and its parents up to the staging root, so the new
-// directory entries survive a crash as well as the files.
-func syncDirs(dir string) error {
-	for d := dir; ; d = filepath.Dir(d) {
-		if err := warehouse.SyncFile(d); err != nil {
-			return err
-		}
-		if filepath.Base(d) == "staging" || filepath.Dir(d) == d {
-			return nil
-		}
-	}
 }

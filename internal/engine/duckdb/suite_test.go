@@ -23,3 +23,27 @@ func harness() publishtest.Harness {
 }
 
 func TestPublishSuite(t *testing.T) { publishtest.Run(t, harness()) }
+
+// TestPublishSuiteS3 runs the same suite with the warehouse and the inputs
+// on the test S3 server: DuckDB reads the inputs and writes the staged
+// files through httpfs, the pointer moves by conditional writes.
+func TestPublishSuiteS3(t *testing.T) { publishtest.Run(t, s3Harness()) }
+
+func s3Harness() publishtest.Harness {
+	h := harness()
+	h.Backend = publishtest.S3
+	open := h.Open
+	h.Open = func(t *testing.T) engine.Engine {
+		e := open(t).(*duckdb.Engine)
+		s, err := duckdb.AWS(context.Background(), "")
+		if err == nil {
+			err = e.EnableS3(context.Background(), s)
+		}
+		if err != nil {
+			e.Close()
+			t.Fatal(err)
+		}
+		return e
+	}
+	return h
+}

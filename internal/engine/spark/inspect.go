@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/engine"
-	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
 )
 
@@ -161,8 +160,7 @@ func (e *Engine) noPin(ctx context.Context, what, path, rel, col, pin, flag stri
 	if err != nil {
 		return err
 	}
-	return exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
-		flag, pin, col, pin, path, strings.Join(present, ", ")))
+	return engine.NoPinError(flag, pin, col, path, present)
 }
 
 // splitList splits what concat_ws(char(1), …) joined; nil for none.

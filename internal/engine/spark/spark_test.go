@@ -17,6 +17,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 const (
@@ -244,7 +245,7 @@ type vanishing struct {
 	lessons string
 }
 
-func (v vanishing) Stage(ctx context.Context, spec engine.Spec, root, dir string) (engine.Staged, error) {
+func (v vanishing) Stage(ctx context.Context, spec engine.Spec, root storage.Bucket, dir string) (engine.Staged, error) {
 	if err := os.Rename(v.lessons, v.lessons+".gone"); err != nil {
 		return engine.Staged{}, err
 	}
@@ -295,7 +296,8 @@ func TestAnalysisErrorHasItsClass(t *testing.T) {
 	st := engine.Staged{
 		FactFiles: map[dates.Date][]pointer.File{dates.MustParse(mon): res.Entries[dates.MustParse(mon)].CourseDayFiles},
 	}
-	_, err := e.ReadBack(context.Background(), wh, publishtest.Listed(t, fx.Job(t, wh, "x", mon)), st)
+	bucket, _ := publishtest.Warehouse(wh)
+	_, err := e.ReadBack(context.Background(), bucket, publishtest.Listed(t, fx.Job(t, wh, "x", mon)), st)
 	var se *spark.Error
 	if !errors.As(err, &se) || !strings.HasPrefix(se.Class, "UNRESOLVED_COLUMN") {
 		t.Fatalf("ReadBack error %v, want Spark's UNRESOLVED_COLUMN class", err)

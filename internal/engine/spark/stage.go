@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -14,12 +13,13 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/warehouse"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Stage implements engine.Engine.
-func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir string) (engine.Staged, error) {
+func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
 	st := engine.Staged{
 		Stage:          map[dates.Date]gate.StageFigures{},
 		FactFiles:      map[dates.Date][]pointer.File{},
@@ -28,9 +28,6 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir s
 	spec, err := absSpec(spec)
 	if err != nil {
 		return st, err
-	}
-	if root, err = filepath.Abs(root); err != nil {
-		return st, fmt.Errorf("warehouse %s: %w", root, err)
 	}
 	events, err := e.rawSource(ctx, spec)
 	if err != nil {
@@ -75,7 +72,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir s
 	if len(withEvents) == 0 {
 		return st, nil
 	}
-	w := writer{e: e, spec: spec, root: root, dates: withEvents}
+	w := writer{e: e, spec: spec, wh: wh, dates: withEvents}
 	if st.FactFiles, err = w.write(ctx, path.Join(stagingDir, engine.FactTable),
 		"SELECT "+factColumns(spec)+" FROM "+factView, "learner_key, lesson_id"); err != nil {
 		return st, err
@@ -92,7 +89,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, root, stagingDir s
 type writer struct {
 	e     *Engine
 	spec  engine.Spec
-	root  string
+	wh    storage.Bucket
 	dates []dates.Date
 }
 
@@ -103,87 +100,133 @@ type writer struct {
 // partition count. The first pass measures: REBALANCE(event_date) lets AQE
 // put a small date in one task (one file, the common case, done) and split
 // a big one into advisory-size tasks written in parallel. A date that needs
-// n > 1 files, or got more than one file, is written again, split by a
-// hash of the table's grain into exactly n files: the second pass partitions by
-// (event_date, _file) after REPARTITION(event_date, _file), so every
-// (date, bucket) is written by one task into one file, and the bucket
-// lives only in a directory name that is gone once the files are moved
-// into the date's directory. The files are then renamed part-NNNNN.parquet
-// and Spark's _SUCCESS and .crc files are removed.
+// n > 1 files, or got more than one file, is written again under
+// <relDir>/split, split by a hash of the table's grain into exactly n
+// files: the second pass partitions by (event_date, split_part) after
+// REPARTITION(event_date, split_part), so every (date, part) is written by
+// one task into one file, and its first-pass files are deleted. The
+// finished files keep Spark's names and are found by listing (Spark's
+// _SUCCESS and .crc files, hidden by their names, are not data); nothing is
+// renamed.
 func (w writer) write(ctx context.Context, relDir, query, splitKey string) (map[dates.Date][]pointer.File, error) {
-	dir := warehouse.Abs(w.root, relDir)
-	if err := w.ctas(ctx, dir, relDir, "event_date",
+	if err := w.ctas(ctx, relDir, relDir, "event_date",
 		"SELECT /*+ REBALANCE(event_date) */ * FROM ("+query+") t"); err != nil {
+		return nil, err
+	}
+	first, err := w.dataFiles(ctx, relDir)
+	if err != nil {
 		return nil, err
 	}
 	split := map[dates.Date]int{}
 	for _, d := range w.dates {
-		files, err := dataFiles(dateDir(dir, d))
-		if err != nil {
-			return nil, err
-		}
-		var size int64
-		for _, f := range files {
-			st, err := os.Stat(f)
-			if err != nil {
-				return nil, fmt.Errorf("stat staged %s: %w", f, err)
-			}
-			size += st.Size()
-		}
-		if n := engine.TargetFiles(size, w.spec.TargetFileBytes); n > 1 || len(files) != 1 {
+		if n := engine.SplitInto(first[d], w.spec.TargetFileBytes); n > 0 {
 			split[d] = n
 		}
 	}
+	files := first
 	if len(split) > 0 {
-		if err := w.split(ctx, dir, relDir, query, splitKey, split); err != nil {
+		splitDir := relDir + "/split"
+		if err := w.split(ctx, splitDir, query, splitKey, split); err != nil {
 			return nil, err
 		}
-	}
-	if err := removeHidden(dir); err != nil {
-		return nil, err
-	}
-	names := map[dates.Date][]string{}
-	for _, d := range w.dates {
-		n, err := rename(dateDir(dir, d))
+		again, err := w.dataFiles(ctx, splitDir)
 		if err != nil {
 			return nil, err
 		}
-		names[d] = n
+		for d, n := range split {
+			if len(again[d]) != n {
+				return nil, fmt.Errorf("split %s %s: %d files, want %d", relDir, d, len(again[d]), n)
+			}
+			for _, o := range first[d] {
+				if err := w.wh.Delete(ctx, o.Key); err != nil {
+					return nil, err
+				}
+			}
+			files[d] = again[d]
+		}
 	}
-	// The rows of each file as Spark reads them back, in one scan of the
-	// table's directory (which now holds only the renamed files).
-	rows, err := w.e.rows(ctx, "count staged rows in "+relDir, fmt.Sprintf(
-		`SELECT regexp_extract(_metadata.file_path, '([^/]+/[^/]+)$', 1), count(*) FROM %s GROUP BY 1`, pathRef(dir)))
+	// Durable before anything names them, and listed as they are now.
+	if _, err := w.wh.Seal(ctx, relDir+"/"); err != nil {
+		return nil, err
+	}
+	return w.withRows(ctx, relDir, files)
+}
+
+// dataFiles lists the Parquet files Spark wrote under dir, by the date
+// directory they are in, sorted. Spark's bookkeeping (_SUCCESS, and the
+// .crc checksums its local filesystem keeps beside each file, which would
+// refuse a file rewritten by anyone else) is deleted: the staged files are
+// plain Parquet, judged by the gate on their bytes alone.
+func (w writer) dataFiles(ctx context.Context, dir string) (map[dates.Date][]storage.Object, error) {
+	objs, err := w.wh.List(ctx, dir+"/")
+	if err != nil {
+		return nil, err
+	}
+	out := map[dates.Date][]storage.Object{}
+	for _, o := range objs {
+		elems := strings.Split(strings.TrimPrefix(o.Key, dir+"/"), "/")
+		if inputs.Hidden(elems[len(elems)-1]) {
+			if err := w.wh.Delete(ctx, o.Key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ds, ok := strings.CutPrefix(elems[0], "event_date=")
+		if !ok || len(elems) < 2 {
+			continue // another pass's directory
+		}
+		d, err := dates.Parse(ds)
+		if err != nil {
+			return nil, fmt.Errorf("staged %s: %w", o.Key, err)
+		}
+		out[d] = append(out[d], o)
+	}
+	return out, nil
+}
+
+// withRows counts the rows of each staged file as Spark reads it back, in
+// one query over exactly those files.
+func (w writer) withRows(ctx context.Context, relDir string, files map[dates.Date][]storage.Object) (map[dates.Date][]pointer.File, error) {
+	var parts []string
+	for _, d := range w.dates {
+		for _, o := range files[d] {
+			parts = append(parts, fmt.Sprintf("SELECT %s AS f, count(*) AS n FROM %s", quote(o.Key), pathRef(w.uri(o.Key))))
+		}
+	}
+	rows, err := w.e.rows(ctx, "count staged rows in "+relDir, strings.Join(parts, "\nUNION ALL\n"))
 	if err != nil {
 		return nil, err
 	}
 	counts := map[string]int64{}
 	for _, r := range rows {
-		name, _ := r.At(0).(string)
-		if counts[name], err = asInt(r.At(1)); err != nil {
+		key, _ := r.At(0).(string)
+		if counts[key], err = asInt(r.At(1)); err != nil {
 			return nil, err
 		}
 	}
 	out := map[dates.Date][]pointer.File{}
 	for _, d := range w.dates {
-		for _, name := range names[d] {
-			rel := "event_date=" + d.String() + "/" + name
-			p := filepath.Join(dir, filepath.FromSlash(rel))
-			if err := warehouse.SyncFile(p); err != nil {
-				return nil, err
-			}
-			st, err := os.Stat(p)
-			if err != nil {
-				return nil, fmt.Errorf("stat staged %s: %w", p, err)
-			}
-			out[d] = append(out[d], pointer.File{Path: path.Join(relDir, rel), Bytes: st.Size(), Rows: counts[rel]})
+		for _, o := range files[d] {
+			out[d] = append(out[d], pointer.File{Path: o.Key, Bytes: o.Size, Rows: counts[o.Key]})
 		}
 	}
-	return out, syncDirs(dir)
+	return out, nil
 }
 
-// split rewrites the dates in n into n files each.
-func (w writer) split(ctx context.Context, dir, relDir, query, splitKey string, n map[dates.Date]int) error {
+// uri is where Spark reads or writes key: an absolute local path (the
+// server resolves a relative one against its own directory).
+func (w writer) uri(key string) string {
+	u := w.wh.Location().Join(key).String()
+	if !w.wh.Location().IsS3() {
+		if a, err := filepath.Abs(u); err == nil {
+			return a
+		}
+	}
+	return u
+}
+
+// split writes the dates in n into n files each under dir.
+func (w writer) split(ctx context.Context, dir, query, splitKey string, n map[dates.Date]int) error {
 	var cases, in []string
 	var ds []dates.Date
 	for d := range n {
@@ -194,149 +237,31 @@ func (w writer) split(ctx context.Context, dir, relDir, query, splitKey string, 
 		cases = append(cases, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), n[d]))
 		in = append(in, "DATE "+quote(d.String()))
 	}
-	tmp := filepath.Join(dir, "_split")
-	q := fmt.Sprintf(`SELECT /*+ REPARTITION(event_date, _file) */ *, pmod(hash(%s), CASE event_date %s END) AS _file
+	q := fmt.Sprintf(`SELECT /*+ REPARTITION(event_date, split_part) */ *, pmod(hash(%s), CASE event_date %s END) AS split_part
 FROM (%s) t WHERE event_date IN (%s)`, splitKey, strings.Join(cases, " "), query, strings.Join(in, ", "))
-	if err := w.ctas(ctx, tmp, relDir+"/_split", "event_date, _file", q); err != nil {
-		return err
-	}
-	for _, d := range ds {
-		old, err := dataFiles(dateDir(dir, d))
-		if err != nil {
-			return err
-		}
-		for _, f := range old {
-			if err := os.Remove(f); err != nil {
-				return fmt.Errorf("remove unsplit %s: %w", f, err)
-			}
-		}
-		next := 0
-		for i := 0; i < n[d]; i++ {
-			files, err := dataFiles(filepath.Join(dateDir(tmp, d), fmt.Sprintf("_file=%d", i)))
-			if err != nil && !os.IsNotExist(err) {
-				return err
-			}
-			if len(files) > 1 {
-				return fmt.Errorf("split %s %s bucket %d: %d files, want one", relDir, d, i, len(files))
-			}
-			for _, f := range files {
-				dst := filepath.Join(dateDir(dir, d), fmt.Sprintf("_split-%05d.parquet", next))
-				if err := os.Rename(f, dst); err != nil {
-					return fmt.Errorf("move split file %s: %w", f, err)
-				}
-				next++
-			}
-		}
-	}
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("remove %s: %w", tmp, err)
-	}
-	return nil
+	return w.ctas(ctx, dir, dir, "event_date, split_part", q)
 }
 
-// ctas writes query to dir with CREATE TABLE … PARTITIONED BY … LOCATION,
-// the SQL form of a partitioned write (spark-connect-go's writer has no
-// partitionBy). The table is external and only a vehicle for the write: it
-// is dropped at once, which leaves the files in place. Its name carries a
-// hash of the job and the directory, so concurrent jobs on one server never
-// share one.
-func (w writer) ctas(ctx context.Context, dir, relDir, partitionBy, query string) error {
+// ctas writes query under the warehouse directory dir with CREATE TABLE …
+// PARTITIONED BY … LOCATION, the SQL form of a partitioned write
+// (spark-connect-go's writer has no partitionBy). The table is external
+// and only a vehicle for the write: it is dropped at once, which leaves the
+// files in place. Its name carries a hash of the job and the directory, so
+// concurrent jobs on one server never share one.
+func (w writer) ctas(ctx context.Context, dir, what, partitionBy, query string) error {
+	if _, err := w.wh.WriteURI(ctx, dir); err != nil {
+		return err
+	}
 	h := fnv.New64a()
-	h.Write([]byte(w.spec.JobID + "\x00" + relDir))
+	h.Write([]byte(w.spec.JobID + "\x00" + dir))
 	name := fmt.Sprintf("engagement_stage_%016x", h.Sum64())
 	drop := "DROP TABLE IF EXISTS " + name
 	q := fmt.Sprintf("CREATE TABLE %s USING parquet OPTIONS (compression 'zstd') PARTITIONED BY (%s) LOCATION %s AS %s",
-		name, partitionBy, quote(dir), query)
-	if err := w.e.exec(ctx, "write staging "+relDir, q); err != nil {
+		name, partitionBy, quote(w.uri(dir)), query)
+	if err := w.e.exec(ctx, "write staging "+what, q); err != nil {
 		return err
 	}
-	return w.e.exec(ctx, "write staging "+relDir, drop)
-}
-
-// rename names a date's files part-NNNNN.parquet and drops Spark's
-// checksum files; it returns the new names.
-func rename(ddir string) ([]string, error) {
-	if err := removeHidden(ddir); err != nil {
-		return nil, err
-	}
-	files, err := dataFiles(ddir)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for i, f := range files {
-		name := fmt.Sprintf("part-%05d.parquet", i)
-		if err := os.Rename(f, filepath.Join(ddir, name)); err != nil {
-			return nil, fmt.Errorf("rename staged %s: %w", f, err)
-		}
-		names = append(names, name)
-	}
-	return names, nil
-}
-
-func dateDir(dir string, d dates.Date) string { return filepath.Join(dir, "event_date="+d.String()) }
-
-// dataFiles lists the Parquet files Spark wrote in dir, sorted.
-func dataFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, en := range entries {
-		n := en.Name()
-		if !en.IsDir() && strings.HasSuffix(n, ".parquet") && !strings.HasPrefix(n, ".") && !strings.HasPrefix(n, "_") ||
-			strings.HasPrefix(n, "_split-") {
-			out = append(out, filepath.Join(dir, n))
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// removeHidden deletes Spark's bookkeeping files (_SUCCESS, .*.crc) in dir.
-func removeHidden(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, en := range entries {
-		n := en.Name()
-		if en.IsDir() || strings.HasPrefix(n, "_split-") {
-			continue
-		}
-		if strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
-				return fmt.Errorf("remove %s: %w", n, err)
-			}
-		}
-	}
-	return nil
-}
-
-// syncDirs fsyncs every directory from dir's date directories up to the
-// staging root, so the new directory entries survive a crash as well as
-// the files.
-func syncDirs(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, en := range entries {
-		if en.IsDir() {
-			if err := warehouse.SyncFile(filepath.Join(dir, en.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if err := warehouse.SyncFile(d); err != nil {
-			return err
-		}
-		if filepath.Base(d) == "staging" || filepath.Dir(d) == d {
-			return nil
-		}
-	}
+	return w.e.exec(ctx, "write staging "+what, drop)
 }
 
 // byDate runs a query whose first column is a date (as a string) and whose

@@ -12,10 +12,12 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
-// tamper wraps an engine and changes what Stage left on disk before the gate
-// reads it back: the gate must judge the bytes, not the engine's intentions.
+// tamper wraps an engine and changes what Stage left in the warehouse before
+// the gate reads it back: the gate must judge the bytes, not the engine's
+// intentions.
 type tamper struct {
 	engine.Engine
 	t   *testing.T
@@ -25,21 +27,21 @@ type tamper struct {
 	ran bool
 }
 
-func (e *tamper) Stage(ctx context.Context, spec engine.Spec, warehouse, stagingDir string) (engine.Staged, error) {
-	st, err := e.Engine.Stage(ctx, spec, warehouse, stagingDir)
+func (e *tamper) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
+	st, err := e.Engine.Stage(ctx, spec, wh, stagingDir)
 	if err == nil {
-		e.fn(e.t, e.db, warehouse, &st)
+		e.fn(e.t, e.db, e.wh, &st)
 		e.ran = true
 	}
 	return st, err
 }
 
-// rewrite replaces a staged Parquet file with the result of query over it
-// (the file is available as the view "f").
-func rewrite(t *testing.T, db *sql.DB, path, query string) {
+// rewrite replaces the staged Parquet object key of the warehouse wh with
+// the result of query over it (the object is available as the view "f").
+func rewrite(t *testing.T, db *sql.DB, wh, key, query string) {
 	t.Helper()
-	tmp := path + ".rewrite.parquet"
-	if _, err := db.Exec(fmt.Sprintf("CREATE OR REPLACE VIEW f AS SELECT * FROM read_parquet('%s', hive_partitioning=false)", path)); err != nil {
+	tmp := filepath.Join(t.TempDir(), "rewrite.parquet")
+	if _, err := db.Exec(fmt.Sprintf("CREATE OR REPLACE VIEW f AS SELECT * FROM read_parquet('%s', hive_partitioning=false)", Join(t, wh, key))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(fmt.Sprintf("COPY (%s) TO '%s' (FORMAT parquet)", query, tmp)); err != nil {
@@ -48,50 +50,49 @@ func rewrite(t *testing.T, db *sql.DB, path, query string) {
 	if _, err := db.Exec("DROP VIEW f"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	data, err := os.ReadFile(tmp)
+	if err != nil {
 		t.Fatal(err)
 	}
+	Put(t, wh, key, data)
 }
 
 func testGateReadsStagedBytes(t *testing.T, h Harness) {
-	abs := func(wh, rel string) string { return filepath.Join(wh, filepath.FromSlash(rel)) }
 	cases := []struct {
 		name  string
 		check string
 		fn    func(t *testing.T, db *sql.DB, wh string, st *engine.Staged)
 	}{
 		{"course_day row breaks matched+unknown", gate.CheckMatchedPlusUnknown, func(t *testing.T, db *sql.DB, wh string, st *engine.Staged) {
-			f := abs(wh, st.CourseDayFiles[d(mon)][0].Path)
-			rewrite(t, db, f, "SELECT * REPLACE (CASE WHEN course_id = (SELECT min(course_id) FROM f) THEN matched_lesson_count + 1 ELSE matched_lesson_count END AS matched_lesson_count) FROM f")
+			rewrite(t, db, wh, st.CourseDayFiles[d(mon)][0].Path, "SELECT * REPLACE (CASE WHEN course_id = (SELECT min(course_id) FROM f) THEN matched_lesson_count + 1 ELSE matched_lesson_count END AS matched_lesson_count) FROM f")
 		}},
 		{"course_day total differs from fact", gate.CheckFactEqualsCourseDay, func(t *testing.T, db *sql.DB, wh string, st *engine.Staged) {
-			f := abs(wh, st.CourseDayFiles[d(mon)][0].Path)
-			rewrite(t, db, f, "SELECT * REPLACE (event_count + 5 AS event_count, matched_lesson_count + 5 AS matched_lesson_count) FROM f")
+			rewrite(t, db, wh, st.CourseDayFiles[d(mon)][0].Path, "SELECT * REPLACE (event_count + 5 AS event_count, matched_lesson_count + 5 AS matched_lesson_count) FROM f")
 		}},
 		{"fact row lost after staging", gate.CheckInputEqualsFact, func(t *testing.T, db *sql.DB, wh string, st *engine.Staged) {
-			f := abs(wh, st.FactFiles[d(mon)][0].Path)
-			rewrite(t, db, f, "SELECT * FROM f WHERE learner_key <> (SELECT min(learner_key) FROM f)")
+			rewrite(t, db, wh, st.FactFiles[d(mon)][0].Path, "SELECT * FROM f WHERE learner_key <> (SELECT min(learner_key) FROM f)")
 		}},
 		{"date with events staged nothing", gate.CheckDatesStaged, func(t *testing.T, db *sql.DB, wh string, st *engine.Staged) {
 			for _, f := range st.FactFiles[d(tue)] {
-				os.Remove(abs(wh, f.Path))
+				if err := Bucket(t, wh).Delete(context.Background(), f.Path); err != nil {
+					t.Fatal(err)
+				}
 			}
 			delete(st.FactFiles, d(tue))
 		}},
 		{"fact row with a null key", gate.CheckNullKeys, func(t *testing.T, db *sql.DB, wh string, st *engine.Staged) {
-			f := abs(wh, st.FactFiles[d(mon)][0].Path)
-			rewrite(t, db, f, "SELECT * REPLACE (CASE WHEN learner_key = (SELECT min(learner_key) FROM f) THEN NULL ELSE lesson_id END AS lesson_id) FROM f")
+			rewrite(t, db, wh, st.FactFiles[d(mon)][0].Path, "SELECT * REPLACE (CASE WHEN learner_key = (SELECT min(learner_key) FROM f) THEN NULL ELSE lesson_id END AS lesson_id) FROM f")
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fx := LoadFixture(t, "")
-			wh := t.TempDir()
+			fx := h.LoadFixture(t, "")
+			wh := h.NewWarehouse(t)
 			h.MustPublish(t, fx.Job(t, wh, "clean", mon, tue))
-			before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+			before := Get(t, wh, "pointer.json")
 			var tp *tamper
 			res, err := h.PublishWith(t, fx.Job(t, wh, "tampered", mon, tue), func(e engine.Engine) engine.Engine {
-				tp = &tamper{Engine: e, t: t, db: DB(t), fn: tc.fn, wh: wh}
+				tp = &tamper{Engine: e, t: t, db: DBFor(t, wh), fn: tc.fn, wh: wh}
 				return tp
 			})
 			if !tp.ran {
@@ -103,17 +104,17 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 			if !slices.Contains(res.Report.FailedNames(), tc.check) {
 				t.Errorf("failed checks %v, want %s among them", res.Report.FailedNames(), tc.check)
 			}
-			if after := FileBytes(t, filepath.Join(wh, "pointer.json")); string(after) != string(before) {
+			if after := Get(t, wh, "pointer.json"); string(after) != string(before) {
 				t.Errorf("pointer changed after a rejected attempt")
 			}
 		})
 	}
 
 	t.Run("events of one fact row disagree on course_id", func(t *testing.T) {
-		fx := LoadFixture(t, "")
+		fx := h.LoadFixture(t, "")
 		// Two extra events for one (learner, lesson, day) with different
 		// course ids, landed as a second file of an ingest partition.
-		extra := filepath.Join(fx.Dir, "raw", "ingest_date="+mon, "part-extra.parquet")
+		extra := filepath.Join(t.TempDir(), "part-extra.parquet")
 		db := DB(t)
 		q := fmt.Sprintf(`COPY (SELECT * FROM (VALUES
 			('ev-x1', 'learner-conflict', 'lesson-x', 'course-a', TIMESTAMPTZ '%[1]s 10:00:00+00'),
@@ -122,7 +123,12 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
-		res, err := h.Publish(t, fx.Job(t, t.TempDir(), "row-conflict", mon, tue))
+		data, err := os.ReadFile(extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		Put(t, fx.In(), "raw/ingest_date="+mon+"/part-extra.parquet", data)
+		res, err := h.Publish(t, fx.Job(t, h.NewWarehouse(t), "row-conflict", mon, tue))
 		if exitcode.Code(err) != exitcode.GateRejected {
 			t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
 		}
@@ -137,26 +143,17 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 // read by listing that path, shows the day twice after a retry, while the
 // pointer shows it once.
 func testAppendingPublisherDoubles(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
-	shared := filepath.Join(wh, "appended", engine.FactTable, "event_date="+mon)
-	if err := os.MkdirAll(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
+	shared := "appended/" + engine.FactTable + "/event_date=" + mon
 	for _, id := range []string{"append-1", "append-2"} { // the scheduler's retry
 		res := h.MustPublish(t, fx.Job(t, wh, id, mon))
 		for i, f := range res.Entries[d(mon)].FactFiles {
-			b, err := os.ReadFile(filepath.Join(wh, filepath.FromSlash(f.Path)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(shared, fmt.Sprintf("%s-%d.parquet", id, i)), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			Put(t, wh, fmt.Sprintf("%s/%s-%d.parquet", shared, id, i), Get(t, wh, f.Path))
 		}
 	}
 	var appended int64
-	if err := DB(t).QueryRow(fmt.Sprintf("SELECT sum(event_count)::BIGINT FROM read_parquet('%s/*.parquet', hive_partitioning=false)", shared)).Scan(&appended); err != nil {
+	if err := DBFor(t, wh).QueryRow(fmt.Sprintf("SELECT sum(event_count)::BIGINT FROM read_parquet('%s/*.parquet', hive_partitioning=false)", Join(t, wh, shared))).Scan(&appended); err != nil {
 		t.Fatal(err)
 	}
 	once := fx.Expected.ByDate[d(mon)].Events

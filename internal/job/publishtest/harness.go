@@ -34,7 +34,9 @@ import (
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer"
-	"github.com/techlearningpro/engagement/internal/pointer/localfs"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
 // Harness is how the suite reaches one engine.
@@ -45,6 +47,8 @@ type Harness struct {
 	Open func(t *testing.T) engine.Engine
 	// Args are extra CLI flags for the real-process tests (e.g. --spark-remote).
 	Args []string
+	// Backend is where warehouses and inputs live (the zero value: local disk).
+	Backend Backend
 }
 
 // Root is the module root, found from this source file.
@@ -55,8 +59,27 @@ func Root() string {
 
 // Fixture is a committed input set and its expected figures.
 type Fixture struct {
-	Dir      string
+	Dir string // the local copy
+	// Root is where the job reads the inputs when they are not Dir (an
+	// s3:// prefix holding an uploaded copy).
+	Root     string
 	Expected gen.Expected
+}
+
+// In is where the job reads the inputs: Root, or Dir.
+func (f Fixture) In() string {
+	if f.Root != "" {
+		return f.Root
+	}
+	return f.Dir
+}
+
+// Input names rel (slash-separated) under the inputs the job reads.
+func (f Fixture) Input(rel string) string {
+	if f.Root != "" {
+		return f.Root + "/" + rel
+	}
+	return filepath.Join(f.Dir, filepath.FromSlash(rel))
 }
 
 // LoadFixture copies testdata/fixture (name "") or testdata/variants/<name>
@@ -86,9 +109,9 @@ func (f Fixture) Job(t *testing.T, warehouse, jobID string, ds ...string) config
 		t.Fatal(err)
 	}
 	j, err := config.Resolve(props, []config.Override{
-		{Key: config.KeyRaw, Value: filepath.Join(f.Dir, "raw")},
-		{Key: config.KeyLessons, Value: filepath.Join(f.Dir, "lessons")},
-		{Key: config.KeyEnrollments, Value: filepath.Join(f.Dir, "enrollments")},
+		{Key: config.KeyRaw, Value: f.Input("raw")},
+		{Key: config.KeyLessons, Value: f.Input("lessons")},
+		{Key: config.KeyEnrollments, Value: f.Input("enrollments")},
 		{Key: config.KeyWarehouse, Value: warehouse},
 	})
 	if err != nil {
@@ -105,8 +128,8 @@ func (f Fixture) Job(t *testing.T, warehouse, jobID string, ds ...string) config
 // Args are the CLI flags for the same job.
 func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
 	return []string{"publish", "--config", filepath.Join(Root(), "config", "fixture.conf"),
-		"--raw", filepath.Join(f.Dir, "raw"), "--lessons", filepath.Join(f.Dir, "lessons"),
-		"--enrollments", filepath.Join(f.Dir, "enrollments"), "--warehouse", warehouse,
+		"--raw", f.Input("raw"), "--lessons", f.Input("lessons"),
+		"--enrollments", f.Input("enrollments"), "--warehouse", warehouse,
 		"--job-id", jobID, "--dates", strings.Join(ds, ",")}
 }
 
@@ -114,22 +137,46 @@ func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
 // explain hand it to an engine.
 func Listed(t *testing.T, j config.Job) engine.Spec {
 	t.Helper()
-	spec, err := job.ListedSpec(j)
+	spec, err := job.ListedSpec(context.Background(), Source(), j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return spec
 }
 
+// Source reads inputs as publish does.
+func Source() *inputs.Source { return inputs.NewSource(open.Input) }
+
 // WithInputs fills spec.Inputs by listing spec's raw read window and pins.
 func WithInputs(t *testing.T, spec engine.Spec) engine.Spec {
 	t.Helper()
-	l, err := inputs.List(inputs.Request{Raw: spec.Raw, Lessons: spec.Lessons, Enrollments: spec.Enrollments, From: spec.IngestFrom, To: spec.IngestTo})
+	loc := func(p string) storage.Location {
+		l, err := storage.Parse(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l, err := Source().List(context.Background(), inputs.Request{Raw: loc(spec.Raw), Lessons: loc(spec.Lessons), Enrollments: loc(spec.Enrollments), From: spec.IngestFrom, To: spec.IngestTo})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.Inputs = l
 	return spec
+}
+
+// Warehouse is the bucket of a warehouse (a directory or an s3:// URL) and
+// the pointer on it, as publish opens them.
+func Warehouse(where string) (storage.Bucket, *objstore.Store) {
+	loc, err := storage.Parse(where)
+	if err != nil {
+		panic(err)
+	}
+	b, err := open.Warehouse(context.Background(), loc, open.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return b, objstore.New(b)
 }
 
 // Publish runs one attempt in-process.
@@ -146,11 +193,14 @@ func (h Harness) PublishWith(t *testing.T, j config.Job, wrap func(engine.Engine
 	if wrap != nil {
 		eng = wrap(eng)
 	}
+	wh, store := Warehouse(j.Warehouse)
 	p := &job.Publisher{
-		Engine: eng,
-		Store:  localfs.New(j.Warehouse),
-		Log:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Clock:  func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) },
+		Engine:    eng,
+		Warehouse: wh,
+		Store:     store,
+		Inputs:    Source(),
+		Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Clock:     func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) },
 	}
 	return p.Publish(context.Background(), j)
 }
@@ -227,7 +277,8 @@ func (h Harness) Run(t *testing.T, env []string, args ...string) (int, string, s
 // LoadPointer reads the pointer the way readers do.
 func LoadPointer(t *testing.T, warehouse string) pointer.Pointer {
 	t.Helper()
-	p, _, err := localfs.New(warehouse).Load(context.Background())
+	_, store := Warehouse(warehouse)
+	p, _, err := store.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -25,11 +26,11 @@ type aroundStage struct {
 	before, after func()
 }
 
-func (e aroundStage) Stage(ctx context.Context, spec engine.Spec, warehouse, stagingDir string) (engine.Staged, error) {
+func (e aroundStage) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
 	if e.before != nil {
 		e.before()
 	}
-	st, err := e.Engine.Stage(ctx, spec, warehouse, stagingDir)
+	st, err := e.Engine.Stage(ctx, spec, wh, stagingDir)
 	if e.after != nil {
 		e.after()
 	}
@@ -52,39 +53,51 @@ func RedeliveryFile(t *testing.T, db *sql.DB, fx Fixture, path string) {
 // file, pointer untouched). The engine reads exactly the listed files, so
 // the added redelivery, had it been read, would show in the staged sum.
 func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
-	part := func(fx Fixture, day, name string) string {
-		return filepath.Join(fx.Dir, "raw", "ingest_date="+day, name)
-	}
+	part := func(day, name string) string { return "raw/ingest_date=" + day + "/" + name }
 	for _, tc := range []struct {
 		name   string
 		wrap   func(t *testing.T, fx Fixture) aroundStage
-		file   func(fx Fixture) string
+		key    string
 		change string
 	}{
 		{"Added", func(t *testing.T, fx Fixture) aroundStage {
-			return aroundStage{before: func() { RedeliveryFile(t, DB(t), fx, part(fx, tue, "part-late.parquet")) }}
-		}, func(fx Fixture) string { return part(fx, tue, "part-late.parquet") }, "was added after the attempt listed its inputs"},
+			return aroundStage{before: func() {
+				tmp := filepath.Join(t.TempDir(), "part-late.parquet")
+				RedeliveryFile(t, DB(t), fx, tmp)
+				data, err := os.ReadFile(tmp)
+				if err != nil {
+					t.Error(err)
+				}
+				Put(t, fx.In(), part(tue, "part-late.parquet"), data)
+			}}
+		}, part(tue, "part-late.parquet"), "was added after the attempt listed its inputs"},
 		{"Rewritten", func(t *testing.T, fx Fixture) aroundStage {
 			return aroundStage{after: func() {
-				later := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-				if err := os.Chtimes(part(fx, mon, "part-0.parquet"), later, later); err != nil {
-					t.Error(err)
+				if fx.Root == "" {
+					// On disk a new modification time alone is a change.
+					later := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+					if err := os.Chtimes(filepath.Join(fx.Dir, filepath.FromSlash(part(mon, "part-0.parquet"))), later, later); err != nil {
+						t.Error(err)
+					}
+					return
 				}
+				// On S3 an object is rewritten whole: other bytes, another ETag.
+				Put(t, fx.In(), part(mon, "part-0.parquet"), Get(t, fx.In(), part(tue, "part-0.parquet")))
 			}}
-		}, func(fx Fixture) string { return part(fx, mon, "part-0.parquet") }, "changed after the attempt listed it"},
+		}, part(mon, "part-0.parquet"), "changed after the attempt listed it"},
 		{"Removed", func(t *testing.T, fx Fixture) aroundStage {
 			return aroundStage{after: func() {
-				if err := os.Rename(part(fx, mon, "part-0.parquet"), part(fx, mon, ".part-0.parquet.moved")); err != nil {
+				if err := Bucket(t, fx.In()).Delete(context.Background(), part(mon, "part-0.parquet")); err != nil {
 					t.Error(err)
 				}
 			}}
-		}, func(fx Fixture) string { return part(fx, mon, "part-0.parquet") }, "was removed after the attempt listed it"},
+		}, part(mon, "part-0.parquet"), "was removed after the attempt listed it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fx := LoadFixture(t, "")
-			wh := t.TempDir()
+			fx := h.LoadFixture(t, "")
+			wh := h.NewWarehouse(t)
 			h.MustPublish(t, fx.Job(t, wh, "settled", mon, tue))
-			before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+			before := Get(t, wh, "pointer.json")
 			res, err := h.PublishWith(t, fx.Job(t, wh, "racing", mon, tue), func(e engine.Engine) engine.Engine {
 				w := tc.wrap(t, fx)
 				w.Engine = e
@@ -93,13 +106,13 @@ func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 			if exitcode.Code(err) != exitcode.Error || !errors.Is(err, inputs.ErrChanged) {
 				t.Fatalf("exit %d (%v), want 1 wrapping inputs.ErrChanged", exitcode.Code(err), err)
 			}
-			if !strings.Contains(err.Error(), tc.file(fx)) || !strings.Contains(err.Error(), tc.change) {
-				t.Errorf("error %q does not name %s and say it %s", err, tc.file(fx), tc.change)
+			if !strings.Contains(err.Error(), fx.Input(tc.key)) || !strings.Contains(err.Error(), tc.change) {
+				t.Errorf("error %q does not name %s and say it %s", err, fx.Input(tc.key), tc.change)
 			}
 			if res.Published {
 				t.Errorf("Result.Published after a changed input")
 			}
-			if after := FileBytes(t, filepath.Join(wh, "pointer.json")); string(after) != string(before) {
+			if after := Get(t, wh, "pointer.json"); string(after) != string(before) {
 				t.Errorf("pointer.json changed")
 			}
 			if tc.name != "Added" {
@@ -107,9 +120,9 @@ func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 			}
 			// What the engine staged is the listed day alone: the
 			// redelivered events were not read.
-			staged := filepath.Join(warehouse.Abs(wh, warehouse.StagingDir("racing")), engine.FactTable, "event_date="+tue, "*.parquet")
+			staged := Join(t, wh, warehouse.StagingDir("racing")+"/"+engine.FactTable+"/event_date="+tue) + "/*.parquet"
 			var sum int64
-			if err := DB(t).QueryRow(fmt.Sprintf("SELECT sum(event_count)::BIGINT FROM read_parquet('%s', hive_partitioning=false)", staged)).Scan(&sum); err != nil {
+			if err := DBFor(t, wh).QueryRow(fmt.Sprintf("SELECT sum(event_count)::BIGINT FROM read_parquet('%s', hive_partitioning=false)", staged)).Scan(&sum); err != nil {
 				t.Fatal(err)
 			}
 			if want := fx.Expected.ByDate[d(tue)].Events; sum != want {

@@ -2,24 +2,28 @@ package publishtest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Visible reads a table exactly as a reader of the pointer sees it.
 func Visible(t *testing.T, warehouse, table string) reader.Table {
 	t.Helper()
-	conn, err := DB(t).Conn(context.Background())
+	conn, err := DBFor(t, warehouse).Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	tab, err := reader.Read(context.Background(), conn, warehouse, LoadPointer(t, warehouse), table, nil)
+	loc, err := storage.Parse(warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := reader.Read(context.Background(), conn, loc, LoadPointer(t, warehouse), table, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +81,7 @@ func FactSum(t *testing.T, warehouse string) map[dates.Date]int64 {
 // StagedSchema returns the column names of a staged Parquet file.
 func StagedSchema(t *testing.T, warehouse string, f pointer.File) []string {
 	t.Helper()
-	rows, err := DB(t).Query("DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning=false)", filepath.Join(warehouse, filepath.FromSlash(f.Path)))
+	rows, err := DBFor(t, warehouse).Query("DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning=false)", Join(t, warehouse, f.Path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -58,8 +57,8 @@ func Run(t *testing.T, h Harness) {
 func d(s string) dates.Date { return dates.MustParse(s) }
 
 func testUnknownLessonSurvives(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "unknown-1", mon, tue))
 	unknownID := fx.Expected.UnknownLessonID
 	var unknownEvents = map[dates.Date]int64{}
@@ -92,8 +91,8 @@ func testUnknownLessonSurvives(t *testing.T, h Harness) {
 }
 
 func testCapBlocksPointer(t *testing.T, h Harness) {
-	good, bad := LoadFixture(t, ""), LoadFixture(t, "over-cap")
-	wh := t.TempDir()
+	good, bad := h.LoadFixture(t, ""), h.LoadFixture(t, "over-cap")
+	wh := h.NewWarehouse(t)
 	j := good.Job(t, wh, "cap-good", mon, tue)
 	// The cap sits between the two fixtures' rates, so each side of it is tested.
 	for _, ds := range []string{mon, tue} {
@@ -104,7 +103,7 @@ func testCapBlocksPointer(t *testing.T, h Harness) {
 		}
 	}
 	h.MustPublish(t, j)
-	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	before := Get(t, wh, "pointer.json")
 	_, err := h.Publish(t, bad.Job(t, wh, "cap-bad", mon, tue))
 	if exitcode.Code(err) != exitcode.GateRejected {
 		t.Fatalf("over-cap publish: exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
@@ -112,10 +111,10 @@ func testCapBlocksPointer(t *testing.T, h Harness) {
 	if !strings.Contains(err.Error(), gate.CheckUnknownLessonCap) {
 		t.Errorf("error %q does not name %s", err, gate.CheckUnknownLessonCap)
 	}
-	if after := FileBytes(t, filepath.Join(wh, "pointer.json")); !bytes.Equal(before, after) {
+	if after := Get(t, wh, "pointer.json"); !bytes.Equal(before, after) {
 		t.Errorf("pointer.json changed after a rejected publish")
 	}
-	if FileBytes(t, warehouse.Abs(wh, warehouse.RejectionPath("cap-bad"))) == nil {
+	if Get(t, wh, warehouse.RejectionPath("cap-bad")) == nil {
 		t.Errorf("no rejection record at %s", warehouse.RejectionPath("cap-bad"))
 	}
 	if sum := FactSum(t, wh); sum[d(mon)] != good.Expected.ByDate[d(mon)].Events {
@@ -124,8 +123,8 @@ func testCapBlocksPointer(t *testing.T, h Harness) {
 }
 
 func testTwoJobIDsOneSum(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "attempt-a", mon, tue))
 	h.MustPublish(t, fx.Job(t, wh, "attempt-b", mon, tue))
 	p := LoadPointer(t, wh)
@@ -142,34 +141,34 @@ func testTwoJobIDsOneSum(t *testing.T, h Harness) {
 		t.Errorf("generation %d, want 2", p.Generation)
 	}
 	// The first attempt's staging is still there, abandoned and invisible.
-	if FileBytes(t, warehouse.Abs(wh, warehouse.GatePath("attempt-a"))) == nil {
+	if Get(t, wh, warehouse.GatePath("attempt-a")) == nil {
 		t.Errorf("attempt-a's staging was removed; staging is only ever removed by gc")
 	}
 }
 
 func testCrashBeforePointer(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "before-crash", mon, tue))
-	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
-	rawHash := TreeHash(t, fx.Dir)
+	before := Get(t, wh, "pointer.json")
+	rawHash := Hash(t, fx.In(), "")
 	for _, point := range []string{failpoint.AfterAttempt, failpoint.MidStaging, failpoint.AfterStaging, failpoint.BeforePointer} {
 		id := "crash-" + point
 		code, _, stderr := h.Run(t, []string{failpoint.Env + "=" + point}, fx.Args(wh, id, mon, tue)...)
 		if code != -1 {
 			t.Fatalf("%s: process exited %d, want killed by SIGKILL; stderr: %s", point, code, stderr)
 		}
-		if after := FileBytes(t, filepath.Join(wh, "pointer.json")); !bytes.Equal(before, after) {
+		if after := Get(t, wh, "pointer.json"); !bytes.Equal(before, after) {
 			t.Errorf("%s: pointer.json changed by a process killed before the pointer write", point)
 		}
-		if FileBytes(t, warehouse.Abs(wh, warehouse.AttemptPath(id))) == nil {
+		if Get(t, wh, warehouse.AttemptPath(id)) == nil {
 			t.Errorf("%s: no _attempt.json: it must be written before anything else", point)
 		}
 		if sums := FactSum(t, wh); sums[d(mon)] != fx.Expected.ByDate[d(mon)].Events {
 			t.Errorf("%s: visible sum %d after the crash, want the previous %d", point, sums[d(mon)], fx.Expected.ByDate[d(mon)].Events)
 		}
 	}
-	if TreeHash(t, fx.Dir) != rawHash {
+	if Hash(t, fx.In(), "") != rawHash {
 		t.Errorf("inputs changed")
 	}
 	// The retry is a new job id, and it publishes.
@@ -187,18 +186,18 @@ func testCrashBeforePointer(t *testing.T, h Harness) {
 // the old generation, and the next publish rolls the crashed one forward
 // before adding its own dates, so nothing is lost and nothing is mixed.
 func testCrashMidPointer(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "gen-1", mon, tue))
-	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	before := Get(t, wh, "pointer.json")
 	code, _, stderr := h.Run(t, []string{failpoint.Env + "=" + failpoint.MidPointer}, fx.Args(wh, "mid-pointer", mon)...)
 	if code != -1 {
 		t.Fatalf("exit %d, want killed; stderr: %s", code, stderr)
 	}
-	if !bytes.Equal(before, FileBytes(t, filepath.Join(wh, "pointer.json"))) {
+	if !bytes.Equal(before, Get(t, wh, "pointer.json")) {
 		t.Fatalf("pointer.json changed although the process died before replacing it")
 	}
-	if FileBytes(t, filepath.Join(wh, "pointer-history", "2.json")) == nil {
+	if Get(t, wh, "pointer-history/2.json") == nil {
 		t.Fatalf("no history copy of generation 2")
 	}
 	h.MustPublish(t, fx.Job(t, wh, "after-mid", tue))
@@ -218,8 +217,8 @@ func testCrashMidPointer(t *testing.T, h Harness) {
 }
 
 func testNeighborDate(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "both-days", mon, tue))
 	monBefore := VisibleCourseDay(t, wh)[d(mon)]
 	entryBefore := LoadPointer(t, wh).Dates[d(mon)]
@@ -246,7 +245,7 @@ func testNeighborDate(t *testing.T, h Harness) {
 }
 
 func testLateEvent(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
+	fx := h.LoadFixture(t, "")
 	if len(fx.Expected.LateEvents) != 1 {
 		t.Fatalf("fixture has %d late events, want exactly 1", len(fx.Expected.LateEvents))
 	}
@@ -257,7 +256,7 @@ func testLateEvent(t *testing.T, h Harness) {
 	day := fx.Expected.ByDate[late.EventDate]
 
 	// Restated with the lateness allowance: the late event lands on its event date.
-	wh := t.TempDir()
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "restate", late.EventDate.String()))
 	if got := FactSum(t, wh)[late.EventDate]; got != day.Events {
 		t.Errorf("restated %s: %d events, want %d including the late one", late.EventDate, got, day.Events)
@@ -268,7 +267,7 @@ func testLateEvent(t *testing.T, h Harness) {
 
 	// A read filtered on ingest_date = event_date (no lateness allowance)
 	// misses exactly the late event.
-	wh2 := t.TempDir()
+	wh2 := h.NewWarehouse(t)
 	j := fx.Job(t, wh2, "same-day-only", late.EventDate.String())
 	j.LatenessDays = 0
 	h.MustPublish(t, j)
@@ -282,13 +281,13 @@ func testLateEvent(t *testing.T, h Harness) {
 }
 
 func testDuplicateEnrollmentFails(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "duplicate-enrollment")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "duplicate-enrollment")
+	wh := h.NewWarehouse(t)
 	_, err := h.Publish(t, fx.Job(t, wh, "dup-enr", mon, tue))
 	if exitcode.Code(err) != exitcode.GateRejected || !strings.Contains(err.Error(), gate.CheckEnrollmentUniquePair) {
 		t.Fatalf("got exit %d (%v), want %d naming %s", exitcode.Code(err), err, exitcode.GateRejected, gate.CheckEnrollmentUniquePair)
 	}
-	if FileBytes(t, filepath.Join(wh, "pointer.json")) != nil {
+	if Get(t, wh, "pointer.json") != nil {
 		t.Errorf("a rejected first publish created pointer.json")
 	}
 }
@@ -304,9 +303,9 @@ func testGateVariants(t *testing.T, h Harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.variant, func(t *testing.T) {
-			fx := LoadFixture(t, tc.variant)
-			wh := t.TempDir()
-			raw := TreeHash(t, fx.Dir)
+			fx := h.LoadFixture(t, tc.variant)
+			wh := h.NewWarehouse(t)
+			raw := Hash(t, fx.In(), "")
 			res, err := h.Publish(t, fx.Job(t, wh, "v-"+tc.variant, mon, tue))
 			if exitcode.Code(err) != exitcode.GateRejected {
 				t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
@@ -314,13 +313,13 @@ func testGateVariants(t *testing.T, h Harness) {
 			if !slices.Contains(res.Report.FailedNames(), tc.check) {
 				t.Errorf("failed checks %v do not include %s", res.Report.FailedNames(), tc.check)
 			}
-			if FileBytes(t, filepath.Join(wh, "pointer.json")) != nil {
+			if Get(t, wh, "pointer.json") != nil {
 				t.Errorf("pointer.json written by a rejected publish")
 			}
-			if FileBytes(t, warehouse.Abs(wh, warehouse.GatePath("v-"+tc.variant))) == nil {
+			if Get(t, wh, warehouse.GatePath("v-"+tc.variant)) == nil {
 				t.Errorf("no _gate.json for the rejected attempt")
 			}
-			if TreeHash(t, fx.Dir) != raw {
+			if Hash(t, fx.In(), "") != raw {
 				t.Errorf("inputs changed")
 			}
 		})
@@ -328,8 +327,8 @@ func testGateVariants(t *testing.T, h Harness) {
 }
 
 func testNoHelperColumn(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	j := fx.Job(t, wh, "schema-1", mon, tue)
 	j.HotCourses = []string{fx.Expected.HotCourse} // salting on, where the engine salts
 	res := h.MustPublish(t, j)
@@ -356,8 +355,8 @@ func testNoHelperColumn(t *testing.T, h Harness) {
 }
 
 func testIdentitiesAndGroundTruth(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "truth-1", mon, tue))
 	cd := VisibleCourseDay(t, wh)
 	facts := FactSum(t, wh)
@@ -402,8 +401,8 @@ func testIdentitiesAndGroundTruth(t *testing.T, h Harness) {
 }
 
 func testConcurrentDifferentDates(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, ds := range []string{mon, tue} {
@@ -452,11 +451,11 @@ func testConcurrentDifferentDates(t *testing.T, h Harness) {
 }
 
 func testPublishedJobIDRefused(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "once", mon, tue))
-	staging := TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("once")))
-	before := FileBytes(t, filepath.Join(wh, "pointer.json"))
+	staging := Hash(t, wh, warehouse.StagingDir("once")+"/")
+	before := Get(t, wh, "pointer.json")
 	code, _, stderr := h.Run(t, nil, fx.Args(wh, "once", mon)...)
 	if code != exitcode.AlreadyPublished {
 		t.Fatalf("exit %d, want %d; stderr: %s", code, exitcode.AlreadyPublished, stderr)
@@ -464,18 +463,18 @@ func testPublishedJobIDRefused(t *testing.T, h Harness) {
 	if !strings.Contains(stderr, "once") {
 		t.Errorf("stderr does not name the job id: %s", stderr)
 	}
-	if TreeHash(t, warehouse.Abs(wh, warehouse.StagingDir("once"))) != staging {
+	if Hash(t, wh, warehouse.StagingDir("once")+"/") != staging {
 		t.Errorf("published staging changed")
 	}
-	if !bytes.Equal(before, FileBytes(t, filepath.Join(wh, "pointer.json"))) {
+	if !bytes.Equal(before, Get(t, wh, "pointer.json")) {
 		t.Errorf("pointer changed")
 	}
 }
 
 func testTimeZoneIndependent(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
+	fx := h.LoadFixture(t, "")
 	for _, tz := range []string{"America/Los_Angeles", "Asia/Tokyo"} {
-		wh := t.TempDir()
+		wh := h.NewWarehouse(t)
 		code, _, stderr := h.Run(t, []string{"TZ=" + tz}, fx.Args(wh, "tz-1", mon, tue)...)
 		if code != 0 {
 			t.Fatalf("TZ=%s: exit %d: %s", tz, code, stderr)
@@ -489,8 +488,8 @@ func testTimeZoneIndependent(t *testing.T, h Harness) {
 }
 
 func testEmptyDate(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	// Inside the horizon only by override, and no event has this date: a
 	// valid publish of zeros.
 	j := fx.Job(t, wh, "empty-1", "2026-02-27")
@@ -506,8 +505,8 @@ func testEmptyDate(t *testing.T, h Harness) {
 // must be split: the count follows the bytes, and the split neither loses
 // nor repeats a fact row.
 func testFileCountFollowsBytes(t *testing.T, h Harness) {
-	fx := LoadFixture(t, "")
-	wh := t.TempDir()
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
 	j := fx.Job(t, wh, "small-files", mon, tue)
 	j.TargetFileBytes = 2 << 10
 	res := h.MustPublish(t, j)

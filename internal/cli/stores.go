@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
+)
+
+// warehouseStore opens the warehouse at where (a local path or an s3:// URL)
+// and the pointer on it. A malformed location is a usage error naming flag.
+func warehouseStore(ctx context.Context, env Env, flag, where string, lockTimeout time.Duration) (storage.Bucket, *objstore.Store, error) {
+	loc, err := storage.Parse(where)
+	if err != nil {
+		return nil, nil, exitcode.UsageError(fmt.Errorf("%s: %w", flag, err))
+	}
+	b, err := open.Warehouse(ctx, loc, open.Options{LockTimeout: lockTimeout, Log: env.Log})
+	if err != nil {
+		return nil, nil, s3Error(err)
+	}
+	return b, objstore.New(b), nil
+}
+
+// s3Error makes a refusal that comes before anything was tried (missing
+// bucket, denied credentials, no credentials at all) a usage error: the
+// command cannot work until the user changes its URL or environment.
+func s3Error(err error) error {
+	if errors.Is(err, storage.ErrRefused) || errors.Is(err, open.ErrNoCredentials) {
+		return exitcode.UsageError(err)
+	}
+	return err
+}
+
+// s3Flags are the S3 settings of the commands that take no config file
+// (status, read, gc); publish and explain have them as config keys.
+type s3Flags struct{ pathStyle, extensions *string }
+
+func addS3Flags(fs *flag.FlagSet, withExtensions bool) s3Flags {
+	f := s3Flags{pathStyle: fs.String("s3-path-style", "auto", "S3 addressing: auto (path style for an IP or localhost endpoint), true or false")}
+	if withExtensions {
+		f.extensions = fs.String("duckdb-extensions", "", "directory of DuckDB extensions holding httpfs, for s3:// (default $ENGAGEMENT_DUCKDB_EXTENSIONS)")
+	}
+	return f
+}
+
+func (f s3Flags) apply() error { return setPathStyle("--s3-path-style", *f.pathStyle) }
+
+// setPathStyle sets S3 addressing before any bucket is opened.
+func setPathStyle(name, v string) error {
+	switch v {
+	case "auto", "true", "false":
+		open.PathStyle = v
+		return nil
+	}
+	return exitcode.UsageError(fmt.Errorf("%s %q: want auto, true or false", name, v))
+}
+
+// onS3 returns the first of the locations that is an s3:// URL, or "".
+func onS3(locations ...string) string {
+	for _, l := range locations {
+		if loc, err := storage.Parse(l); err == nil && loc.Scheme == storage.S3 {
+			return l
+		}
+	}
+	return ""
+}
+
+// enableS3 hands DuckDB's httpfs the S3 configuration and credentials the
+// tool's own client resolved through the AWS chain (duckdb.AWS). url is the
+// location that needs it, named in an error; extDir is
+// engagement.duckdbExtensions or --duckdb-extensions.
+func enableS3(ctx context.Context, eng *duckdb.Engine, url, extDir string) error {
+	s, err := duckdb.AWS(ctx, extDir)
+	if err == nil {
+		err = eng.EnableS3(ctx, s)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return exitcode.UsageError(fmt.Errorf("%s: %w", url, err))
+	}
+	return nil
+}

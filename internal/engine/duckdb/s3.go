@@ -1,0 +1,107 @@
+package duckdb
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/storage/open"
+)
+
+// ExtensionsEnv names the extension directory when engagement.duckdbExtensions
+// is not set (scripts/httpfs.sh prints one; the test command exports it).
+const ExtensionsEnv = "ENGAGEMENT_DUCKDB_EXTENSIONS"
+
+// S3 is what DuckDB's httpfs extension needs to read and write s3:// paths.
+type S3 struct {
+	KeyID, Secret, SessionToken string
+	Region                      string
+	Endpoint                    string // host[:port] of an S3-compatible server; empty for AWS
+	PathStyle                   bool
+	UseSSL                      bool
+	// ExtensionDirectory holds v<version>/<platform>/httpfs.duckdb_extension
+	// (an air-gapped host's own copy, or the one scripts/httpfs.sh unpacks);
+	// empty leaves DuckDB to find or download the extension itself.
+	ExtensionDirectory string
+}
+
+// AWS resolves S3 from the same AWS chain and settings the tool's own S3
+// client uses (storage/open), so DuckDB reads and writes exactly where the
+// pointer store does. extDir empty falls back to $ENGAGEMENT_DUCKDB_EXTENSIONS.
+func AWS(ctx context.Context, extDir string) (S3, error) {
+	cfg, _, err := open.S3(ctx)
+	if err != nil {
+		return S3{}, err
+	}
+	creds, err := open.Credentials(ctx)
+	if err != nil {
+		return S3{}, err
+	}
+	if extDir == "" {
+		extDir = os.Getenv(ExtensionsEnv)
+	}
+	s := S3{KeyID: creds.AccessKeyID, Secret: creds.SecretAccessKey, SessionToken: creds.SessionToken,
+		Region: cfg.Region, PathStyle: cfg.PathStyle, UseSSL: true, ExtensionDirectory: extDir}
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || u.Host == "" {
+			return S3{}, fmt.Errorf("AWS_ENDPOINT_URL %q: not a URL such as http://127.0.0.1:9000", cfg.Endpoint)
+		}
+		s.Endpoint, s.UseSSL = u.Host, u.Scheme != "http"
+	}
+	return s, nil
+}
+
+// EnableS3 loads httpfs into the engine's connection and creates the S3
+// secret from s.
+func (e *Engine) EnableS3(ctx context.Context, s S3) error {
+	return EnableS3(ctx, func(q string) error { _, err := e.conn.ExecContext(ctx, q); return err }, s)
+}
+
+// EnableS3 loads httpfs and creates the S3 secret from s through exec (one
+// connection's ExecContext). The secret lives only in the process: its
+// values never reach an error, a log or a file, and a DuckDB error is
+// reported with them blanked out.
+func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
+	load := "INSTALL httpfs; LOAD httpfs"
+	if s.ExtensionDirectory != "" {
+		if err := exec("SET extension_directory = " + quote(s.ExtensionDirectory)); err != nil {
+			return fmt.Errorf("duckdb: set the extension directory %s: %w", s.ExtensionDirectory, firstLine(err))
+		}
+		load = "LOAD httpfs"
+	}
+	if err := exec(load); err != nil {
+		return fmt.Errorf("duckdb: load the httpfs extension, which s3:// paths need (set engagement.duckdbExtensions or $%s to a directory holding v1.5.5/linux_amd64/httpfs.duckdb_extension; bash scripts/httpfs.sh install makes one): %w",
+			ExtensionsEnv, firstLine(err))
+	}
+	// An S3 URL names one object, literally: a key may hold '?', '[' or
+	// '*', which httpfs would otherwise read as query parameters or a glob
+	// (and no escape exists for them there). The tool never globs.
+	if err := exec("SET s3_url_compatibility_mode = true"); err != nil {
+		return fmt.Errorf("duckdb: turn off globs in S3 URLs: %w", firstLine(err))
+	}
+	style := "vhost"
+	if s.PathStyle {
+		style = "path"
+	}
+	opts := []string{"TYPE s3", "PROVIDER config", "KEY_ID " + quote(s.KeyID), "SECRET " + quote(s.Secret), "REGION " + quote(s.Region),
+		"URL_STYLE " + quote(style), fmt.Sprintf("USE_SSL %t", s.UseSSL)}
+	if s.SessionToken != "" {
+		opts = append(opts, "SESSION_TOKEN "+quote(s.SessionToken))
+	}
+	if s.Endpoint != "" {
+		opts = append(opts, "ENDPOINT "+quote(s.Endpoint))
+	}
+	if err := exec("CREATE OR REPLACE SECRET engagement_s3 (" + strings.Join(opts, ", ") + ")"); err != nil {
+		msg := firstLine(err).Error()
+		for _, v := range []string{s.Secret, s.SessionToken, s.KeyID} {
+			if v != "" {
+				msg = strings.ReplaceAll(msg, v, "***")
+			}
+		}
+		return fmt.Errorf("duckdb: create the S3 secret: %s", msg)
+	}
+	return nil
+}

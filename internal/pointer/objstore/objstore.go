@@ -1,0 +1,284 @@
+// Package objstore is the pointer.Store on a storage.Bucket, local or S3,
+// using only what object stores give: a conditional create and a
+// conditional replace.
+//
+//	pointer.json                        the current pointer
+//	pointer-history/<generation>.json   immutable copy of every generation
+//
+// A generation is taken by creating its history copy only if absent (S3:
+// If-None-Match: *); pointer.json is then replaced only if it is still the
+// version that was read (S3: If-Match: <etag>). The history copy is the
+// commit point. A Version is the bucket's version of pointer.json: its ETag
+// on S3, its size, modification time and inode locally.
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/failpoint"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
+)
+
+const (
+	pointerKey    = "pointer.json"
+	historyPrefix = "pointer-history/"
+)
+
+// Store is a pointer.Store on a bucket. It holds no lock: every write is a
+// conditional Put, so it is safe for any number of writers on any number of
+// machines that see the same bucket.
+type Store struct {
+	b storage.Bucket
+}
+
+var _ pointer.Store = (*Store)(nil)
+
+// New returns the store of the warehouse bucket b.
+func New(b storage.Bucket) *Store { return &Store{b: b} }
+
+// Bucket is the store's bucket.
+func (s *Store) Bucket() storage.Bucket { return s.b }
+
+func historyKey(gen int64) string { return historyPrefix + strconv.FormatInt(gen, 10) + ".json" }
+
+func (s *Store) uri(key string) string { return s.b.Location().Join(key).String() }
+
+// Load implements pointer.Store: pointer.json as stored, or the empty
+// pointer and NoVersion when there is none. It takes no lock: the object is
+// only ever replaced whole.
+func (s *Store) Load(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
+	p, v, err := s.read(ctx)
+	return p, v, err
+}
+
+func (s *Store) read(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
+	b, attrs, err := s.b.Get(ctx, pointerKey)
+	if storage.IsNotExist(err) {
+		return pointer.Empty(), pointer.NoVersion, nil
+	}
+	if err != nil {
+		return pointer.Pointer{}, pointer.NoVersion, err
+	}
+	p, err := pointer.Decode(b)
+	if err != nil {
+		return pointer.Pointer{}, pointer.NoVersion, fmt.Errorf("read %s: %w", s.uri(pointerKey), err)
+	}
+	return p, pointer.Version(attrs.Version), nil
+}
+
+// Swap implements pointer.Store.
+//
+// It reads pointer.json: when its version is not expect, or next's parent
+// is not it (generation and digest), that is a conflict. It then looks past
+// it in the history (pointer.Beyond): a true successor that an interrupted
+// Swap left is rolled forward (replacing pointer.json only if still at the
+// version read) and reported as a conflict so the caller re-merges on top
+// of it; anything else is refused (ErrBrokenChain), writing nothing. Then it
+// creates the history copy of next only if absent (a 412 is a conflict:
+// another writer took the generation) and replaces pointer.json only if it
+// is still at expect. If that replace finds another version, a re-read
+// decides: another writer rolled this very copy forward (pointer.json holds
+// next's bytes: success), or the outcome is for the caller to resolve.
+func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.Pointer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if next.FormatVersion != pointer.FormatVersion {
+		return fmt.Errorf("swap: next is format %d; this store writes format %d only", next.FormatVersion, pointer.FormatVersion)
+	}
+	data, err := pointer.Encode(next)
+	if err != nil {
+		return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+	}
+	// Where the bucket has a lock (a local directory), the whole swap holds
+	// it, so local writers are serialised as they always were.
+	if l, ok := s.b.(storage.Locker); ok {
+		held, unlock, err := l.Lock(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
+		}
+		defer unlock()
+		ctx = held
+	}
+	cur, ver, err := s.read(ctx)
+	if err != nil {
+		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
+	}
+	if ver != expect {
+		return fmt.Errorf("swap to generation %d: stored version %q, read version %q: %w", next.Generation, ver, expect, pointer.ErrConflict)
+	}
+	// With a version that matches, a generation or parent that does not
+	// means the read that gave expect saw another state than this one (a
+	// server whose GET is not atomic can pair one object's bytes with
+	// another's ETag): a conflict, re-read and retried, never a write.
+	if next.Generation != cur.Generation+1 {
+		return fmt.Errorf("swap: next generation %d does not follow the stored generation %d: %w", next.Generation, cur.Generation, pointer.ErrConflict)
+	}
+	if !parentIs(next, cur) {
+		return fmt.Errorf("swap to generation %d: pointer.json changed since it was read (same version, other parent): %w", next.Generation, pointer.ErrConflict)
+	}
+	// Without a lock, other writers may move on between the read of
+	// pointer.json and the reads of the history: the history proves a broken
+	// chain only while pointer.json stays where it was, which is checked
+	// before anything costly (listing the whole history for the message).
+	moved := func() bool {
+		_, now, err := s.read(ctx)
+		return err == nil && now != ver
+	}
+	errMoved := errors.New("pointer.json moved")
+	newest := func() (int64, error) {
+		if moved() {
+			return 0, errMoved
+		}
+		gens, err := s.Generations(ctx)
+		if err != nil || len(gens) == 0 {
+			return 0, err
+		}
+		return gens[len(gens)-1], nil
+	}
+	orphan, err := pointer.Beyond(cur, func(g int64) (pointer.Pointer, error) { return s.LoadGeneration(ctx, g) }, newest)
+	if err != nil {
+		if errors.Is(err, errMoved) || moved() {
+			return fmt.Errorf("swap to generation %d: pointer.json moved while the history was read: %w", next.Generation, pointer.ErrConflict)
+		}
+		if errors.Is(err, pointer.ErrBrokenChain) {
+			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+		}
+		// Nothing has been written yet: a failed read leaves the pointer as it was.
+		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
+	}
+	if orphan != nil {
+		if err := s.replacePointer(ctx, ver, orphan.Generation); err != nil {
+			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+		}
+		return fmt.Errorf("swap to generation %d: an interrupted write had left generation %d in the history; it was rolled forward: %w",
+			next.Generation, orphan.Generation, pointer.ErrConflict)
+	}
+	if _, err := s.b.Put(ctx, historyKey(next.Generation), data, storage.Cond{IfAbsent: true}); err != nil {
+		switch {
+		case errors.Is(err, storage.ErrPrecondition):
+			// A retried PUT whose first try landed (its reply lost) meets
+			// its own copy: that is this write, not another writer's.
+			if h, herr := s.LoadGeneration(ctx, next.Generation); herr != nil || h.Digest != pointer.Sum(data) {
+				return fmt.Errorf("swap to generation %d: another writer took it: %w", next.Generation, pointer.ErrConflict)
+			}
+		case errors.Is(err, storage.ErrRefused):
+			return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
+		default:
+			// A failed PUT may still have landed, which the caller
+			// resolves by re-reading.
+			return fmt.Errorf("swap to generation %d: write history: %w", next.Generation, err)
+		}
+	}
+	failpoint.Hit(failpoint.MidPointer)
+	_, err = s.b.Put(ctx, pointerKey, data, cond(ver))
+	if errors.Is(err, storage.ErrPrecondition) {
+		// Another writer, finding this generation's copy beyond the pointer,
+		// may have rolled it forward first: then it is done.
+		if now, _, rerr := s.read(ctx); rerr == nil && now.Generation == next.Generation && now.Digest == pointer.Sum(data) {
+			return nil
+		}
+	}
+	if err != nil {
+		// The history copy is taken: whatever the replace did, the caller
+		// re-reads to learn what readers see.
+		return fmt.Errorf("swap to generation %d: replace pointer: %w", next.Generation, err)
+	}
+	return nil
+}
+
+// cond is the condition for replacing a pointer.json read at version v.
+func cond(v pointer.Version) storage.Cond {
+	if v == pointer.NoVersion {
+		return storage.Cond{IfAbsent: true}
+	}
+	return storage.Cond{IfMatch: string(v)}
+}
+
+// replacePointer makes pointer.json the history copy of generation gen, byte
+// for byte, so the parent digest its successor names stays true.
+func (s *Store) replacePointer(ctx context.Context, ver pointer.Version, gen int64) error {
+	b, _, err := s.b.Get(ctx, historyKey(gen))
+	if err != nil {
+		return fmt.Errorf("roll forward: %w", err)
+	}
+	if _, err := s.b.Put(ctx, pointerKey, b, cond(ver)); err != nil && !errors.Is(err, storage.ErrPrecondition) {
+		return fmt.Errorf("roll forward to generation %d: %w", gen, err)
+	}
+	// A precondition failure means another writer moved pointer.json first
+	// (most likely rolling the same copy forward): the caller re-reads.
+	return nil
+}
+
+// parentIs reports whether next was merged from cur as stored.
+func parentIs(next, cur pointer.Pointer) bool {
+	if cur.Generation == 0 {
+		return next.Parent == nil
+	}
+	return next.Parent != nil && next.Parent.Generation == cur.Generation && next.Parent.SHA256 == cur.Digest
+}
+
+// Generations implements pointer.Store: the history copies, ascending;
+// names that are not a canonical generation (007.json, temp files) are not
+// history.
+func (s *Store) Generations(ctx context.Context) ([]int64, error) {
+	files, _, err := s.b.ListDir(ctx, strings.TrimSuffix(historyPrefix, "/"))
+	if storage.IsNotExist(err) {
+		return []int64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", s.uri(historyPrefix), err)
+	}
+	gens := []int64{}
+	for _, f := range files {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(f.Key, historyPrefix), ".json")
+		if !ok {
+			continue
+		}
+		gen, err := strconv.ParseInt(name, 10, 64)
+		if err != nil || gen < 1 || strconv.FormatInt(gen, 10) != name {
+			continue
+		}
+		gens = append(gens, gen)
+	}
+	slices.Sort(gens)
+	return gens, nil
+}
+
+// LoadGeneration implements pointer.Store.
+func (s *Store) LoadGeneration(ctx context.Context, generation int64) (pointer.Pointer, error) {
+	if generation < 1 {
+		return pointer.Pointer{}, fmt.Errorf("load generation %d: %w", generation, fs.ErrNotExist)
+	}
+	b, _, err := s.b.Get(ctx, historyKey(generation))
+	if err != nil {
+		return pointer.Pointer{}, err
+	}
+	p, err := pointer.Decode(b)
+	if err != nil {
+		return pointer.Pointer{}, fmt.Errorf("read %s: %w", s.uri(historyKey(generation)), err)
+	}
+	if p.Generation != generation {
+		return pointer.Pointer{}, fmt.Errorf("read %s: holds generation %d", s.uri(historyKey(generation)), p.Generation)
+	}
+	return p, nil
+}
+
+// Lock holds the bucket's conditional writers still where the bucket can
+// (a local directory's flock): gc deciding what nothing names takes it. On
+// a bucket without a lock it returns a no-op, and gc relies on its minimum
+// age and its re-read after deleting.
+func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
+	if l, ok := s.b.(storage.Locker); ok {
+		_, unlock, err := l.Lock(ctx)
+		return unlock, err
+	}
+	return func() {}, nil
+}

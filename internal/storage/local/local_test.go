@@ -1,0 +1,73 @@
+package local_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage/storagetest"
+)
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Bucket {
+		return local.New(t.TempDir(), local.Options{})
+	})
+}
+
+// A warehouse bucket never reads, lists, writes or deletes through a
+// symlink below its root; the root itself may be one; an input bucket may
+// follow links on purpose.
+func TestSymlinks(t *testing.T) {
+	ctx := t.Context()
+	real, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "f"), []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "root-link")
+	if err := os.Symlink(real, root); err != nil {
+		t.Fatal(err)
+	}
+	b := local.New(root, local.Options{})
+	if _, err := b.Put(ctx, "staging/ok.json", []byte("{}"), storage.Cond{}); err != nil {
+		t.Fatalf("write through a symlinked root: %v", err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(real, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"Put":          func() error { _, err := b.Put(ctx, "linked/new.json", []byte("x"), storage.Cond{}); return err },
+		"Get":          func() error { _, _, err := b.Get(ctx, "linked/f"); return err },
+		"List":         func() error { _, err := b.List(ctx, ""); return err },
+		"Delete":       func() error { return b.Delete(ctx, "linked/f") },
+		"DeletePrefix": func() error { return b.DeletePrefix(ctx, "linked/") },
+		"WriteURI":     func() error { _, err := b.WriteURI(ctx, "linked/dir"); return err },
+	} {
+		err := op()
+		if !errors.Is(err, local.ErrSymlink) || !errors.Is(err, storage.ErrRefused) || !strings.Contains(err.Error(), filepath.Join(root, "linked")) {
+			t.Errorf("%s through a symlink: %v, want ErrSymlink naming it", name, err)
+		}
+	}
+	files, _, err := b.ListDir(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Key == "linked" && !f.Link {
+			t.Errorf("ListDir reports the symlink without Link set")
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(elsewhere, "f")); string(got) != "outside" {
+		t.Errorf("the link's target changed: %q", got)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 1 {
+		t.Errorf("something was written through the link: %v", entries)
+	}
+	in := local.New(real, local.Options{FollowLinks: true})
+	if data, _, err := in.Get(ctx, "linked/f"); err != nil || string(data) != "outside" {
+		t.Errorf("an input bucket following links: %q, %v", data, err)
+	}
+}

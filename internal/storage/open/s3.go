@@ -1,0 +1,173 @@
+package open
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+	s3b "github.com/techlearningpro/engagement/internal/storage/s3"
+)
+
+// PathStyle says how S3 requests address the bucket: "auto" (path style
+// when the endpoint's host is an IP address or localhost, as S3-compatible
+// servers on a private address need; virtual-hosted otherwise), "true" or
+// "false". It is engagement.s3PathStyle.
+var PathStyle = "auto"
+
+var (
+	clientMu sync.Mutex
+	client   *awss3.Client
+	cfg      aws.Config
+)
+
+// S3Config is the AWS configuration the tool resolved through the standard
+// chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+// AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3), with the
+// endpoint and path style in effect; engines that reach S3 themselves
+// (DuckDB's httpfs) are handed the same.
+type S3Config struct {
+	Region    string
+	Endpoint  string // empty: AWS's own
+	PathStyle bool
+	Creds     aws.CredentialsProvider
+}
+
+// S3 resolves the AWS configuration once per process.
+func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
+	clientMu.Lock()
+	defer clientMu.Unlock()
+	if client == nil {
+		// The SDK's own log lines (an IMDS fallback, a retry) are not the
+		// tool's JSON log; what matters reaches the error.
+		c, err := config.LoadDefaultConfig(ctx, config.WithLogger(logging.Nop{}))
+		if err != nil {
+			return S3Config{}, nil, fmt.Errorf("AWS configuration: %w", err)
+		}
+		if c.Region == "" {
+			// S3-compatible servers take any region; AWS's own endpoint
+			// redirects, so a default is safe.
+			c.Region = "us-east-1"
+		}
+		// Many goroutines (the suites run 64 writers at once) share one
+		// client: keep their connections open rather than redialing.
+		c.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = 64
+			tr.MaxIdleConnsPerHost = 64
+			tr.MaxConnsPerHost = 64
+		})
+		cfg = c
+		endpoint := endpointURL()
+		pathStyle, err := pathStyle(endpoint)
+		if err != nil {
+			return S3Config{}, nil, err
+		}
+		client = awss3.NewFromConfig(c, func(o *awss3.Options) {
+			o.UsePathStyle = pathStyle
+			// Checksums only where S3 requires them: S3-compatible servers
+			// differ in what they accept, and nothing is logged about it.
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+			o.DisableLogOutputChecksumValidationSkipped = true
+			// A reset connection or a 5xx is retried by the SDK, with
+			// backoff; a retried PUT whose first try landed comes back as
+			// 412, which the pointer store resolves by re-reading.
+			o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 8)
+		})
+	}
+	endpoint := endpointURL()
+	ps, _ := pathStyle(endpoint)
+	return S3Config{Region: cfg.Region, Endpoint: endpoint, PathStyle: ps, Creds: cfg.Credentials}, client, nil
+}
+
+// endpointURL is the S3 endpoint the SDK uses, from the standard variables.
+func endpointURL() string {
+	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
+		return e
+	}
+	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+func pathStyle(endpoint string) (bool, error) {
+	switch PathStyle {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	case "auto", "":
+		if endpoint == "" {
+			return false, nil
+		}
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" {
+			return false, fmt.Errorf("AWS_ENDPOINT_URL %q: not a URL such as http://127.0.0.1:9000", endpoint)
+		}
+		host := u.Hostname()
+		return host == "localhost" || net.ParseIP(host) != nil, nil
+	}
+	return false, fmt.Errorf("engagement.s3PathStyle %q: want auto, true or false", PathStyle)
+}
+
+func s3Bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
+	_, c, err := S3(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	// Credentials first: without them every request fails with a chain
+	// of provider errors instead of one line naming the URL.
+	if _, err := Credentials(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	b := s3b.New(c, loc)
+	// One HeadBucket per bucket and process: inputs open a bucket per
+	// partition directory.
+	if _, ok := checked.Load(loc.Bucket); !ok {
+		if err := b.Check(ctx); err != nil {
+			return nil, err
+		}
+		checked.Store(loc.Bucket, true)
+	}
+	return b, nil
+}
+
+var checked sync.Map
+
+// ErrNoCredentials: the AWS chain found no usable credentials.
+var ErrNoCredentials = errors.New("no usable AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones), or AWS_PROFILE, or run with an instance role")
+
+// Credentials retrieves the credentials in effect, for an engine that
+// signs its own requests; a failure says which variables are read.
+func Credentials(ctx context.Context) (aws.Credentials, error) {
+	c, _, err := S3(ctx)
+	if err != nil {
+		return aws.Credentials{}, err
+	}
+	if c.Creds == nil {
+		return aws.Credentials{}, ErrNoCredentials
+	}
+	creds, err := c.Creds.Retrieve(ctx)
+	if err != nil {
+		return aws.Credentials{}, fmt.Errorf("%w (%v)", ErrNoCredentials, firstLine(err))
+	}
+	return creds, nil
+}
+
+// firstLine keeps an SDK error to its first line: the credential chain's
+// errors list every provider it tried.
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}

@@ -1,0 +1,332 @@
+// Package s3 is the storage.Bucket of an S3 bucket and key prefix, through
+// aws-sdk-go-v2: any S3-compatible server that honours conditional writes
+// (If-None-Match: * to create, If-Match: <etag> to replace, 412 when the
+// condition fails). A 412 is ErrPrecondition, never a success; an access
+// refusal or a missing bucket is ErrRefused; a missing object wraps
+// fs.ErrNotExist.
+// Every error names the object's s3:// URL and the service's error code.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+)
+
+// Bucket is a storage.Bucket on S3.
+type Bucket struct {
+	client *awss3.Client
+	loc    storage.Location
+}
+
+var (
+	_ storage.Bucket = (*Bucket)(nil)
+	_ storage.Prober = (*Bucket)(nil)
+)
+
+// New returns the bucket of loc (an s3:// location) through client.
+func New(client *awss3.Client, loc storage.Location) *Bucket {
+	return &Bucket{client: client, loc: loc}
+}
+
+// Location implements storage.Bucket.
+func (b *Bucket) Location() storage.Location { return b.loc }
+
+// full is the object key of a bucket-relative key.
+func (b *Bucket) full(key string) string {
+	if b.loc.Key == "" {
+		return key
+	}
+	if key == "" {
+		return b.loc.Key
+	}
+	return b.loc.Key + "/" + key
+}
+
+func (b *Bucket) uri(key string) string { return b.loc.Join(key).String() }
+
+// rel turns an object key back into a bucket-relative key.
+func (b *Bucket) rel(full string) string {
+	if b.loc.Key == "" {
+		return full
+	}
+	return strings.TrimPrefix(full, b.loc.Key+"/")
+}
+
+// wrap names the object and classifies the service's answer.
+func (b *Bucket) wrap(op, key string, err error) error {
+	code, status := classify(err)
+	where := b.uri(key)
+	switch {
+	case code == "NoSuchBucket":
+		// Not fs.ErrNotExist: a missing bucket must never read as "no
+		// pointer yet" or "no partitions".
+		return fmt.Errorf("%s %s: bucket %q does not exist (NoSuchBucket): check the URL and AWS_ENDPOINT_URL: %w", op, where, b.loc.Bucket, storage.ErrRefused)
+	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
+		return fmt.Errorf("%s %s: %w (%s)", op, where, fs.ErrNotExist, orStatus(code, status))
+	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == http.StatusConflict:
+		return fmt.Errorf("%s %s: %w (%s)", op, where, storage.ErrPrecondition, orStatus(code, status))
+	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+		return fmt.Errorf("%s %s: access denied (%s): check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...) and their permissions on the bucket: %w",
+			op, where, orStatus(code, status), storage.ErrRefused)
+	case status == http.StatusNotImplemented:
+		return fmt.Errorf("%s %s: the server does not implement this request (%s): %w", op, where, orStatus(code, status), storage.ErrRefused)
+	}
+	return fmt.Errorf("%s %s: %w", op, where, err)
+}
+
+func orStatus(code string, status int) string {
+	if code != "" {
+		return code
+	}
+	return fmt.Sprintf("HTTP %d", status)
+}
+
+// classify returns the service's error code and HTTP status, if any.
+func classify(err error) (string, int) {
+	var code string
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		code = ae.ErrorCode()
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return code, re.HTTPStatusCode()
+	}
+	return code, 0
+}
+
+// Get implements storage.Bucket.
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, storage.Attrs, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return nil, storage.Attrs{}, err
+	}
+	out, err := b.client.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key))})
+	if err != nil {
+		return nil, storage.Attrs{}, b.wrap("read", key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, storage.Attrs{}, b.wrap("read", key, err)
+	}
+	return data, storage.Attrs{Size: int64(len(data)), Version: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// ReadRange implements storage.Bucket with an HTTP range request, so only
+// the bytes asked for cross the network.
+func (b *Bucket) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return []byte{}, nil
+	}
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+n-1)
+	if off < 0 {
+		rng = fmt.Sprintf("bytes=-%d", -off)
+	}
+	out, err := b.client.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key)), Range: aws.String(rng)})
+	if err != nil {
+		return nil, b.wrap("read", key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, n))
+	if err != nil {
+		return nil, b.wrap("read", key, err)
+	}
+	return data, nil
+}
+
+// Stat implements storage.Bucket.
+func (b *Bucket) Stat(ctx context.Context, key string) (storage.Attrs, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return storage.Attrs{}, err
+	}
+	out, err := b.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key))})
+	if err != nil {
+		return storage.Attrs{}, b.wrap("stat", key, err)
+	}
+	return storage.Attrs{Size: aws.ToInt64(out.ContentLength), Version: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// Put implements storage.Bucket: one PutObject, with If-None-Match: * for
+// IfAbsent and If-Match for IfMatch. A PUT is whole or not at all on S3.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return storage.Attrs{}, err
+	}
+	in := &awss3.PutObjectInput{
+		Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key)),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	}
+	switch {
+	case c.IfAbsent:
+		in.IfNoneMatch = aws.String("*")
+	case c.IfMatch != "":
+		in.IfMatch = aws.String(c.IfMatch)
+	}
+	out, err := b.client.PutObject(ctx, in)
+	if err != nil {
+		err = b.wrap("write", key, err)
+		if c.IfMatch != "" && storage.IsNotExist(err) {
+			// S3 answers If-Match on a missing object with 404: the
+			// version asked for is not there, as with a 412.
+			return storage.Attrs{}, fmt.Errorf("%w: %w", storage.ErrPrecondition, err)
+		}
+		return storage.Attrs{}, err
+	}
+	return storage.Attrs{Size: int64(len(data)), Version: aws.ToString(out.ETag)}, nil
+}
+
+// List implements storage.Bucket with ListObjectsV2 pages.
+func (b *Bucket) List(ctx context.Context, prefix string) ([]storage.Object, error) {
+	p := awss3.NewListObjectsV2Paginator(b.client, &awss3.ListObjectsV2Input{
+		Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.full(prefix)),
+	})
+	var out []storage.Object
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, b.wrap("list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			out = append(out, b.object(o))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func (b *Bucket) object(o types.Object) storage.Object {
+	return storage.Object{Key: b.rel(aws.ToString(o.Key)), Attrs: storage.Attrs{
+		Size: aws.ToInt64(o.Size), Version: aws.ToString(o.ETag), ModTime: aws.ToTime(o.LastModified)}}
+}
+
+// ListDir implements storage.Bucket with a "/" delimiter: the common
+// prefixes are the directories.
+func (b *Bucket) ListDir(ctx context.Context, dir string) ([]storage.Object, []string, error) {
+	prefix := b.full(dir)
+	if prefix != "" {
+		prefix += "/"
+	}
+	p := awss3.NewListObjectsV2Paginator(b.client, &awss3.ListObjectsV2Input{
+		Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/"),
+	})
+	var files []storage.Object
+	var dirs []string
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, nil, b.wrap("list", dir, err)
+		}
+		for _, o := range page.Contents {
+			if aws.ToString(o.Key) == prefix {
+				continue // a "directory marker" object some tools write
+			}
+			files = append(files, b.object(o))
+		}
+		for _, cp := range page.CommonPrefixes {
+			dirs = append(dirs, path.Base(strings.TrimSuffix(aws.ToString(cp.Prefix), "/")))
+		}
+	}
+	sort.Strings(dirs)
+	sort.Slice(files, func(i, j int) bool { return files[i].Key < files[j].Key })
+	return files, dirs, nil
+}
+
+// Delete implements storage.Bucket.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := storage.CheckKey(key); err != nil {
+		return err
+	}
+	if _, err := b.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key))}); err != nil {
+		if err := b.wrap("delete", key, err); !storage.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeletePrefix implements storage.Bucket: every object under prefix, one
+// DeleteObject at a time (a batch delete is an optional feature of
+// S3-compatible servers).
+func (b *Bucket) DeletePrefix(ctx context.Context, prefix string) error {
+	dir := strings.TrimSuffix(prefix, "/")
+	if err := storage.CheckKey(dir); err != nil {
+		return err
+	}
+	objs, err := b.List(ctx, dir+"/")
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := b.Delete(ctx, o.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteURI implements storage.Bucket: nothing to prepare on S3.
+func (b *Bucket) WriteURI(ctx context.Context, dir string) (string, error) {
+	if err := storage.CheckKey(dir); err != nil {
+		return "", err
+	}
+	return b.uri(dir), nil
+}
+
+// Seal implements storage.Bucket: an object is durable once its PUT
+// returned, so sealing is listing.
+func (b *Bucket) Seal(ctx context.Context, prefix string) ([]storage.Object, error) {
+	return b.List(ctx, prefix)
+}
+
+// Check asks for the bucket itself (HeadBucket) so that a missing bucket,
+// refused credentials or an unreachable endpoint is one line naming the
+// URL before anything else is tried.
+func (b *Bucket) Check(ctx context.Context) error {
+	_, err := b.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(b.loc.Bucket)})
+	if err == nil {
+		return nil
+	}
+	if code, status := classify(err); status == http.StatusNotFound || code == "NoSuchBucket" || code == "NotFound" {
+		return fmt.Errorf("%s: bucket %q does not exist (check the URL and AWS_ENDPOINT_URL): %w", b.loc, b.loc.Bucket, storage.ErrRefused)
+	}
+	return b.wrap("open bucket", "", err)
+}
+
+// Probe checks, before the first pointer write, that the server honours
+// If-None-Match: a second create of the same probe object must be refused
+// with 412. A server that ignores the condition would let two writers take
+// one generation. The probe object, under key, is removed afterwards.
+func (b *Bucket) Probe(ctx context.Context, key string) error {
+	if _, err := b.Put(ctx, key, []byte("probe\n"), storage.Cond{IfAbsent: true}); err != nil && !errors.Is(err, storage.ErrPrecondition) {
+		return fmt.Errorf("probe conditional writes: %w", err)
+	}
+	_, err := b.Put(ctx, key, []byte("probe again\n"), storage.Cond{IfAbsent: true})
+	_ = b.Delete(ctx, key)
+	switch {
+	case errors.Is(err, storage.ErrPrecondition):
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s: the server ignores If-None-Match (a second create of %s succeeded): it cannot hold the pointer safely; use a server with conditional writes: %w",
+			b.loc, b.uri(key), storage.ErrRefused)
+	}
+	return fmt.Errorf("probe conditional writes: %w", err)
+}

@@ -1,0 +1,261 @@
+// Package storage is the one seam between the tool and where its bytes live:
+// a Bucket of objects under a root Location, which is a local directory or
+// an s3://bucket/prefix URL. The warehouse (pointer, history, staging,
+// records) and the inputs are reached only through it; an engine is handed
+// a URI to read or write and nothing else. Each backend is its own package
+// (storage/local, storage/s3) and passes the one suite in
+// storage/storagetest.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrPrecondition: a conditional Put found the object in another state
+// than its condition asked for (present for IfAbsent, another version for
+// IfMatch). Nothing was written. S3 answers it as 412.
+var ErrPrecondition = errors.New("precondition failed")
+
+// ErrRefused: the store refused a request before writing anything (a
+// symlink where the tool would write, a lock it could not take, access
+// denied), so a caller knows the write did not land without re-reading.
+var ErrRefused = errors.New("refused before writing")
+
+// Attrs are what a backend knows of one object.
+type Attrs struct {
+	Size int64
+	// Version names one stored state of the object: the ETag on S3, the
+	// size, modification time and inode of a local file. Equal versions
+	// mean the same bytes; an IfMatch Put compares it.
+	Version string
+	ModTime time.Time
+}
+
+// Object is one object of a listing.
+type Object struct {
+	Key string // relative to the bucket root, slash-separated
+	Attrs
+	// Link marks a local symbolic link that a listing did not follow
+	// (ListDir of a bucket that does not follow links); it is neither
+	// read nor deleted through. Never set on S3.
+	Link bool
+}
+
+// Cond is the precondition of a Put. The zero Cond writes unconditionally.
+type Cond struct {
+	IfAbsent bool   // create only if no object has the key
+	IfMatch  string // replace only if the stored version is this one
+}
+
+// Bucket is a flat namespace of objects under a root. Keys are relative,
+// slash-separated and clean (no "..", no leading slash). Every method's
+// error names the object's URI.
+type Bucket interface {
+	// Location is the root.
+	Location() Location
+	// Get reads a whole object; a missing one wraps fs.ErrNotExist.
+	Get(ctx context.Context, key string) ([]byte, Attrs, error)
+	// ReadRange reads n bytes at off (off < 0 counts from the end, as S3's
+	// suffix range does); a missing object wraps fs.ErrNotExist.
+	ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error)
+	// Stat returns an object's attributes; a missing one wraps
+	// fs.ErrNotExist.
+	Stat(ctx context.Context, key string) (Attrs, error)
+	// Put stores data under key, durably, whole or not at all, subject to
+	// c: an unmet condition returns an error wrapping ErrPrecondition and
+	// writes nothing.
+	Put(ctx context.Context, key string, data []byte, c Cond) (Attrs, error)
+	// List returns every object whose key begins with prefix, at any
+	// depth, sorted by key.
+	List(ctx context.Context, prefix string) ([]Object, error)
+	// ListDir returns the objects directly in the directory dir ("" is the
+	// root) and the names of its subdirectories (the common prefixes),
+	// each sorted.
+	ListDir(ctx context.Context, dir string) (files []Object, dirs []string, err error)
+	// Delete removes an object; a missing one is not an error.
+	Delete(ctx context.Context, key string) error
+	// DeletePrefix removes every object under prefix (a directory key).
+	DeletePrefix(ctx context.Context, prefix string) error
+	// WriteURI prepares dir for an engine that writes files into it itself
+	// (a COPY, a Spark write) and returns the URI to give the engine. A
+	// local backend creates the directory without following a symlink.
+	WriteURI(ctx context.Context, dir string) (string, error)
+	// Seal makes every object under prefix durable (fsync of the files
+	// and directories an engine wrote, on a local backend) and lists them:
+	// an attempt finds its staged files this way, never by renaming.
+	Seal(ctx context.Context, prefix string) ([]Object, error)
+}
+
+// Locker is a Bucket that can hold its conditional writers still (the
+// local backend's flock). The pointer store takes it around a whole swap
+// and gc around its decisions, when the bucket has one.
+type Locker interface {
+	// Lock waits for the lock and returns a context that marks its
+	// holder: a conditional Put made with it does not wait for the lock
+	// again. unlock releases it.
+	Lock(ctx context.Context) (held context.Context, unlock func(), err error)
+}
+
+// Prober is a Bucket whose conditional writes depend on the server (S3 and
+// the S3-compatible servers): Probe proves, with an object of its own
+// under key, that a create-if-absent is refused when the object exists. A
+// publish probes before it writes anything, so a server that ignores the
+// condition is refused rather than trusted with the pointer.
+type Prober interface {
+	Probe(ctx context.Context, key string) error
+}
+
+// IsNotExist reports whether err says an object is missing.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Scheme of a Location.
+const (
+	File = "file"
+	S3   = "s3"
+)
+
+// Location is where a bucket's root is: a local directory, or a bucket and
+// key prefix on S3. It is parsed in one place (Parse) for every path and
+// URL the tool takes.
+type Location struct {
+	Scheme string // File or S3
+	Path   string // File: the directory or file as given (relative paths stay relative)
+	Bucket string // S3
+	Key    string // S3: the key prefix or object key, no leading or trailing slash
+}
+
+// Parse reads a local path or an s3://bucket/prefix URL. Any other URL
+// scheme, an S3 URL without a valid bucket, with a user or port, or a key
+// with an empty, "." or ".." element is an error naming it.
+func Parse(s string) (Location, error) {
+	if s == "" {
+		return Location{}, errors.New("empty path")
+	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return Location{Scheme: File, Path: s}, nil
+	}
+	switch strings.ToLower(scheme) {
+	case "s3", "s3a":
+	case "file":
+		return Location{Scheme: File, Path: rest}, nil
+	default:
+		return Location{}, fmt.Errorf("%s: unsupported URL scheme %q (want a local path or s3://bucket/prefix)", s, scheme)
+	}
+	// The key is everything after the bucket, taken literally as the AWS
+	// CLI does: '?', '#', '[' and '*' are characters an object key may hold
+	// (a listed file is named by its URL and parsed back), never a query,
+	// a fragment or a pattern.
+	bucket, key, _ := strings.Cut(rest, "/")
+	switch {
+	case bucket == "":
+		return Location{}, fmt.Errorf("%s: no bucket: want s3://bucket/prefix", s)
+	case strings.ContainsAny(bucket, "@:"):
+		return Location{}, fmt.Errorf("%s: want s3://bucket/prefix, without user or port (the endpoint is AWS_ENDPOINT_URL)", s)
+	case !validBucket(bucket):
+		return Location{}, fmt.Errorf("%s: bucket %q is not a valid S3 bucket name", s, bucket)
+	}
+	key = strings.Trim(key, "/")
+	if key != "" {
+		for _, elem := range strings.Split(key, "/") {
+			if elem == "" || elem == "." || elem == ".." {
+				return Location{}, fmt.Errorf("%s: key %q has an empty, \".\" or \"..\" element", s, key)
+			}
+		}
+	}
+	return Location{Scheme: S3, Bucket: bucket, Key: key}, nil
+}
+
+// validBucket is S3's naming rule: 3 to 63 lower-case letters, digits,
+// dots and hyphens, starting and ending with a letter or digit.
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	first, last := b[0], b[len(b)-1]
+	return first != '.' && first != '-' && last != '.' && last != '-'
+}
+
+// MustParse is Parse for constants in tests.
+func MustParse(s string) Location {
+	l, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// IsS3 reports whether the location is on S3.
+func (l Location) IsS3() bool { return l.Scheme == S3 }
+
+// String is the location as the user wrote it: the path, or the URL.
+func (l Location) String() string {
+	if l.Scheme == S3 {
+		if l.Key == "" {
+			return "s3://" + l.Bucket
+		}
+		return "s3://" + l.Bucket + "/" + l.Key
+	}
+	return l.Path
+}
+
+// Join names rel (slash-separated, relative) under the location.
+func (l Location) Join(rel string) Location {
+	if rel == "" || rel == "." {
+		return l
+	}
+	if l.Scheme == S3 {
+		l.Key = strings.Trim(path.Join(l.Key, rel), "/")
+		return l
+	}
+	l.Path = filepath.Join(l.Path, filepath.FromSlash(rel))
+	return l
+}
+
+// Base is the last element of the location.
+func (l Location) Base() string {
+	if l.Scheme == S3 {
+		return path.Base(l.Key)
+	}
+	return filepath.Base(l.Path)
+}
+
+// Dir is the parent location.
+func (l Location) Dir() Location {
+	if l.Scheme == S3 {
+		d := path.Dir(l.Key)
+		if d == "." {
+			d = ""
+		}
+		l.Key = d
+		return l
+	}
+	l.Path = filepath.Dir(l.Path)
+	return l
+}
+
+// CheckKey refuses a key that is not relative, slash-separated and clean.
+func CheckKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") || strings.ContainsRune(key, 0) {
+		return fmt.Errorf("object key %q: want a relative, slash-separated key", key)
+	}
+	for _, elem := range strings.Split(key, "/") {
+		if elem == "" || elem == "." || elem == ".." {
+			return fmt.Errorf("object key %q: has an empty, \".\" or \"..\" element", key)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package storage
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Location
+		str  string
+	}{
+		{"warehouse", Location{Scheme: File, Path: "warehouse"}, "warehouse"},
+		{"/abs/raw?", Location{Scheme: File, Path: "/abs/raw?"}, "/abs/raw?"},
+		{"file:///tmp/w", Location{Scheme: File, Path: "/tmp/w"}, "/tmp/w"},
+		{"s3://bucket", Location{Scheme: S3, Bucket: "bucket"}, "s3://bucket"},
+		{"s3://bucket/wh/", Location{Scheme: S3, Bucket: "bucket", Key: "wh"}, "s3://bucket/wh"},
+		{"s3a://my.bucket-1/a/b", Location{Scheme: S3, Bucket: "my.bucket-1", Key: "a/b"}, "s3://my.bucket-1/a/b"},
+		// A key is literal: a listed object's URL parses back to its key.
+		{"s3://bucket/x?versionId=1", Location{Scheme: S3, Bucket: "bucket", Key: "x?versionId=1"}, "s3://bucket/x?versionId=1"},
+		{"s3://bucket/p/part-[0]*?{a,b}#.parquet", Location{Scheme: S3, Bucket: "bucket", Key: "p/part-[0]*?{a,b}#.parquet"}, "s3://bucket/p/part-[0]*?{a,b}#.parquet"},
+	} {
+		got, err := Parse(tc.in)
+		if err != nil || got != tc.want || got.String() != tc.str {
+			t.Errorf("Parse(%q) = %+v (%s), %v; want %+v (%s)", tc.in, got, got.String(), err, tc.want, tc.str)
+		}
+	}
+	for _, tc := range []struct{ in, mention string }{
+		{"", "empty"},
+		{"gs://bucket/x", "unsupported URL scheme"},
+		{"s3://", "no bucket"},
+		{"s3:///key", "no bucket"},
+		{"s3://Bucket/x", "not a valid S3 bucket name"},
+		{"s3://bucket/a//b", "empty"},
+		{"s3://bucket/a/../b", `".."`},
+		{"s3://user@bucket/x", "without user"},
+		{"s3://bucket:9000/x", "without user or port"},
+	} {
+		if _, err := Parse(tc.in); err == nil || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("Parse(%q) error %v, want one mentioning %q", tc.in, err, tc.mention)
+		}
+	}
+}
+
+func TestJoinDirBase(t *testing.T) {
+	s3 := MustParse("s3://bkt/wh")
+	if got := s3.Join("staging/job_id=x/a.parquet").String(); got != "s3://bkt/wh/staging/job_id=x/a.parquet" {
+		t.Errorf("Join = %s", got)
+	}
+	f := MustParse("s3://bkt/in/lessons/part-0.parquet")
+	if f.Dir().String() != "s3://bkt/in/lessons" || f.Base() != "part-0.parquet" {
+		t.Errorf("Dir/Base = %s %s", f.Dir(), f.Base())
+	}
+	top := MustParse("s3://bkt/only")
+	if top.Dir().String() != "s3://bkt" || top.Base() != "only" {
+		t.Errorf("Dir/Base of a top key = %s %s", top.Dir(), top.Base())
+	}
+	l := MustParse("wh")
+	if l.Join("a/b").String() != "wh/a/b" || MustParse("x/y.parquet").Dir().String() != "x" {
+		t.Errorf("local Join/Dir: %s %s", l.Join("a/b"), MustParse("x/y.parquet").Dir())
+	}
+}
