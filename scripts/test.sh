@@ -72,9 +72,11 @@ echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each p
 # Budgets are execution counts, not durations: a duration -fuzztime can fail
 # with a bare "context deadline exceeded" on a loaded machine (a race in Go's
 # fuzz coordinator, golang/go#75804, unfixed in go1.26). Each is ~5-10 s here.
+# Minimizing a new interesting input defaults to 60 s each, which a fresh
+# cache can hit several times: it is bounded by count too.
 for target in "FuzzDecode ./internal/pointer 300000x" "FuzzConfig ./internal/config 60000x" "FuzzJobArgs ./internal/cli 150000x"; do
   set -- $target
-  go test -run '^$' -fuzz "^$1\$" -fuzztime "$3" "$2"
+  go test -run '^$' -fuzz "^$1\$" -fuzztime "$3" -fuzzminimizetime 200x "$2"
 done
 
 echo "== the README's fixture publish, into a scratch warehouse"

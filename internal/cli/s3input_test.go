@@ -1,10 +1,7 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -64,29 +61,21 @@ func TestS3BadInput(t *testing.T) {
 				proxy.SetRule(tc.rule)
 				defer proxy.SetRule(func(s3test.Request) s3test.Fault { return s3test.Pass })
 			}
-			cmd := exec.Command(publishtest.Binary(t), args...)
-			cmd.Env = append(os.Environ(), tc.env...)
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			err := cmd.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
+			code, stdout, stderr := publishtest.Harness{}.Run(t, tc.env, args...)
 			var lines []string
-			for _, l := range strings.Split(errb.String(), "\n") {
+			for _, l := range strings.Split(stderr, "\n") {
 				if strings.HasPrefix(l, "engagement: ") {
 					lines = append(lines, l)
 				}
 			}
 			if code != tc.exit || len(lines) != 1 {
-				t.Fatalf("exit %d with %d error lines, want exit %d and one line\n%s", code, len(lines), tc.exit, errb.String())
+				t.Fatalf("exit %d with %d error lines, want exit %d and one line\n%s", code, len(lines), tc.exit, stderr)
 			}
 			if !strings.Contains(lines[0], named) || !strings.Contains(lines[0], tc.says) {
 				t.Errorf("error line %q does not name %s and say %q", lines[0], named, tc.says)
 			}
-			if strings.Contains(out.String(), "published") {
-				t.Errorf("stdout says published: %s", out.String())
+			if strings.Contains(stdout, "published") {
+				t.Errorf("stdout says published: %s", stdout)
 			}
 			objs, err := publishtest.Bucket(t, wh).List(context.Background(), "")
 			if err != nil {

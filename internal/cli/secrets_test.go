@@ -5,7 +5,6 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,18 +30,8 @@ func TestSecretsNeverWritten(t *testing.T) {
 	wrong := "wrong-" + secret + "-wrong"
 	run := func(env []string, args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(publishtest.Binary(t), args...)
-		cmd.Env = append(os.Environ(), env...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String() + errb.String()
+		code, stdout, stderr := publishtest.Harness{}.Run(t, env, args...)
+		return code, stdout + stderr
 	}
 	var outputs []string
 	for _, c := range []struct {
