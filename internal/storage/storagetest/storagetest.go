@@ -21,8 +21,8 @@ func Run(t *testing.T, newBucket func(t *testing.T) storage.Bucket) {
 	t.Run("PutGetStat", func(t *testing.T) { testPutGet(t, newBucket(t)) })
 	t.Run("IfAbsent", func(t *testing.T) { testIfAbsent(t, newBucket(t)) })
 	t.Run("IfMatch", func(t *testing.T) { testIfMatch(t, newBucket(t)) })
-	t.Run("ConcurrentIfAbsentOneWins", func(t *testing.T) { testConcurrentCreate(t, newBucket(t)) })
-	t.Run("ConcurrentIfMatchOneWins", func(t *testing.T) { testConcurrentReplace(t, newBucket(t)) })
+	t.Run("ConcurrentIfAbsentOneWins", func(t *testing.T) { testConcurrentCond(t, newBucket(t), false) })
+	t.Run("ConcurrentIfMatchOneWins", func(t *testing.T) { testConcurrentCond(t, newBucket(t), true) })
 	t.Run("ListAndListDir", func(t *testing.T) { testList(t, newBucket(t)) })
 	t.Run("ReadRange", func(t *testing.T) { testReadRange(t, newBucket(t)) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, newBucket(t)) })
@@ -150,35 +150,26 @@ func race(n int, write func(i int) error) ([]int, []error) {
 	return won, errs
 }
 
-func testConcurrentCreate(t *testing.T, b storage.Bucket) {
+// testConcurrentCond races 16 writers on one key with the same condition:
+// create-if-absent, or replace-if-match from one version. Exactly one wins,
+// and the object holds the winner's bytes.
+func testConcurrentCond(t *testing.T, b storage.Bucket, replace bool) {
+	key, cond := "gen/2.json", storage.Cond{IfAbsent: true}
+	if replace {
+		key = "pointer.json"
+		cond = storage.Cond{IfMatch: put(t, b, key, "base").Version}
+	}
 	won, errs := race(16, func(i int) error {
-		_, err := b.Put(t.Context(), "gen/2.json", []byte(fmt.Sprintf("writer %d", i)), storage.Cond{IfAbsent: true})
+		_, err := b.Put(t.Context(), key, []byte(fmt.Sprintf("writer %d", i)), cond)
 		return err
 	})
 	if len(errs) > 0 {
 		t.Fatalf("unexpected errors: %v", errs)
 	}
 	if len(won) != 1 {
-		t.Fatalf("%d writers created the object, want exactly 1", len(won))
+		t.Fatalf("%d writers wrote %s under %+v, want exactly 1", len(won), key, cond)
 	}
-	if data, _ := get(t, b, "gen/2.json"); data != fmt.Sprintf("writer %d", won[0]) {
-		t.Errorf("the object holds %q, not the winner %d's bytes", data, won[0])
-	}
-}
-
-func testConcurrentReplace(t *testing.T, b storage.Bucket) {
-	v := put(t, b, "pointer.json", "base")
-	won, errs := race(16, func(i int) error {
-		_, err := b.Put(t.Context(), "pointer.json", []byte(fmt.Sprintf("writer %d", i)), storage.Cond{IfMatch: v.Version})
-		return err
-	})
-	if len(errs) > 0 {
-		t.Fatalf("unexpected errors: %v", errs)
-	}
-	if len(won) != 1 {
-		t.Fatalf("%d writers replaced the object from one version, want exactly 1", len(won))
-	}
-	if data, _ := get(t, b, "pointer.json"); data != fmt.Sprintf("writer %d", won[0]) {
+	if data, _ := get(t, b, key); data != fmt.Sprintf("writer %d", won[0]) {
 		t.Errorf("the object holds %q, not the winner %d's bytes", data, won[0])
 	}
 }
