@@ -73,15 +73,11 @@ func onS3(locations ...string) string {
 }
 
 // enableS3 hands DuckDB's httpfs the S3 configuration and credentials the
-// tool's own client resolved through the AWS chain (duckdb.AWS). url is the
+// tool's own client resolved through the AWS chain (duckdb.EnableAWS). url is the
 // location that needs it, named in an error; extDir is
 // engagement.duckdbExtensions or --duckdb-extensions.
 func enableS3(ctx context.Context, eng *duckdb.Engine, url, extDir string) error {
-	s, err := duckdb.AWS(ctx, extDir)
-	if err == nil {
-		err = eng.EnableS3(ctx, s)
-	}
-	if err != nil {
+	if err := eng.EnableAWS(ctx, extDir); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}

@@ -103,9 +103,10 @@ func Sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Version is an opaque token naming one stored state of the pointer: the
-// generation on a local filesystem, an ETag on an object store. NoVersion
-// means no pointer has been written yet.
+// Version is an opaque token naming one stored state of the pointer (the
+// bucket's version of pointer.json: an ETag on S3; size, modification time
+// and inode on a local disk). NoVersion means no pointer has been written
+// yet.
 type Version string
 
 // NoVersion is the version of a store that holds no pointer yet.
@@ -124,9 +125,9 @@ var ErrOutcomeUnknown = errors.New("pointer write outcome unknown")
 // this write, so a retry is safe.
 var ErrNotWritten = errors.New("pointer write did not land")
 
-// Store is the seam every pointer backend implements (local filesystem now,
-// an object store with conditional PUT later: history object created with
-// If-None-Match:*, pointer replaced with If-Match).
+// Store is the seam every pointer backend implements (objstore, over a
+// local directory or S3: history object created with If-None-Match:*,
+// pointer replaced with If-Match).
 //
 // The history copy is the commit point: a generation is taken by whoever
 // creates pointer-history/<generation>.json first, and the pointer object is

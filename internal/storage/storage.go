@@ -8,6 +8,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,21 @@ type Locker interface {
 // condition is refused rather than trusted with the pointer.
 type Prober interface {
 	Probe(ctx context.Context, key string) error
+}
+
+// Create writes data under key only if no object has it. A create that
+// finds the very bytes it would write has succeeded: its first try landed
+// and the reply was lost, and the retry (the SDK's, on S3) met its own
+// object, which must not read as another writer's. Any other object under
+// key is an error wrapping ErrPrecondition.
+func Create(ctx context.Context, b Bucket, key string, data []byte) error {
+	_, err := b.Put(ctx, key, data, Cond{IfAbsent: true})
+	if errors.Is(err, ErrPrecondition) {
+		if got, _, gerr := b.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
+			return nil
+		}
+	}
+	return err
 }
 
 // IsNotExist reports whether err says an object is missing.

@@ -5,10 +5,8 @@
 package warehouse
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -48,21 +46,18 @@ func RejectionPath(jobID string) string {
 func Abs(root, rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
 
 // WriteJSON writes v as indented JSON under key, whole or not at all,
-// subject to c. A create-if-absent that finds the very bytes it would write
-// succeeded: its first try landed and the reply was lost (the SDK retried
-// it), which must not read as someone else's object.
+// subject to c; a create-if-absent is storage.Create (a lost reply to our
+// own create is not someone else's object).
 func WriteJSON(ctx context.Context, b storage.Bucket, key string, v any, c storage.Cond) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
 	}
 	data = append(data, '\n')
-	_, err = b.Put(ctx, key, data, c)
-	if errors.Is(err, storage.ErrPrecondition) && c.IfAbsent {
-		if got, _, gerr := b.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
-			return nil
-		}
+	if c.IfAbsent {
+		return storage.Create(ctx, b, key, data)
 	}
+	_, err = b.Put(ctx, key, data, c)
 	return err
 }
 

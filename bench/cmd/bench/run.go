@@ -382,11 +382,7 @@ func verify(ctx context.Context, wh storage.Bucket, exp gen.Expected) error {
 	defer db.Close()
 	db.SetMaxOpenConns(1) // the S3 secret lives on the one connection
 	if wh.Location().IsS3() {
-		s, err := duckdb.AWS(ctx, "")
-		if err != nil {
-			return err
-		}
-		if err := duckdb.EnableS3(ctx, func(q string) error { _, err := db.ExecContext(ctx, q); return err }, s); err != nil {
+		if err := duckdb.EnableAWS(ctx, func(q string) error { _, err := db.ExecContext(ctx, q); return err }, ""); err != nil {
 			return err
 		}
 	}

@@ -54,10 +54,20 @@ func AWS(ctx context.Context, extDir string) (S3, error) {
 	return s, nil
 }
 
-// EnableS3 loads httpfs into the engine's connection and creates the S3
-// secret from s.
-func (e *Engine) EnableS3(ctx context.Context, s S3) error {
-	return EnableS3(ctx, func(q string) error { _, err := e.conn.ExecContext(ctx, q); return err }, s)
+// EnableAWS loads httpfs into the connection exec runs on and creates the
+// S3 secret from the AWS chain (AWS): every DuckDB that reads or writes
+// s3:// is set up this one way.
+func EnableAWS(ctx context.Context, exec func(q string) error, extDir string) error {
+	s, err := AWS(ctx, extDir)
+	if err != nil {
+		return err
+	}
+	return EnableS3(ctx, exec, s)
+}
+
+// EnableAWS is EnableAWS on the engine's connection.
+func (e *Engine) EnableAWS(ctx context.Context, extDir string) error {
+	return EnableAWS(ctx, func(q string) error { _, err := e.conn.ExecContext(ctx, q); return err }, extDir)
 }
 
 // EnableS3 loads httpfs and creates the S3 secret from s through exec (one

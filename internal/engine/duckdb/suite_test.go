@@ -35,11 +35,7 @@ func s3Harness() publishtest.Harness {
 	open := h.Open
 	h.Open = func(t *testing.T) engine.Engine {
 		e := open(t).(*duckdb.Engine)
-		s, err := duckdb.AWS(context.Background(), "")
-		if err == nil {
-			err = e.EnableS3(context.Background(), s)
-		}
-		if err != nil {
+		if err := e.EnableAWS(context.Background(), ""); err != nil {
 			e.Close()
 			t.Fatal(err)
 		}

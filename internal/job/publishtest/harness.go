@@ -9,11 +9,8 @@ package publishtest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -295,27 +292,11 @@ func FileBytes(t *testing.T, path string) []byte {
 	return b
 }
 
-// TreeHash hashes every file under dir (names and bytes).
+// TreeHash hashes every file under the local dir (names and bytes): Hash
+// of the whole directory.
 func TreeHash(t *testing.T, dir string) string {
 	t.Helper()
-	h := sha256.New()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		h.Write([]byte(rel + "\x00"))
-		h.Write(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return Hash(t, dir, "")
 }
 
 // DB is a DuckDB connection for reading Parquet back in assertions.

@@ -31,9 +31,10 @@ const (
 	historyPrefix = "pointer-history/"
 )
 
-// Store is a pointer.Store on a bucket. It holds no lock: every write is a
-// conditional Put, so it is safe for any number of writers on any number of
-// machines that see the same bucket.
+// Store is a pointer.Store on a bucket. Every write is a conditional Put, so
+// it is safe for any number of writers on any number of machines that see
+// the same bucket; where the bucket has a lock (a local directory) a Swap
+// also holds it.
 type Store struct {
 	b storage.Bucket
 }
@@ -43,9 +44,6 @@ var _ pointer.Store = (*Store)(nil)
 // New returns the store of the warehouse bucket b.
 func New(b storage.Bucket) *Store { return &Store{b: b} }
 
-// Bucket is the store's bucket.
-func (s *Store) Bucket() storage.Bucket { return s.b }
-
 func historyKey(gen int64) string { return historyPrefix + strconv.FormatInt(gen, 10) + ".json" }
 
 func (s *Store) uri(key string) string { return s.b.Location().Join(key).String() }
@@ -54,11 +52,6 @@ func (s *Store) uri(key string) string { return s.b.Location().Join(key).String(
 // pointer and NoVersion when there is none. It takes no lock: the object is
 // only ever replaced whole.
 func (s *Store) Load(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
-	p, v, err := s.read(ctx)
-	return p, v, err
-}
-
-func (s *Store) read(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
 	b, attrs, err := s.b.Get(ctx, pointerKey)
 	if storage.IsNotExist(err) {
 		return pointer.Empty(), pointer.NoVersion, nil
@@ -107,7 +100,7 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		defer unlock()
 		ctx = held
 	}
-	cur, ver, err := s.read(ctx)
+	cur, ver, err := s.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
 	}
@@ -129,7 +122,7 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	// chain only while pointer.json stays where it was, which is checked
 	// before anything costly (listing the whole history for the message).
 	moved := func() bool {
-		_, now, err := s.read(ctx)
+		_, now, err := s.Load(ctx)
 		return err == nil && now != ver
 	}
 	errMoved := errors.New("pointer.json moved")
@@ -161,14 +154,12 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		return fmt.Errorf("swap to generation %d: an interrupted write had left generation %d in the history; it was rolled forward: %w",
 			next.Generation, orphan.Generation, pointer.ErrConflict)
 	}
-	if _, err := s.b.Put(ctx, historyKey(next.Generation), data, storage.Cond{IfAbsent: true}); err != nil {
+	// A retried create whose first try landed meets its own copy, which
+	// storage.Create takes as this write; any other copy is another writer's.
+	if err := storage.Create(ctx, s.b, historyKey(next.Generation), data); err != nil {
 		switch {
 		case errors.Is(err, storage.ErrPrecondition):
-			// A retried PUT whose first try landed (its reply lost) meets
-			// its own copy: that is this write, not another writer's.
-			if h, herr := s.LoadGeneration(ctx, next.Generation); herr != nil || h.Digest != pointer.Sum(data) {
-				return fmt.Errorf("swap to generation %d: another writer took it: %w", next.Generation, pointer.ErrConflict)
-			}
+			return fmt.Errorf("swap to generation %d: another writer took it: %w", next.Generation, pointer.ErrConflict)
 		case errors.Is(err, storage.ErrRefused):
 			return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
 		default:
@@ -182,7 +173,7 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	if errors.Is(err, storage.ErrPrecondition) {
 		// Another writer, finding this generation's copy beyond the pointer,
 		// may have rolled it forward first: then it is done.
-		if now, _, rerr := s.read(ctx); rerr == nil && now.Generation == next.Generation && now.Digest == pointer.Sum(data) {
+		if now, _, rerr := s.Load(ctx); rerr == nil && now.Generation == next.Generation && now.Digest == pointer.Sum(data) {
 			return nil
 		}
 	}

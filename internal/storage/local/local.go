@@ -729,23 +729,3 @@ func holderOf(f *os.File) string {
 	}
 	return fmt.Sprintf("pid %d", pid)
 }
-
-// RemoveTemps deletes temp files left by writers that died mid-write in
-// the directory dir. It is for callers holding the lock, when no live
-// writer can own one; failures are ignored, a leftover temp is garbage,
-// never read.
-func (b *Bucket) RemoveTemps(dir string) {
-	p := b.root
-	if dir != "" {
-		p = b.path(dir)
-	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix) {
-			_ = os.Remove(filepath.Join(p, e.Name()))
-		}
-	}
-}

@@ -31,7 +31,7 @@ var PathStyle = "auto"
 var (
 	clientMu sync.Mutex
 	client   *awss3.Client
-	cfg      aws.Config
+	resolved S3Config // what client was made with
 )
 
 // S3Config is the AWS configuration the tool resolved through the standard
@@ -69,12 +69,12 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 			tr.MaxIdleConnsPerHost = 64
 			tr.MaxConnsPerHost = 64
 		})
-		cfg = c
-		endpoint := endpointURL()
+		endpoint := EndpointURL()
 		pathStyle, err := pathStyle(endpoint)
 		if err != nil {
 			return S3Config{}, nil, err
 		}
+		resolved = S3Config{Region: c.Region, Endpoint: endpoint, PathStyle: pathStyle, Creds: c.Credentials}
 		client = awss3.NewFromConfig(c, func(o *awss3.Options) {
 			o.UsePathStyle = pathStyle
 			// Checksums only where S3 requires them: S3-compatible servers
@@ -88,13 +88,11 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 			o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 8)
 		})
 	}
-	endpoint := endpointURL()
-	ps, _ := pathStyle(endpoint)
-	return S3Config{Region: cfg.Region, Endpoint: endpoint, PathStyle: ps, Creds: cfg.Credentials}, client, nil
+	return resolved, client, nil
 }
 
-// endpointURL is the S3 endpoint the SDK uses, from the standard variables.
-func endpointURL() string {
+// EndpointURL is the S3 endpoint the SDK uses, from the standard variables.
+func EndpointURL() string {
 	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
 		return e
 	}

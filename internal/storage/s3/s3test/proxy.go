@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
 // Fault is what the proxy does to one request.
@@ -61,7 +63,7 @@ type Proxy struct {
 func StartProxy(t testing.TB) *Proxy {
 	t.Helper()
 	Location(t) // the server must be configured
-	target, err := url.Parse(endpoint())
+	target, err := url.Parse(open.EndpointURL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,11 +53,3 @@ func Bucket(t testing.TB) storage.Bucket {
 	}
 	return b
 }
-
-// endpoint is the test server's URL, as the SDK reads it.
-func endpoint() string {
-	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
-		return e
-	}
-	return os.Getenv("AWS_ENDPOINT_URL")
-}
