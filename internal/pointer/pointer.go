@@ -24,12 +24,14 @@ import (
 
 // The pointer formats. Format 2 adds the parent link, the write time, the
 // writer's version and the operation to every generation; format 1 has none
-// of them. This build writes FormatVersion and reads every format up to it;
+// of them. Format 3 adds the source generation of a rollback, so history can
+// say where a rolled-back date came from; a format 2 build refuses it rather
+// than drop that field. This build writes FormatVersion and reads every format up to it;
 // a newer format is refused (ErrNewerFormat), never guessed at. A build that
 // knows only format 1 refuses a format 2 pointer the same way: its decoder
 // accepts format_version 1 alone and no unknown field.
 const (
-	FormatVersion    = 2
+	FormatVersion    = 3
 	minFormatVersion = 1
 )
 
@@ -68,7 +70,10 @@ type Parent struct {
 }
 
 // Operations that make a generation.
-const OpPublish = "publish"
+const (
+	OpPublish  = "publish"
+	OpRollback = "rollback" // entries copied byte for byte from SourceGeneration
+)
 
 // Pointer is the whole stored pointer: one entry per published event date.
 type Pointer struct {
@@ -80,10 +85,14 @@ type Pointer struct {
 	// the build, never inside a transform. Format 2 only.
 	WrittenAt     time.Time `json:"written_at,omitzero"`
 	WriterVersion string    `json:"writer_version,omitempty"`
-	// Operation says how the generation came to be (publish). Format 2 only.
-	Operation      string                   `json:"operation,omitempty"`
-	UpdatedByJobID string                   `json:"updated_by_job_id"`
-	Dates          map[dates.Date]DateEntry `json:"dates"`
+	// Operation says how the generation came to be (publish, rollback).
+	// Format 2 on.
+	Operation string `json:"operation,omitempty"`
+	// SourceGeneration is the generation a rollback copied its dates from;
+	// zero for any other operation. Format 3 on.
+	SourceGeneration int64                    `json:"source_generation,omitempty"`
+	UpdatedByJobID   string                   `json:"updated_by_job_id"`
+	Dates            map[dates.Date]DateEntry `json:"dates"`
 
 	// Digest is the hex SHA-256 of the bytes this pointer was decoded from
 	// (or that Publish wrote); empty for one built in memory. A child names
@@ -170,14 +179,15 @@ type Store interface {
 // wirePointer is Pointer as stored, with the date keys still text so a bad
 // key is reported as such rather than as a generic JSON error.
 type wirePointer struct {
-	FormatVersion  int                  `json:"format_version"`
-	Generation     int64                `json:"generation"`
-	Parent         *Parent              `json:"parent"`
-	WrittenAt      time.Time            `json:"written_at"`
-	WriterVersion  string               `json:"writer_version"`
-	Operation      string               `json:"operation"`
-	UpdatedByJobID string               `json:"updated_by_job_id"`
-	Dates          map[string]DateEntry `json:"dates"`
+	FormatVersion    int                  `json:"format_version"`
+	Generation       int64                `json:"generation"`
+	Parent           *Parent              `json:"parent"`
+	WrittenAt        time.Time            `json:"written_at"`
+	WriterVersion    string               `json:"writer_version"`
+	Operation        string               `json:"operation"`
+	SourceGeneration int64                `json:"source_generation"`
+	UpdatedByJobID   string               `json:"updated_by_job_id"`
+	Dates            map[string]DateEntry `json:"dates"`
 }
 
 // Decode parses and validates a stored pointer strictly: unknown, duplicate
@@ -210,15 +220,16 @@ func Decode(b []byte) (Pointer, error) {
 		return Pointer{}, fmt.Errorf("decode pointer: %w", err)
 	}
 	p := Pointer{
-		FormatVersion:  w.FormatVersion,
-		Generation:     w.Generation,
-		Parent:         w.Parent,
-		WrittenAt:      w.WrittenAt,
-		WriterVersion:  w.WriterVersion,
-		Operation:      w.Operation,
-		UpdatedByJobID: w.UpdatedByJobID,
-		Dates:          make(map[dates.Date]DateEntry, len(w.Dates)),
-		Digest:         Sum(b),
+		FormatVersion:    w.FormatVersion,
+		Generation:       w.Generation,
+		Parent:           w.Parent,
+		WrittenAt:        w.WrittenAt,
+		WriterVersion:    w.WriterVersion,
+		Operation:        w.Operation,
+		SourceGeneration: w.SourceGeneration,
+		UpdatedByJobID:   w.UpdatedByJobID,
+		Dates:            make(map[dates.Date]DateEntry, len(w.Dates)),
+		Digest:           Sum(b),
 	}
 	keys := make([]string, 0, len(w.Dates))
 	for k := range w.Dates {
@@ -339,10 +350,13 @@ func validate(p Pointer) error {
 // format 1, so a pointer never claims a lineage its format cannot carry.
 func validateLineage(p Pointer) error {
 	if p.FormatVersion == 1 {
-		if p.Parent != nil || !p.WrittenAt.IsZero() || p.WriterVersion != "" || p.Operation != "" {
-			return errors.New("format_version 1 carries no parent, written_at, writer_version or operation")
+		if p.Parent != nil || !p.WrittenAt.IsZero() || p.WriterVersion != "" || p.Operation != "" || p.SourceGeneration != 0 {
+			return errors.New("format_version 1 carries no parent, written_at, writer_version, operation or source_generation")
 		}
 		return nil
+	}
+	if err := validateSource(p); err != nil {
+		return err
 	}
 	switch {
 	case p.Generation == 1 && p.Parent != nil:
@@ -359,6 +373,22 @@ func validateLineage(p Pointer) error {
 		return errors.New("writer_version: empty")
 	case p.Operation == "" || !isPlainKey(p.Operation):
 		return fmt.Errorf("operation: %q, want a lower-case word such as %q", p.Operation, OpPublish)
+	}
+	return nil
+}
+
+// validateSource checks source_generation: format 3 only, set exactly on
+// a rollback, and naming an earlier generation.
+func validateSource(p Pointer) error {
+	switch {
+	case p.FormatVersion < 3 && p.SourceGeneration != 0:
+		return fmt.Errorf("source_generation: format_version %d carries none (format 3 on)", p.FormatVersion)
+	case p.FormatVersion < 3:
+		return nil
+	case p.Operation == OpRollback && (p.SourceGeneration < 1 || p.SourceGeneration >= p.Generation):
+		return fmt.Errorf("source_generation: got %d, a rollback names an earlier generation (1 to %d)", p.SourceGeneration, p.Generation-1)
+	case p.Operation != OpRollback && p.SourceGeneration != 0:
+		return fmt.Errorf("source_generation: set on operation %q, only %q has one", p.Operation, OpRollback)
 	}
 	return nil
 }

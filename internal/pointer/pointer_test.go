@@ -160,7 +160,7 @@ func TestDecodeRejects(t *testing.T) {
 		to      string
 		mention string // the error must mention this
 	}{
-		{"NewerVersion", `"format_version": 1`, `"format_version": 3`, "newer than this build reads"},
+		{"NewerVersion", `"format_version": 1`, `"format_version": 4`, "newer than this build reads"},
 		{"VersionZero", `"format_version": 1`, `"format_version": 0`, "format_version"},
 		{"MissingVersion", `"format_version": 1,`, ``, "format_version"},
 		{"Format1WithParent", `"generation": 7,`, `"generation": 7, "parent": {"generation": 6, "sha256": "` + strings.Repeat("a", 64) + `"},`, "format_version 1 carries no parent"},
@@ -237,6 +237,7 @@ func TestDecodeRejectsLineage(t *testing.T) {
 		{"MissingWriter", `"writer_version": "v0.9.0",`, ``, "writer_version"},
 		{"BadOperation", `"operation": "publish"`, `"operation": "Publish!"`, "operation"},
 		{"ParentOnGenerationOne", `"generation": 8,`, `"generation": 1,`, "parent"},
+		{"SourceInFormat2", `"operation": "publish"`, `"operation": "rollback", "source_generation": 3`, "format_version 2 carries none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(validJSONv2, tc.from) {
@@ -250,10 +251,41 @@ func TestDecodeRejectsLineage(t *testing.T) {
 	}
 }
 
+// TestDecodeFormat3Source: a rollback names an earlier generation as its
+// source, and nothing else names one.
+func TestDecodeFormat3Source(t *testing.T) {
+	v3 := strings.Replace(validJSONv2, `"format_version": 2`, `"format_version": 3`, 1)
+	for _, tc := range []struct {
+		name, to, mention string // mention "" means it decodes
+	}{
+		{"Publish", `"operation": "publish"`, ""},
+		{"Rollback", `"operation": "rollback", "source_generation": 5`, ""},
+		{"RollbackToSelf", `"operation": "rollback", "source_generation": 8`, "source_generation"},
+		{"RollbackWithoutSource", `"operation": "rollback"`, "source_generation"},
+		{"PublishWithSource", `"operation": "publish", "source_generation": 5`, "only \"rollback\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := pointer.Decode([]byte(strings.Replace(v3, `"operation": "publish"`, tc.to, 1)))
+			if tc.mention == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b, err := pointer.Encode(p); err != nil || pointer.Sum(b) == "" {
+					t.Fatalf("re-encode: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.mention) {
+				t.Errorf("error %v, want one mentioning %q", err, tc.mention)
+			}
+		})
+	}
+}
+
 // A newer format is refused with ErrNewerFormat, naming what this build
 // reads, never read as if it were an older one.
 func TestNewerFormatRefusedClearly(t *testing.T) {
-	_, err := pointer.Decode([]byte(strings.Replace(validJSONv2, `"format_version": 2`, `"format_version": 3`, 1)))
+	_, err := pointer.Decode([]byte(strings.Replace(validJSONv2, `"format_version": 2`, `"format_version": 4`, 1)))
 	if !errors.Is(err, pointer.ErrNewerFormat) || !strings.Contains(err.Error(), "upgrade engagement") {
 		t.Errorf("error %v, want ErrNewerFormat saying to upgrade", err)
 	}

@@ -29,6 +29,73 @@ type Commit struct {
 	WrittenAt     time.Time
 	WriterVersion string
 	Operation     string // OpPublish when empty
+	// Source is the generation a rollback copies its entries from.
+	Source int64
+	// Check, when set, is asked before every merge whether c may still be
+	// made on top of cur; its error ends the publish, nothing written. It
+	// is how a rollback and a publish of the same date exclude each other
+	// (ErrRaced) instead of the later silently undoing the earlier.
+	Check func(cur Pointer) error
+}
+
+// ErrRaced: another operation changed one of this one's dates after it read
+// the pointer, in a way this one must not silently undo (a rollback
+// against a publish of the same date). Nothing of this operation was
+// written.
+var ErrRaced = errors.New("a concurrent change to the same date came first")
+
+// NoRollbackSince is the Check of a publish that read generation base
+// before it began: it refuses once a rollback written after base has
+// changed one of ds, since publishing over it would undo an operator's
+// decision made while the job ran. Generations no longer retained are
+// skipped: expiry keeps the newest ones, which are the ones that matter.
+func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) func(cur Pointer) error {
+	return func(cur Pointer) error {
+		for g := base + 1; g <= cur.Generation; g++ {
+			h := cur
+			if g < cur.Generation {
+				var err error
+				if h, err = s.LoadGeneration(ctx, g); errors.Is(err, fs.ErrNotExist) {
+					continue
+				} else if err != nil {
+					return fmt.Errorf("read generation %d to check for a rollback: %w", g, err)
+				}
+			}
+			if h.Operation != OpRollback {
+				continue
+			}
+			for _, d := range ds {
+				if _, ok := h.Dates[d]; ok && touched(ctx, s, h, d) {
+					return fmt.Errorf("%w: generation %d (job %s) rolled %s back to generation %d after this job read generation %d; "+
+						"nothing of this job was written: check `engagement history --date %s`, then rerun with a new job id if the rollback should be replaced",
+						ErrRaced, h.Generation, h.UpdatedByJobID, d, h.SourceGeneration, base, d)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// touched reports whether generation h changed date d from its parent. An
+// unreadable parent counts as a change: refusing is the safe answer.
+func touched(ctx context.Context, s Store, h Pointer, d dates.Date) bool {
+	if h.Generation <= 1 {
+		return true
+	}
+	parent, err := s.LoadGeneration(ctx, h.Generation-1)
+	if err != nil {
+		return true
+	}
+	return !SameEntry(parent.Dates[d], h.Dates[d])
+}
+
+// SameEntry reports whether two date entries are equal field by field,
+// file lists included: the same published bytes with the same figures.
+func SameEntry(a, b DateEntry) bool {
+	return a.JobID == b.JobID && a.ManifestID == b.ManifestID && a.EnrollmentSnapshotID == b.EnrollmentSnapshotID &&
+		a.EventCount == b.EventCount && a.UnknownLessonCount == b.UnknownLessonCount &&
+		a.UnknownLessonRate == b.UnknownLessonRate && a.GateReport == b.GateReport &&
+		slices.Equal(a.FactFiles, b.FactFiles) && slices.Equal(a.CourseDayFiles, b.CourseDayFiles)
 }
 
 // Merge returns the successor of cur that c makes: cur's entries with c's
@@ -42,13 +109,14 @@ func Merge(cur Pointer, c Commit) Pointer {
 		op = OpPublish
 	}
 	next := Pointer{
-		FormatVersion:  FormatVersion,
-		Generation:     cur.Generation + 1,
-		WrittenAt:      c.WrittenAt.UTC(),
-		WriterVersion:  c.WriterVersion,
-		Operation:      op,
-		UpdatedByJobID: c.JobID,
-		Dates:          make(map[dates.Date]DateEntry, len(cur.Dates)+len(c.Entries)),
+		FormatVersion:    FormatVersion,
+		Generation:       cur.Generation + 1,
+		WrittenAt:        c.WrittenAt.UTC(),
+		WriterVersion:    c.WriterVersion,
+		Operation:        op,
+		SourceGeneration: c.Source,
+		UpdatedByJobID:   c.JobID,
+		Dates:            make(map[dates.Date]DateEntry, len(cur.Dates)+len(c.Entries)),
 	}
 	if cur.Generation > 0 {
 		next.Parent = &Parent{Generation: cur.Generation, SHA256: cur.Digest}
@@ -79,6 +147,12 @@ func Successor(cur, h Pointer) bool {
 // that is not its true successor. Nothing was written; a human decides.
 var ErrBrokenChain = errors.New("pointer history does not continue pointer.json")
 
+// ErrHandEdited: pointer.json is a generation older than the newest history
+// copy because someone put it there, not because a write was interrupted.
+// It always comes wrapped with ErrBrokenChain: nothing was written, and
+// the way back to an old generation is a rollback.
+var ErrHandEdited = errors.New("pointer.json was replaced by hand")
+
 // Beyond decides, for a Swap about to take generation cur.Generation+1,
 // what the history holds past cur: nil when nothing (the generation is
 // free); the next generation when it is a true successor of cur, which an
@@ -104,8 +178,8 @@ func Beyond(cur Pointer, load func(int64) (Pointer, error), newest func() (int64
 		}
 		return nil, fmt.Errorf("%w: pointer-history goes up to generation %d but pointer.json is at generation %d, and an interrupted write leaves at most generation %d: "+
 			"pointer.json was replaced by hand or lost; nothing was changed: to return to the newest generation copy pointer-history/%d.json over pointer.json, "+
-			"to keep pointer.json move the history files above generation %d aside",
-			ErrBrokenChain, n, cur.Generation, next, n, cur.Generation)
+			"then use `engagement rollback --to-generation %d` to put dates back to generation %d (a rollback is recorded; a hand-copied pointer is refused)",
+			ErrBrokenChain, n, cur.Generation, next, n, cur.Generation, cur.Generation)
 	}
 	h, err := load(next)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -194,6 +268,11 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 		cur, ver, err := s.Load(ctx)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+		}
+		if c.Check != nil {
+			if err := c.Check(cur); err != nil {
+				return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+			}
 		}
 		next := Merge(cur, c)
 		// A pointer the store would refuse to encode is a caller bug; catch

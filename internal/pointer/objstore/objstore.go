@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -148,6 +149,9 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
 	}
 	if orphan != nil {
+		if err := s.edited(ctx, cur, *orphan); err != nil {
+			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+		}
 		if err := s.replacePointer(ctx, ver, orphan.Generation); err != nil {
 			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
 		}
@@ -183,6 +187,32 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		return fmt.Errorf("swap to generation %d: replace pointer: %w", next.Generation, err)
 	}
 	return nil
+}
+
+// edited tells a hand-edit from an interrupted Swap when the history holds
+// a true successor of pointer.json. Both leave the same bytes (an operator
+// who copies pointer-history/<G>.json over pointer.json recreates
+// generation G exactly), so the order of the writes decides: a Swap writes
+// the history copy after the pointer it continues, an operator writes
+// pointer.json after the history copy it undoes. Equal times (S3 keeps
+// whole seconds) count as a Swap, the case that must roll forward.
+func (s *Store) edited(ctx context.Context, cur, orphan pointer.Pointer) error {
+	pa, err := s.b.Stat(ctx, pointerKey)
+	if err != nil {
+		return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
+	}
+	ha, err := s.b.Stat(ctx, historyKey(orphan.Generation))
+	if err != nil {
+		return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
+	}
+	if !pa.ModTime.After(ha.ModTime) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: pointer.json holds generation %d but was written at %s, after pointer-history/%d.json (job %s, written %s): "+
+		"it was put back by hand, not left by an interrupted write, so it is not rolled forward over; nothing was changed. "+
+		"To return dates to generation %d use `engagement rollback --to-generation %d`, which records the change; to go on from generation %d copy pointer-history/%d.json over pointer.json",
+		pointer.ErrBrokenChain, pointer.ErrHandEdited, cur.Generation, pa.ModTime.UTC().Format(time.RFC3339Nano), orphan.Generation, orphan.UpdatedByJobID,
+		ha.ModTime.UTC().Format(time.RFC3339Nano), cur.Generation, cur.Generation, orphan.Generation, orphan.Generation)
 }
 
 // cond is the condition for replacing a pointer.json read at version v.

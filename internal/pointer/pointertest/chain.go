@@ -32,6 +32,7 @@ func RunChain(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor
 	t.Run("SwapOntoOrphanConflicts", func(t *testing.T) { testSwapOntoOrphan(t, newStore) })
 	t.Run("PlantedGenerationRefused", func(t *testing.T) { testPlanted(t, newStore) })
 	t.Run("HandEditedPointerRefused", func(t *testing.T) { testHandEdited(t, newStore) })
+	t.Run("HandEditedOneBackRefused", func(t *testing.T) { testHandEditedOneBack(t, newStore) })
 	t.Run("LostPointerRefused", func(t *testing.T) { testLostPointer(t, newStore) })
 	t.Run("Format1CarriedForward", func(t *testing.T) { testFormat1(t, newStore) })
 	t.Run("Format1OrphanRefused", func(t *testing.T) { testFormat1Orphan(t, newStore) })
@@ -202,6 +203,34 @@ func testHandEdited(t *testing.T, newStore func(t *testing.T) (pointer.Store, Ba
 	refused(t, s, "generation 4", "pointer.json is at generation 2")
 	if cur, _ := mustLoad(t, s); cur.UpdatedByJobID != "job-2" {
 		t.Errorf("the hand-edited pointer was replaced: now by %s", cur.UpdatedByJobID)
+	}
+}
+
+// The edit that looks exactly like an interrupted write: the generation
+// just before the newest copied over pointer.json, so the newest history
+// copy is its true successor by bytes. It was written after that copy,
+// which no interrupted Swap does: refused, naming both generations and
+// rollback. (OrphanRollsForward is the interrupted case.)
+func testHandEditedOneBack(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor)) {
+	s, bd := newStore(t)
+	mustPublish(t, s, "job-1", Day0)
+	mustPublish(t, s, "job-2", Day0)
+	mustPublish(t, s, "job-3", Day0)
+	two, err := s.LoadGeneration(t.Context(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// S3 keeps modification times in whole seconds: make the edit land in
+	// a later second than the history copy, as any human edit does.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
+	bd.PutPointer(t, encode(t, two))
+	refused(t, s, "put back by hand", "generation 2", "pointer-history/3.json", "rollback --to-generation 2")
+	_, err = pointer.Publish(t.Context(), s, Commit("job-x", entries("job-x", Day0)))
+	if !errors.Is(err, pointer.ErrHandEdited) {
+		t.Errorf("error %v, want ErrHandEdited", err)
+	}
+	if cur, _ := mustLoad(t, s); cur.UpdatedByJobID != "job-2" || cur.Generation != 2 {
+		t.Errorf("the hand-edited pointer was rolled forward over: now generation %d by %s", cur.Generation, cur.UpdatedByJobID)
 	}
 }
 
