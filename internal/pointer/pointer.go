@@ -174,6 +174,12 @@ type Store interface {
 	// LoadGeneration reads one retained history generation. A generation that
 	// is not retained is an error wrapping fs.ErrNotExist.
 	LoadGeneration(ctx context.Context, generation int64) (Pointer, error)
+
+	// Expire removes one history generation older than the stored pointer's
+	// (retention); it refuses the current generation and any beyond it,
+	// which an interrupted Swap may still need. Expiring a generation that
+	// is already gone is not an error.
+	Expire(ctx context.Context, generation int64) error
 }
 
 // wirePointer is Pointer as stored, with the date keys still text so a bad

@@ -402,6 +402,8 @@ func (f *fakeStore) Swap(context.Context, pointer.Version, pointer.Pointer) erro
 
 func (f *fakeStore) Generations(context.Context) ([]int64, error) { return nil, nil }
 
+func (f *fakeStore) Expire(context.Context, int64) error { return errors.New("fakeStore: no expiry") }
+
 func (f *fakeStore) LoadGeneration(_ context.Context, g int64) (pointer.Pointer, error) {
 	if f.histErr != nil {
 		return pointer.Pointer{}, f.histErr

@@ -149,7 +149,7 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
 	}
 	if orphan != nil {
-		if err := s.edited(ctx, cur, *orphan); err != nil {
+		if err := s.edited(ctx, cur, ver, *orphan); err != nil {
 			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
 		}
 		if err := s.replacePointer(ctx, ver, orphan.Generation); err != nil {
@@ -196,10 +196,18 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 // the history copy after the pointer it continues, an operator writes
 // pointer.json after the history copy it undoes. Equal times (S3 keeps
 // whole seconds) count as a Swap, the case that must roll forward.
-func (s *Store) edited(ctx context.Context, cur, orphan pointer.Pointer) error {
+func (s *Store) edited(ctx context.Context, cur pointer.Pointer, ver pointer.Version, orphan pointer.Pointer) error {
+	if cur.Generation == 0 {
+		return nil // no pointer.json to have edited: generation 1's first write
+	}
 	pa, err := s.b.Stat(ctx, pointerKey)
 	if err != nil {
 		return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
+	}
+	if pointer.Version(pa.Version) != ver {
+		// The writer that left the copy (or another) has just moved
+		// pointer.json on: its time says nothing about an edit.
+		return fmt.Errorf("pointer.json moved while the history was read: %w", pointer.ErrConflict)
 	}
 	ha, err := s.b.Stat(ctx, historyKey(orphan.Generation))
 	if err != nil {
@@ -290,6 +298,23 @@ func (s *Store) LoadGeneration(ctx context.Context, generation int64) (pointer.P
 		return pointer.Pointer{}, fmt.Errorf("read %s: holds generation %d", s.uri(historyKey(generation)), p.Generation)
 	}
 	return p, nil
+}
+
+// Expire implements pointer.Store. The generation is checked against a
+// fresh read of pointer.json, so a stale caller cannot expire what became
+// current meanwhile; generations only grow, so what was older stays older.
+func (s *Store) Expire(ctx context.Context, generation int64) error {
+	cur, _, err := s.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("expire generation %d: %w", generation, err)
+	}
+	if generation < 1 || generation >= cur.Generation {
+		return fmt.Errorf("expire generation %d: only generations older than the current one (%d) may expire", generation, cur.Generation)
+	}
+	if err := s.b.Delete(ctx, historyKey(generation)); err != nil && !storage.IsNotExist(err) {
+		return fmt.Errorf("expire %s: %w", s.uri(historyKey(generation)), err)
+	}
+	return nil
 }
 
 // Lock holds the bucket's conditional writers still where the bucket can

@@ -57,6 +57,39 @@ func Run(t *testing.T, newStore func(t *testing.T) pointer.Store) {
 	t.Run("JobPublished", func(t *testing.T) { testJobPublished(t, newStore(t)) })
 	t.Run("UnknownOutcome", func(t *testing.T) { testUnknownOutcome(t, newStore) })
 	t.Run("CancelledContext", func(t *testing.T) { testCancelled(t, newStore(t)) })
+	t.Run("Expire", func(t *testing.T) { testExpire(t, newStore(t)) })
+}
+
+// testExpire: an expired generation is gone from the history, the current
+// one and anything beyond it cannot expire, and publishing goes on.
+func testExpire(t *testing.T, s pointer.Store) {
+	ctx := t.Context()
+	for i := range 4 {
+		mustPublish(t, s, fmt.Sprintf("job-%d", i+1), Day0.AddDays(i%2))
+	}
+	for _, g := range []int64{4, 5, 0} {
+		if err := s.Expire(ctx, g); err == nil {
+			t.Errorf("Expire(%d) with the pointer at generation 4: no error", g)
+		}
+	}
+	for _, g := range []int64{1, 2, 2} {
+		if err := s.Expire(ctx, g); err != nil {
+			t.Fatalf("Expire(%d): %v", g, err)
+		}
+	}
+	gens, err := s.Generations(ctx)
+	if err != nil || !slices.Equal(gens, []int64{3, 4}) {
+		t.Errorf("Generations after expiring 1 and 2 = %v, %v; want [3 4]", gens, err)
+	}
+	if _, err := s.LoadGeneration(ctx, 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadGeneration(1) after expiry: %v, want fs.ErrNotExist", err)
+	}
+	if ok, err := pointer.JobPublished(ctx, s, "job-1"); err != nil || ok {
+		t.Errorf("JobPublished(job-1) after its generation expired = %v, %v; want false", ok, err)
+	}
+	if p := mustPublish(t, s, "job-5", Day0); p.Generation != 5 {
+		t.Errorf("publish after expiry took generation %d, want 5", p.Generation)
+	}
 }
 
 func testEmptyLoad(t *testing.T, s pointer.Store) {
