@@ -1,23 +1,30 @@
 // Package gc deletes staging prefixes that nothing can read any more: no
 // retained pointer generation names them and no attempt has touched them
-// for a minimum age. It only ever deletes under <warehouse>/staging/
-// job_id=<id>/, through the storage seam, on any backend; raw, the
-// manifest, the enrollments, the pointer, its history and the rejection
-// records are never touched, and anything it cannot judge with certainty
-// is left alone and reported.
+// for a minimum age. Asked for retention (keep the last N generations
+// and/or those of the last D days), it first expires older history
+// generations, oldest first and never the current one, then also deletes
+// the rejection and rollback records nothing retained needs. It deletes
+// only under staging/job_id=<id>/, pointer-history/<G>.json, rejections/
+// and rollbacks/, through the storage seam, on any backend; raw, the
+// manifest, the enrollments and pointer.json are never touched, and
+// anything it cannot judge with certainty is left alone and reported.
 package gc
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
@@ -55,7 +62,16 @@ type Options struct {
 	MinAge time.Duration
 	Force  bool // accept a MinAge below MinAgeFloor
 	DryRun bool
+	// RetainGenerations keeps the N newest generations; RetainFor keeps
+	// those written within it. A generation expires only when neither keeps
+	// it (both zero: nothing expires) and it is older than MinAge.
+	RetainGenerations int
+	RetainFor         time.Duration
+	// WriterVersion names the build in the expiry record.
+	WriterVersion string
 }
+
+func (o Options) retention() bool { return o.RetainGenerations > 0 || o.RetainFor > 0 }
 
 // Verdict is what gc decided for one entry of staging/.
 type Verdict struct {
@@ -63,12 +79,15 @@ type Verdict struct {
 	Delete bool
 	Reason string
 	Bytes  int64
+	// Objects are the keys a deleted prefix holds, for a dry run to list.
+	Objects []string
 }
 
 // Report is the outcome of a run, in path order.
 type Report struct {
 	Generation int64 // the current pointer generation gc judged against
 	Verdicts   []Verdict
+	Expired    []int64 // history generations expired (or that would be)
 }
 
 // Deleted returns the verdicts that delete (or would, in a dry run).
@@ -91,6 +110,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.MinAge < 0 {
 		return rep, exitcode.UsageError(fmt.Errorf("gc: --min-age %s: must not be negative", o.MinAge))
 	}
+	if o.RetainGenerations < 0 || o.RetainFor < 0 {
+		return rep, exitcode.UsageError(fmt.Errorf("gc: --retain-generations %d, --retain-days %s: must not be negative", o.RetainGenerations, o.RetainFor))
+	}
 	if o.MinAge < MinAgeFloor && !o.Force {
 		return rep, exitcode.UsageError(fmt.Errorf("gc: --min-age %s is below the floor %s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", o.MinAge, MinAgeFloor))
 	}
@@ -108,11 +130,40 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		defer unlock()
 	}
-	named, gen, err := referenced(ctx, o.Store)
+	expire, hist, err := planExpiry(ctx, o)
+	if err != nil {
+		return rep, err
+	}
+	rep.Expired = expire
+	rep.Verdicts = append(rep.Verdicts, hist...)
+	if !o.DryRun && len(expire) > 0 {
+		if err := history.RecordExpiry(ctx, o.Bucket, history.Expiry{Generations: expire, At: o.Now.UTC(), Reason: o.why(), WriterVersion: o.WriterVersion}); err != nil {
+			return rep, fmt.Errorf("gc: record expiry: %w", err)
+		}
+		// Oldest first: a gc stopped half way leaves a history that is
+		// still a contiguous run of the newest generations.
+		for _, g := range expire {
+			if err := o.Store.Expire(ctx, g); err != nil {
+				return rep, fmt.Errorf("gc: %w", err)
+			}
+		}
+	}
+	named, gen, err := referenced(ctx, o.Store, expire)
 	if err != nil {
 		return rep, err
 	}
 	rep.Generation = gen
+	inUse, err := rollbacksInUse(ctx, o)
+	if err != nil {
+		return rep, err
+	}
+	if o.retention() {
+		recs, err := judgeRecords(ctx, o, named)
+		if err != nil {
+			return rep, err
+		}
+		rep.Verdicts = append(rep.Verdicts, recs...)
+	}
 
 	files, dirs, err := o.Bucket.ListDir(ctx, warehouse.StagingRoot)
 	if storage.IsNotExist(err) {
@@ -137,14 +188,42 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	for _, d := range dirs {
-		rep.Verdicts = append(rep.Verdicts, judge(ctx, o, d, named, markers[d]))
+		v := judge(ctx, o, d, named, markers[d])
+		if by := inUse[v.Path]; by != "" && v.Delete && !markers[d] {
+			v = Verdict{Path: v.Path, Reason: by}
+		}
+		rep.Verdicts = append(rep.Verdicts, v)
 	}
 	sort.Slice(rep.Verdicts, func(i, j int) bool { return rep.Verdicts[i].Path < rep.Verdicts[j].Path })
 	if o.DryRun {
 		return rep, nil
 	}
 	var deleted []string
-	for _, v := range rep.Deleted() {
+	for i, v := range rep.Verdicts {
+		if !v.Delete {
+			continue
+		}
+		if strings.HasPrefix(v.Path, warehouse.StagingRoot+"/") && !strings.Contains(v.Path, deletingPrefix) {
+			// Without a lock a rollback may have recorded this prefix since
+			// it was judged: it is about to name it again.
+			now, err := rollbacksInUse(ctx, o)
+			if err != nil {
+				return rep, err
+			}
+			if by := now[v.Path]; by != "" {
+				rep.Verdicts[i] = Verdict{Path: v.Path, Reason: by}
+				continue
+			}
+		}
+		switch {
+		case strings.HasPrefix(v.Path, historyDir):
+			continue // expired above, before anything was judged against it
+		case strings.HasPrefix(v.Path, warehouse.RejectionsRoot+"/"), strings.HasPrefix(v.Path, warehouse.RollbacksRoot+"/"):
+			if err := o.Bucket.Delete(ctx, v.Path); err != nil {
+				return rep, fmt.Errorf("gc: %w", err)
+			}
+			continue
+		}
 		if err := remove(ctx, o.Bucket, v.Path); err != nil {
 			return rep, err
 		}
@@ -152,7 +231,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	// Under a lock nothing can have moved; without one, a publisher may
 	// have named a prefix between the read and the delete. Say so loudly.
-	after, _, err := referenced(ctx, o.Store)
+	after, _, err := referenced(ctx, o.Store, nil)
 	if err != nil {
 		return rep, err
 	}
@@ -164,12 +243,166 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return rep, nil
 }
 
+const historyDir = "pointer-history/"
+
+// why is the expiry record's reason: the rules the run applied.
+func (o Options) why() string {
+	var parts []string
+	if o.RetainGenerations > 0 {
+		parts = append(parts, fmt.Sprintf("--retain-generations %d", o.RetainGenerations))
+	}
+	if o.RetainFor > 0 {
+		parts = append(parts, fmt.Sprintf("--retain-days %g", o.RetainFor.Hours()/24))
+	}
+	return "beyond " + strings.Join(parts, " and ")
+}
+
+// planExpiry decides which history generations expire: only with a
+// retention rule, only older than the current generation (and than
+// anything beyond it, which an interrupted write may still need), only
+// older than MinAge (a publish confirming its write may be following the
+// chain through them), and only a run of the oldest: once one is kept,
+// every newer one is, so the history stays one contiguous chain.
+func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
+	if !o.retention() {
+		return nil, nil, nil
+	}
+	cur, _, err := o.Store.Load(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gc: load pointer: %w", err)
+	}
+	gens, err := o.Store.Generations(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gc: list pointer history: %w", err)
+	}
+	var expire []int64
+	var verdicts []Verdict
+	kept := ""
+	for _, g := range gens {
+		rel := fmt.Sprintf("%s%d.json", historyDir, g)
+		reason := kept
+		if reason == "" {
+			reason, err = keepGeneration(ctx, o, cur.Generation, g)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		if reason != "" {
+			if kept == "" {
+				kept = fmt.Sprintf("newer than the retained generation %d (history expires oldest first)", g)
+			}
+			verdicts = append(verdicts, Verdict{Path: rel, Reason: reason})
+			continue
+		}
+		expire = append(expire, g)
+		verdicts = append(verdicts, Verdict{Path: rel, Delete: true, Reason: fmt.Sprintf("generation %d expired: %s", g, o.why())})
+	}
+	return expire, verdicts, nil
+}
+
+// keepGeneration returns why generation g is retained, or "" when it
+// expires.
+func keepGeneration(ctx context.Context, o Options, cur, g int64) (string, error) {
+	switch {
+	case g == cur:
+		return "the current generation", nil
+	case g > cur:
+		return "beyond the current generation (an interrupted write's copy)", nil
+	case o.RetainGenerations > 0 && g > cur-int64(o.RetainGenerations):
+		return fmt.Sprintf("within the %d newest generations", o.RetainGenerations), nil
+	}
+	p, err := o.Store.LoadGeneration(ctx, g)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "gone since it was listed", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("gc: read history generation %d: %w", g, err)
+	}
+	age := o.Now.Sub(p.WrittenAt)
+	switch {
+	case p.WrittenAt.IsZero() && o.RetainFor > 0 && o.RetainGenerations == 0:
+		return "format 1 records no write time, so --retain-days cannot age it", nil
+	case o.RetainFor > 0 && age < o.RetainFor:
+		return fmt.Sprintf("written %s ago, within --retain-days", age.Round(time.Second)), nil
+	case !p.WrittenAt.IsZero() && age < o.MinAge:
+		return fmt.Sprintf("written %s ago, younger than --min-age %s", age.Round(time.Second), o.MinAge), nil
+	}
+	return "", nil
+}
+
+// rollbacksInUse maps each staging prefix that a rollback record younger
+// than MinAge names to why it is kept: that rollback checked (or is about
+// to check) the prefix's files and will name them.
+func rollbacksInUse(ctx context.Context, o Options) (map[string]string, error) {
+	files, _, err := o.Bucket.ListDir(ctx, warehouse.RollbacksRoot)
+	if storage.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gc: list %s: %w", o.Bucket.Location().Join(warehouse.RollbacksRoot), err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		if f.Link || o.Now.Sub(f.ModTime) >= o.MinAge {
+			continue
+		}
+		data, _, err := o.Bucket.Get(ctx, f.Key)
+		if err != nil {
+			return nil, fmt.Errorf("gc: %w", err)
+		}
+		var rec history.Record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, fmt.Errorf("gc: read %s: %w", o.Bucket.Location().Join(f.Key), err)
+		}
+		for _, p := range rec.Prefixes {
+			out[p] = fmt.Sprintf("named by rollback %s (to generation %d), recorded %s ago", rec.JobID, rec.ToGeneration, o.Now.Sub(f.ModTime).Round(time.Second))
+		}
+	}
+	return out, nil
+}
+
+// judgeRecords decides the rejection and rollback records, under retention
+// only: a rejection record goes once idle for MinAge (a rejected job is
+// never named by a generation); a rollback record once idle for MinAge and
+// its rollback is named by no retained generation.
+func judgeRecords(ctx context.Context, o Options, named map[string]string) ([]Verdict, error) {
+	var out []Verdict
+	for _, root := range []string{warehouse.RejectionsRoot, warehouse.RollbacksRoot} {
+		files, _, err := o.Bucket.ListDir(ctx, root)
+		if storage.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gc: list %s: %w", o.Bucket.Location().Join(root), err)
+		}
+		for _, f := range files {
+			name := path.Base(f.Key)
+			id, ok := strings.CutPrefix(strings.TrimSuffix(name, ".json"), prefixPrefix)
+			idle := o.Now.Sub(f.ModTime)
+			switch {
+			case f.Link:
+				out = append(out, Verdict{Path: f.Key, Reason: "a symlink, never followed or deleted"})
+			case !ok || !strings.HasSuffix(name, ".json") || config.CheckJobID(id) != nil:
+				out = append(out, Verdict{Path: f.Key, Reason: "not a job_id=<id>.json record"})
+			case named[warehouse.StagingDir(id)] != "":
+				out = append(out, Verdict{Path: f.Key, Reason: "its job is named by " + named[warehouse.StagingDir(id)]})
+			case idle < o.MinAge:
+				out = append(out, Verdict{Path: f.Key, Reason: fmt.Sprintf("written %s ago, younger than --min-age %s", idle.Round(time.Second), o.MinAge)})
+			default:
+				out = append(out, Verdict{Path: f.Key, Delete: true, Bytes: f.Size, Objects: []string{f.Key},
+					Reason: fmt.Sprintf("a record of job %s, named by no retained generation, idle %s", id, idle.Round(time.Second))})
+			}
+		}
+	}
+	return out, nil
+}
+
 // referenced maps every staging prefix that the current pointer or any
 // retained history generation names (by job id or by a file path) to the
 // first generation naming it. Every generation in the history is retained:
 // a reader may still hold any of them. An unreadable generation stops gc,
 // since what it names is then unknown.
-func referenced(ctx context.Context, s pointer.Store) (map[string]string, int64, error) {
+func referenced(ctx context.Context, s pointer.Store, expired []int64) (map[string]string, int64, error) {
 	cur, _, err := s.Load(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gc: load pointer: %w", err)
@@ -188,33 +421,26 @@ func referenced(ctx context.Context, s pointer.Store) (map[string]string, int64,
 		mark(warehouse.StagingDir(p.UpdatedByJobID))
 		for _, e := range p.Dates {
 			mark(warehouse.StagingDir(e.JobID))
-			for _, f := range append(append([]pointer.File{}, e.FactFiles...), e.CourseDayFiles...) {
-				mark(prefixOf(f.Path))
-			}
-			if e.GateReport != "" {
-				mark(prefixOf(e.GateReport))
+			for _, prefix := range history.Prefixes(e) {
+				mark(prefix)
 			}
 		}
 	}
 	add(cur, fmt.Sprintf("the current pointer (generation %d)", cur.Generation))
 	for _, g := range gens {
+		if slices.Contains(expired, g) {
+			continue // a dry run judges as if it were gone
+		}
 		p, err := s.LoadGeneration(ctx, g)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // expired since it was listed
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("gc: read history generation %d: %w", g, err)
 		}
 		add(p, fmt.Sprintf("history generation %d", g))
 	}
 	return named, cur.Generation, nil
-}
-
-// prefixOf returns the first two elements of a warehouse-relative path
-// (staging/job_id=<id>), or the path itself when shorter.
-func prefixOf(p string) string {
-	parts := strings.SplitN(p, "/", 3)
-	if len(parts) < 2 {
-		return p
-	}
-	return parts[0] + "/" + parts[1]
 }
 
 // attempt is the part of _attempt.json gc relies on.
@@ -248,7 +474,7 @@ func judge(ctx context.Context, o Options, name string, named map[string]string,
 		return keep("cannot be listed in full (%v): not judged, inspect by hand", err)
 	}
 	if marked {
-		return Verdict{Path: rel, Delete: true, Bytes: total(objs), Reason: "an interrupted gc had begun deleting it"}
+		return Verdict{Path: rel, Delete: true, Bytes: total(objs), Objects: keys(objs), Reason: "an interrupted gc had begun deleting it"}
 	}
 	b, _, err := o.Bucket.Get(ctx, warehouse.AttemptPath(id))
 	if err != nil {
@@ -268,8 +494,16 @@ func judge(ctx context.Context, o Options, name string, named map[string]string,
 	if idle < o.MinAge {
 		return keep("last activity %s ago, younger than --min-age %s: the attempt may still be running", idle.Round(time.Second), o.MinAge)
 	}
-	return Verdict{Path: rel, Delete: true, Bytes: total(objs),
+	return Verdict{Path: rel, Delete: true, Bytes: total(objs), Objects: keys(objs),
 		Reason: fmt.Sprintf("named by no retained generation, idle %s", idle.Round(time.Second))}
+}
+
+func keys(objs []storage.Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Key
+	}
+	return out
 }
 
 func total(objs []storage.Object) int64 {

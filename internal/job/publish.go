@@ -132,6 +132,12 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := warehouse.Overlap(locs.Warehouse, locs.inputs()); err != nil {
 		return res, exitcode.UsageError(err)
 	}
+	// The generation this attempt starts from: a rollback of one of its
+	// dates written after it is never silently undone by this publish.
+	base, _, err := p.Store.Load(ctx)
+	if err != nil {
+		return res, fmt.Errorf("read the pointer: %w", err)
+	}
 	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
 	if err != nil {
 		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
@@ -243,6 +249,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	defer endPointer()
 	out, err := pointer.PublishOutcome(ctx, p.Store, pointer.Commit{
 		JobID: job.JobID, Entries: res.Entries, WrittenAt: p.Clock().UTC(), WriterVersion: p.version(),
+		Check: pointer.NoRollbackSince(ctx, p.Store, base.Generation, job.Dates),
 	})
 	endPointer()
 	if err != nil {
@@ -336,6 +343,8 @@ func pointerError(job config.Job, stagingRel string, err error) error {
 	switch {
 	case errors.Is(err, pointer.ErrNotVisible):
 		return fmt.Errorf("move pointer for job %s: not visible to readers: %w; staging %s is kept", job.JobID, err, stagingRel)
+	case errors.Is(err, pointer.ErrRaced):
+		return fmt.Errorf("move pointer for job %s: not published, the pointer is unchanged and staging %s is kept: %w", job.JobID, stagingRel, err)
 	case errors.Is(err, pointer.ErrBrokenChain):
 		return fmt.Errorf("move pointer for job %s: refused, nothing written: %w; staging %s is kept", job.JobID, err, stagingRel)
 	case errors.Is(err, pointer.ErrOutcomeUnknown):

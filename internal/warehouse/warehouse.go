@@ -19,6 +19,13 @@ import (
 const (
 	StagingRoot    = "staging"
 	RejectionsRoot = "rejections"
+	// RollbacksRoot holds one record per rollback, written before it
+	// checks the files it will name; gc keeps the prefixes a recent one
+	// names, so the check cannot be overtaken by a delete.
+	RollbacksRoot = "rollbacks"
+	// ExpiryRoot holds one record per gc run that expired history
+	// generations, so history can say where they went.
+	ExpiryRoot = "pointer-expiry"
 )
 
 // StagingDir is the staging prefix of one job.
@@ -39,6 +46,11 @@ func ProbePath(jobID string) string { return path.Join(".engagement-probe", "job
 // RejectionPath is written when the gate rejects an attempt.
 func RejectionPath(jobID string) string {
 	return path.Join(RejectionsRoot, "job_id="+jobID+".json")
+}
+
+// RollbackPath is the record of one rollback.
+func RollbackPath(jobID string) string {
+	return path.Join(RollbacksRoot, "job_id="+jobID+".json")
 }
 
 // Abs joins a relative warehouse location to a local warehouse root, for

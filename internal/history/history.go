@@ -1,0 +1,176 @@
+// Package history is the operator's view of a warehouse over time: which
+// retained pointer generation changed which date and how (publish,
+// rollback), where expired generations went, and the rollback that writes
+// an old generation's entries as a new one. It reads and moves the pointer
+// only through pointer.Store.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+// OpExpiry is how an expiry record reads in the history: not a generation,
+// the gc run that removed some.
+const OpExpiry = "expiry"
+
+// Change is one retained generation's change to one date.
+type Change struct {
+	Generation       int64     `json:"generation"`
+	WrittenAt        time.Time `json:"written_at,omitzero"`
+	WriterVersion    string    `json:"writer_version,omitempty"`
+	Operation        string    `json:"operation"` // publish or rollback; empty for format 1
+	SourceGeneration int64     `json:"source_generation,omitempty"`
+	UpdatedByJobID   string    `json:"updated_by_job_id"`
+	Current          bool      `json:"current"`
+	// Oldest marks the oldest retained generation: its parent is gone, so
+	// every date it holds is listed, changed or not.
+	Oldest bool `json:"oldest_retained"`
+
+	Date                 dates.Date `json:"date"`
+	JobID                string     `json:"job_id"`
+	ManifestID           string     `json:"manifest_id"`
+	EnrollmentSnapshotID string     `json:"enrollment_snapshot_id"`
+	EventCount           int64      `json:"event_count"`
+	UnknownLessonRate    float64    `json:"unknown_lesson_rate"`
+	Files                int        `json:"files"` // both tables
+	Bytes                int64      `json:"bytes"`
+}
+
+// Expiry is the record a gc run leaves when it expires generations.
+type Expiry struct {
+	Generations   []int64   `json:"generations"`
+	At            time.Time `json:"at"`
+	Reason        string    `json:"reason"`
+	WriterVersion string    `json:"writer_version"`
+}
+
+// Log is a warehouse's retained history, newest generation first.
+type Log struct {
+	Current  int64    `json:"current_generation"`
+	Changes  []Change `json:"changes"`
+	Expiries []Expiry `json:"expiries"`
+}
+
+// List reads the retained history: for each retained generation, the dates
+// it changed from its parent (only date only, when set). A generation that
+// expires while it is read is skipped.
+func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Date) (Log, error) {
+	cur, _, err := s.Load(ctx)
+	if err != nil {
+		return Log{}, err
+	}
+	gens, err := s.Generations(ctx)
+	if err != nil {
+		return Log{}, err
+	}
+	log := Log{Current: cur.Generation, Changes: []Change{}}
+	var prev *pointer.Pointer
+	for i, g := range gens {
+		if g > cur.Generation {
+			break // an interrupted write's copy is not history yet
+		}
+		p, err := s.LoadGeneration(ctx, g)
+		if errors.Is(err, fs.ErrNotExist) {
+			prev = nil
+			continue
+		}
+		if err != nil {
+			return Log{}, err
+		}
+		oldest := i == 0
+		for _, d := range sortedDates(p) {
+			if only != nil && d != *only {
+				continue
+			}
+			e := p.Dates[d]
+			if prev != nil && prev.Generation == g-1 {
+				if pe, ok := prev.Dates[d]; ok && pointer.SameEntry(pe, e) {
+					continue
+				}
+			}
+			log.Changes = append(log.Changes, change(p, d, e, g == cur.Generation, oldest || prev == nil || prev.Generation != g-1))
+		}
+		prev = &p
+	}
+	slices.Reverse(log.Changes)
+	if log.Expiries, err = Expiries(ctx, b); err != nil {
+		return Log{}, err
+	}
+	return log, nil
+}
+
+func change(p pointer.Pointer, d dates.Date, e pointer.DateEntry, current, oldest bool) Change {
+	c := Change{
+		Generation: p.Generation, WrittenAt: p.WrittenAt, WriterVersion: p.WriterVersion, Operation: p.Operation,
+		SourceGeneration: p.SourceGeneration, UpdatedByJobID: p.UpdatedByJobID, Current: current, Oldest: oldest,
+		Date: d, JobID: e.JobID, ManifestID: e.ManifestID, EnrollmentSnapshotID: e.EnrollmentSnapshotID,
+		EventCount: e.EventCount, UnknownLessonRate: e.UnknownLessonRate,
+		Files: len(e.FactFiles) + len(e.CourseDayFiles),
+	}
+	for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
+		c.Bytes += f.Bytes
+	}
+	return c
+}
+
+func sortedDates(p pointer.Pointer) []dates.Date {
+	ds := make([]dates.Date, 0, len(p.Dates))
+	for d := range p.Dates {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+// RecordExpiry writes the record of one gc run's expiry, named by the
+// newest generation it expired (a later run expires newer ones, so names
+// never collide).
+func RecordExpiry(ctx context.Context, b storage.Bucket, e Expiry) error {
+	if len(e.Generations) == 0 {
+		return nil
+	}
+	key := path.Join(warehouse.ExpiryRoot, strconv.FormatInt(slices.Max(e.Generations), 10)+".json")
+	return warehouse.WriteJSON(ctx, b, key, e, storage.Cond{})
+}
+
+// Expiries reads every expiry record, oldest first.
+func Expiries(ctx context.Context, b storage.Bucket) ([]Expiry, error) {
+	files, _, err := b.ListDir(ctx, warehouse.ExpiryRoot)
+	if storage.IsNotExist(err) {
+		return []Expiry{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", b.Location().Join(warehouse.ExpiryRoot), err)
+	}
+	out := []Expiry{}
+	for _, f := range files {
+		if f.Link || !strings.HasSuffix(f.Key, ".json") {
+			continue
+		}
+		data, _, err := b.Get(ctx, f.Key)
+		if err != nil {
+			return nil, err
+		}
+		var e Expiry
+		if err := json.Unmarshal(data, &e); err != nil {
+			return nil, fmt.Errorf("read %s: %w", b.Location().Join(f.Key), err)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Expiry) int { return a.At.Compare(b.At) })
+	return out, nil
+}

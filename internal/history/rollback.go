@@ -1,0 +1,246 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+// Rollback is one request to put dates back to an older generation.
+type Rollback struct {
+	Bucket storage.Bucket // the warehouse
+	Store  pointer.Store  // the pointer on it
+	Dates  []dates.Date
+	To     int64 // the retained generation whose entries come back
+	JobID  string
+	// Now and WriterVersion are read by the command, never in a transform.
+	Now           time.Time
+	WriterVersion string
+}
+
+// Record is the content of rollbacks/job_id=<id>.json.
+type Record struct {
+	JobID          string    `json:"job_id"`
+	ToGeneration   int64     `json:"to_generation"`
+	FromGeneration int64     `json:"from_generation"` // the current one when it started
+	Dates          []string  `json:"dates"`
+	Prefixes       []string  `json:"staging_prefixes"` // what the restored entries name
+	StartedAt      time.Time `json:"started_at"`
+	WriterVersion  string    `json:"writer_version"`
+}
+
+// Run writes a new generation whose entries for r.Dates are generation
+// r.To's, byte for byte, through the same compare-and-swap as a publish.
+// Before it moves anything it refuses (exit 2) a generation that is not
+// retained, a date r.To does not hold and any file r.To names that is
+// missing or has another size; a job id already named is exit 4. If a
+// publish or another rollback changes one of r.Dates after Run read the
+// pointer, Run writes nothing and returns an error wrapping
+// pointer.ErrRaced.
+func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
+	if err := config.CheckJobID(r.JobID); err != nil {
+		return pointer.Outcome{}, err
+	}
+	if len(r.Dates) == 0 {
+		return pointer.Outcome{}, exitcode.UsageError(errors.New("rollback: --date: name at least one date"))
+	}
+	published, err := pointer.JobPublished(ctx, r.Store, r.JobID)
+	if err != nil {
+		return pointer.Outcome{}, fmt.Errorf("rollback: check job id %s: %w", r.JobID, err)
+	}
+	if published {
+		return pointer.Outcome{}, exitcode.PublishedError(fmt.Errorf("rollback: job id %s is already named by the pointer or its history: use a new job id", r.JobID))
+	}
+	cur, _, err := r.Store.Load(ctx)
+	if err != nil {
+		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
+	}
+	src, err := r.source(ctx, cur)
+	if err != nil {
+		return pointer.Outcome{}, err
+	}
+	entries := map[dates.Date]pointer.DateEntry{}
+	same := 0
+	for _, d := range r.Dates {
+		e, ok := src.Dates[d]
+		if !ok {
+			return pointer.Outcome{}, exitcode.UsageError(fmt.Errorf("rollback: generation %d does not hold date %s (it holds %s)", r.To, d, heldDates(src)))
+		}
+		entries[d] = e
+		if ce, ok := cur.Dates[d]; ok && pointer.SameEntry(ce, e) {
+			same++
+		}
+	}
+	if same == len(r.Dates) {
+		return pointer.Outcome{}, exitcode.UsageError(fmt.Errorf("rollback: dates %s already hold generation %d's entries in the current generation %d: nothing to roll back",
+			strings.Join(dates.Strings(r.Dates), ","), r.To, cur.Generation))
+	}
+	// The record goes first, so that gc, which keeps what a recent record
+	// names, cannot delete a file between the check below and the swap.
+	if err := r.record(ctx, cur.Generation, entries); err != nil {
+		return pointer.Outcome{}, err
+	}
+	if err := checkFiles(ctx, r.Bucket, r.To, entries); err != nil {
+		return pointer.Outcome{}, err
+	}
+	base := map[dates.Date]pointer.DateEntry{}
+	for _, d := range r.Dates {
+		base[d] = cur.Dates[d]
+	}
+	baseGen := cur.Generation
+	out, err := pointer.PublishOutcome(ctx, r.Store, pointer.Commit{
+		JobID: r.JobID, Entries: entries, WrittenAt: r.Now.UTC(), WriterVersion: r.WriterVersion,
+		Operation: pointer.OpRollback, Source: r.To,
+		Check: func(now pointer.Pointer) error {
+			for _, d := range r.Dates {
+				if !pointer.SameEntry(now.Dates[d], base[d]) {
+					return fmt.Errorf("%w: date %s changed after the rollback read generation %d (now generation %d, job %s); nothing of the rollback was written: "+
+						"check `engagement history --date %s` and run the rollback again with a new job id if it is still wanted",
+						pointer.ErrRaced, d, baseGen, now.Generation, now.Dates[d].JobID, d)
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return out, fmt.Errorf("rollback: %w", err)
+	}
+	return out, nil
+}
+
+// source loads the generation to go back to, refusing one that is not
+// (or not yet, or no longer) retained.
+func (r Rollback) source(ctx context.Context, cur pointer.Pointer) (pointer.Pointer, error) {
+	switch {
+	case r.To < 1:
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d: generations start at 1", r.To))
+	case r.To > cur.Generation:
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d: the warehouse is at generation %d", r.To, cur.Generation))
+	case r.To == cur.Generation:
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d is the current generation: nothing to roll back", r.To))
+	}
+	src, err := r.Store.LoadGeneration(ctx, r.To)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d is not retained (expired by gc or never kept); `engagement history` lists the retained ones", r.To))
+	}
+	if err != nil {
+		return pointer.Pointer{}, fmt.Errorf("rollback: read generation %d: %w", r.To, err)
+	}
+	return src, nil
+}
+
+func (r Rollback) record(ctx context.Context, from int64, entries map[dates.Date]pointer.DateEntry) error {
+	rec := Record{JobID: r.JobID, ToGeneration: r.To, FromGeneration: from, Dates: dates.Strings(r.Dates),
+		StartedAt: r.Now.UTC(), WriterVersion: r.WriterVersion}
+	for _, e := range entries {
+		rec.Prefixes = append(rec.Prefixes, Prefixes(e)...)
+	}
+	slices.Sort(rec.Prefixes)
+	rec.Prefixes = slices.Compact(rec.Prefixes)
+	ctx, unlock, err := lock(ctx, r.Bucket)
+	if err != nil {
+		return fmt.Errorf("rollback: %w", err)
+	}
+	defer unlock()
+	err = warehouse.WriteJSON(ctx, r.Bucket, warehouse.RollbackPath(r.JobID), rec, storage.Cond{IfAbsent: true})
+	if errors.Is(err, storage.ErrPrecondition) {
+		return exitcode.UsageError(fmt.Errorf("rollback: job id %s already has a rollback record %s: use a new job id", r.JobID, warehouse.RollbackPath(r.JobID)))
+	}
+	return err
+}
+
+// lock holds the bucket's writers still where it can (a local warehouse):
+// gc decides under the same lock, so the record lands wholly before or
+// wholly after a gc's decisions.
+func lock(ctx context.Context, b storage.Bucket) (context.Context, func(), error) {
+	if l, ok := b.(storage.Locker); ok {
+		return l.Lock(ctx)
+	}
+	return ctx, func() {}, nil
+}
+
+// Prefixes returns the staging prefixes an entry's files and gate report
+// lie in.
+func Prefixes(e pointer.DateEntry) []string {
+	var out []string
+	for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
+		out = append(out, prefixOf(f.Path))
+	}
+	if e.GateReport != "" {
+		out = append(out, prefixOf(e.GateReport))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// prefixOf returns the first two elements of a warehouse-relative path
+// (staging/job_id=<id>), or the path itself when shorter.
+func prefixOf(p string) string {
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) < 2 {
+		return p
+	}
+	return parts[0] + "/" + parts[1]
+}
+
+// checkFiles proves every file the entries name is there with the size
+// recorded, and every gate report is there: a rollback that named a
+// deleted file would publish a hole.
+func checkFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[dates.Date]pointer.DateEntry) error {
+	var bad []string
+	ds := make([]dates.Date, 0, len(entries))
+	for d := range entries {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	for _, d := range ds {
+		e := entries[d]
+		for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
+			a, err := b.Stat(ctx, f.Path)
+			switch {
+			case storage.IsNotExist(err):
+				bad = append(bad, fmt.Sprintf("%s: missing", f.Path))
+			case err != nil:
+				return fmt.Errorf("rollback: check %s: %w", b.Location().Join(f.Path), err)
+			case a.Size != f.Bytes:
+				bad = append(bad, fmt.Sprintf("%s: %d bytes, generation %d recorded %d", f.Path, a.Size, gen, f.Bytes))
+			}
+		}
+		if e.GateReport != "" {
+			if _, err := b.Stat(ctx, e.GateReport); storage.IsNotExist(err) {
+				bad = append(bad, fmt.Sprintf("%s: missing", e.GateReport))
+			} else if err != nil {
+				return fmt.Errorf("rollback: check %s: %w", b.Location().Join(e.GateReport), err)
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	more := ""
+	if len(bad) > 5 {
+		more = fmt.Sprintf(" and %d more", len(bad)-5)
+		bad = bad[:5]
+	}
+	return exitcode.UsageError(fmt.Errorf("rollback: generation %d names files that are not as it recorded them, nothing was changed: %s%s",
+		gen, strings.Join(bad, "; "), more))
+}
+
+func heldDates(p pointer.Pointer) string {
+	ds := sortedDates(p)
+	if len(ds) == 0 {
+		return "no dates"
+	}
+	return strings.Join(dates.Strings(ds), ",")
+}
