@@ -6,6 +6,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,7 +107,8 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 		prev = &p
 	}
-	slices.Reverse(log.Changes)
+	// Newest generation first, its dates in order.
+	slices.SortStableFunc(log.Changes, func(a, b Change) int { return cmp.Compare(b.Generation, a.Generation) })
 	if log.Expiries, err = Expiries(ctx, b); err != nil {
 		return Log{}, err
 	}

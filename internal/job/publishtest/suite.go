@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"EmptyDatePublishesZeros", testEmptyDate},
 		{"FileCountFollowsBytes", testFileCountFollowsBytes},
 		{"InputsChangedDuringAttempt", testInputsChangedDuringAttempt},
+		{"RollbackThroughReader", testRollbackThroughReader},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })

@@ -1,0 +1,212 @@
+package gc_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/gc"
+	"github.com/techlearningpro/engagement/internal/history"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// publishAt moves the pointer to name job id for day1, written at t.
+func (w *wh) publishAt(id string, t time.Time) {
+	w.t.Helper()
+	rel := "staging/job_id=" + id
+	e := pointer.DateEntry{JobID: id, ManifestID: "m", EnrollmentSnapshotID: "e",
+		FactFiles:      []pointer.File{{Path: rel + "/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", Bytes: 1, Rows: 1}},
+		CourseDayFiles: []pointer.File{}, EventCount: 1, GateReport: rel + "/_gate.json"}
+	c := pointer.Commit{JobID: id, Entries: map[dates.Date]pointer.DateEntry{day1: e}, WrittenAt: t, WriterVersion: "test"}
+	if _, err := pointer.Publish(context.Background(), w.store, c); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *wh) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(w.dir, rel))
+	return err == nil
+}
+
+func (w *wh) generations() []int64 {
+	w.t.Helper()
+	gens, err := w.store.Generations(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return gens
+}
+
+// retained builds five generations, one a day before now, each naming its
+// own old staging prefix, plus an old rejection record.
+func retained(t *testing.T) *wh {
+	w := newWH(t)
+	veryOld := now.Add(-10 * 24 * time.Hour)
+	w.touch("rejections/job_id=failed-old.json", veryOld)
+	for i := 1; i <= 5; i++ {
+		id := fmt.Sprintf("pub-%d", i)
+		w.prefix(id, veryOld, veryOld)
+		w.publishAt(id, now.Add(time.Duration(i-6)*24*time.Hour))
+	}
+	return w
+}
+
+// TestRetention: which generations expire under each rule, and that the
+// staging and records only they named go with them while everything the
+// current pointer or a retained generation names stays.
+func TestRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		o        gc.Options
+		expired  []int64
+		mentions string
+	}{
+		{"Generations", gc.Options{RetainGenerations: 2}, []int64{1, 2, 3}, "within the 2 newest"},
+		// Generation i was written 6-i days before now.
+		{"Days", gc.Options{RetainFor: 3*24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days"},
+		// Either rule keeps: the 2 newest, or written within 4 days.
+		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 4*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days"},
+		{"OneKeepsOnlyCurrent", gc.Options{RetainGenerations: 1}, []int64{1, 2, 3, 4}, "the current generation"},
+		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 73 * time.Hour}, []int64{1, 2}, "younger than --min-age"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := retained(t)
+			rep, err := w.run(tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rep.Expired, tc.expired) {
+				t.Errorf("expired %v, want %v", rep.Expired, tc.expired)
+			}
+			var keeps []string
+			for _, v := range rep.Verdicts {
+				if strings.HasPrefix(v.Path, "pointer-history/") && !v.Delete {
+					keeps = append(keeps, v.Reason)
+				}
+			}
+			if !strings.Contains(strings.Join(keeps, "|"), tc.mentions) {
+				t.Errorf("kept generations' reasons %q do not mention %q", keeps, tc.mentions)
+			}
+			var want []int64
+			for g := int64(1); g <= 5; g++ {
+				if !slices.Contains(tc.expired, g) {
+					want = append(want, g)
+				}
+			}
+			if got := w.generations(); !slices.Equal(got, want) {
+				t.Errorf("history after gc %v, want %v", got, want)
+			}
+			for g := int64(1); g <= 5; g++ {
+				prefix := fmt.Sprintf("staging/job_id=pub-%d", g)
+				if gone := !w.exists(prefix); gone != slices.Contains(tc.expired, g) {
+					t.Errorf("%s gone=%v, but generation %d expired=%v", prefix, gone, g, slices.Contains(tc.expired, g))
+				}
+			}
+			if w.exists("rejections/job_id=failed-old.json") {
+				t.Errorf("an old rejection record survived gc with retention")
+			}
+			if !w.exists("raw/ingest_date=2026-03-02/part-0.parquet") || !w.exists("pointer.json") {
+				t.Errorf("gc deleted raw or pointer.json")
+			}
+			log, err := history.List(context.Background(), w.store, w.bucket, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(log.Expiries) != 1 || !slices.Equal(log.Expiries[0].Generations, tc.expired) || !strings.Contains(log.Expiries[0].Reason, "beyond --retain") {
+				t.Errorf("expiry records %+v, want one naming %v", log.Expiries, tc.expired)
+			}
+		})
+	}
+}
+
+// TestRetentionDryRun lists every object it would delete, each with a
+// reason, and deletes nothing.
+func TestRetentionDryRun(t *testing.T) {
+	w := retained(t)
+	before := w.tree()
+	rep, err := w.run(gc.Options{RetainGenerations: 2, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Expired, []int64{1, 2, 3}) {
+		t.Errorf("dry run would expire %v, want [1 2 3]", rep.Expired)
+	}
+	if after := w.tree(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a dry run changed the warehouse")
+	}
+	listed := map[string]string{}
+	for _, v := range rep.Verdicts {
+		if v.Reason == "" {
+			t.Errorf("%s has no reason", v.Path)
+		}
+		if v.Delete {
+			listed[v.Path] = v.Reason
+			for _, o := range v.Objects {
+				listed[o] = v.Reason
+			}
+		}
+	}
+	for _, want := range []string{
+		"pointer-history/1.json", "pointer-history/3.json", "rejections/job_id=failed-old.json",
+		"staging/job_id=pub-2/_attempt.json", "staging/job_id=pub-3/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet",
+	} {
+		if listed[want] == "" {
+			t.Errorf("dry run does not list %s", want)
+		}
+	}
+	if listed["pointer-history/4.json"] != "" || listed["staging/job_id=pub-4/_attempt.json"] != "" {
+		t.Errorf("dry run would delete what a retained generation names")
+	}
+}
+
+// TestRollbackRecordKeepsPrefix: a recent rollback record keeps the
+// prefixes it names even when no retained generation names them (the
+// rollback is between its file check and its swap); an old one does not.
+func TestRollbackRecordKeepsPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		age  time.Duration
+		kept bool
+	}{{"Recent", time.Hour, true}, {"Old", 48 * time.Hour, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := retained(t)
+			rec, _ := json.Marshal(history.Record{JobID: "back", ToGeneration: 1, Prefixes: []string{"staging/job_id=pub-1"}})
+			w.file("rollbacks/job_id=back.json", string(rec), now.Add(-tc.age))
+			rep, err := w.run(gc.Options{RetainGenerations: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(rep.Expired, 1) {
+				t.Fatalf("generation 1 not expired: %v", rep.Expired)
+			}
+			if got := w.exists("staging/job_id=pub-1"); got != tc.kept {
+				t.Errorf("staging/job_id=pub-1 kept=%v, want %v", got, tc.kept)
+			}
+			if got := w.exists("rollbacks/job_id=back.json"); got != tc.kept {
+				t.Errorf("the rollback record kept=%v, want %v", got, tc.kept)
+			}
+		})
+	}
+}
+
+// TestNoRetentionKeepsHistory: without a retention flag gc behaves as
+// before: every generation and every record stays.
+func TestNoRetentionKeepsHistory(t *testing.T) {
+	w := retained(t)
+	if _, err := w.run(gc.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.generations(); len(got) != 5 {
+		t.Errorf("history %v, want all 5 generations", got)
+	}
+	if !w.exists("rejections/job_id=failed-old.json") {
+		t.Errorf("a rejection record went without retention")
+	}
+}

@@ -1,0 +1,269 @@
+package history_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/history"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/objstore"
+	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
+)
+
+var (
+	mon = dates.MustParse("2026-03-02")
+	tue = dates.MustParse("2026-03-03")
+	at  = time.Date(2026, 3, 5, 6, 0, 0, 0, time.UTC)
+)
+
+// wh is a local warehouse whose generations name real files.
+type wh struct {
+	t      *testing.T
+	dir    string
+	bucket storage.Bucket
+	store  *objstore.Store
+}
+
+func newWH(t *testing.T) *wh {
+	dir := t.TempDir()
+	b := local.New(dir, local.Options{})
+	return &wh{t: t, dir: dir, bucket: b, store: objstore.New(b)}
+}
+
+// entry writes job's staged file for d (size bytes) and its gate report.
+func (w *wh) entry(job string, d dates.Date, size int) pointer.DateEntry {
+	w.t.Helper()
+	rel := "staging/job_id=" + job + "/fact_lesson_engagement/event_date=" + d.String() + "/part-00000.parquet"
+	w.write(rel, strings.Repeat("x", size))
+	w.write("staging/job_id="+job+"/_gate.json", "{}")
+	return pointer.DateEntry{JobID: job, ManifestID: "m-" + job, EnrollmentSnapshotID: "e", EventCount: int64(size),
+		FactFiles: []pointer.File{{Path: rel, Bytes: int64(size), Rows: 1}}, CourseDayFiles: []pointer.File{},
+		GateReport: "staging/job_id=" + job + "/_gate.json"}
+}
+
+func (w *wh) write(rel, content string) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *wh) publish(job string, ds ...dates.Date) {
+	w.t.Helper()
+	es := map[dates.Date]pointer.DateEntry{}
+	for i, d := range ds {
+		es[d] = w.entry(job, d, 10+i+len(job))
+	}
+	if _, err := pointer.Publish(w.t.Context(), w.store, pointertest.Commit(job, es)); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *wh) rollback(job string, to int64, ds ...dates.Date) error {
+	_, err := history.Rollback{Bucket: w.bucket, Store: w.store, Dates: ds, To: to, JobID: job, Now: at, WriterVersion: "test"}.Run(w.t.Context())
+	return err
+}
+
+func (w *wh) pointerBytes() []byte {
+	b, _ := os.ReadFile(filepath.Join(w.dir, "pointer.json"))
+	return b
+}
+
+// TestList: each retained generation lists the dates it changed, a
+// rollback says where it came from, --date filters, expiry is recorded.
+func TestList(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue) // 1: mon, tue
+	w.publish("b", mon)      // 2: mon
+	w.publish("c", tue)      // 3: tue
+	if err := w.rollback("back", 1, mon); err != nil {
+		t.Fatal(err) // 4: mon back to a
+	}
+	log, err := history.List(t.Context(), w.store, w.bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		gen  int64
+		date dates.Date
+		job  string
+		op   string
+		src  int64
+	}
+	var got []row
+	for _, c := range log.Changes {
+		got = append(got, row{c.Generation, c.Date, c.JobID, c.Operation, c.SourceGeneration})
+	}
+	want := []row{
+		{4, mon, "a", pointer.OpRollback, 1},
+		{3, tue, "c", pointer.OpPublish, 0},
+		{2, mon, "b", pointer.OpPublish, 0},
+		{1, mon, "a", pointer.OpPublish, 0},
+		{1, tue, "a", pointer.OpPublish, 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("changes %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("change %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if log.Current != 4 || !log.Changes[0].Current || log.Changes[1].Current {
+		t.Errorf("current generation %d, flags %v %v; want 4 on the first row only", log.Current, log.Changes[0].Current, log.Changes[1].Current)
+	}
+	if c := log.Changes[0]; c.Files != 1 || c.Bytes != int64(10+1) || c.ManifestID != "m-a" || c.UpdatedByJobID != "back" {
+		t.Errorf("rollback row %+v: want a's one file of 11 bytes, manifest m-a, updated by back", c)
+	}
+	only, err := history.List(t.Context(), w.store, w.bucket, &tue)
+	if err != nil || len(only.Changes) != 2 || only.Changes[0].Generation != 3 || only.Changes[1].Generation != 1 {
+		t.Errorf("--date %s: %+v, %v; want generations 3 and 1", tue, only.Changes, err)
+	}
+
+	// Expire 1 and 2: generation 3 becomes the oldest retained and lists
+	// every date it holds, the expiry is in the log.
+	for _, g := range []int64{1, 2} {
+		if err := w.store.Expire(t.Context(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1, 2}, At: at, Reason: "beyond --retain-generations 2", WriterVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	log, err = history.List(t.Context(), w.store, w.bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(log.Changes); n != 3 || !log.Changes[1].Oldest || !log.Changes[2].Oldest || log.Changes[0].Oldest {
+		t.Errorf("after expiry: %d changes %+v; want generation 4's mon and the oldest retained (3) with both dates", n, log.Changes)
+	}
+	if len(log.Expiries) != 1 || len(log.Expiries[0].Generations) != 2 || !log.Expiries[0].At.Equal(at) {
+		t.Errorf("expiries %+v, want one record of generations 1 and 2", log.Expiries)
+	}
+	if err := w.rollback("too-old", 1, mon); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "not retained") {
+		t.Errorf("rollback to an expired generation: %v, want exit 2 saying not retained", err)
+	}
+}
+
+// TestRollbackChecksFiles: a file the generation names that is missing or
+// has another size is refused before anything moves, naming the file.
+func TestRollbackChecksFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		break_  func(w *wh)
+		mention string
+	}{
+		{"Missing", func(w *wh) {
+			os.Remove(filepath.Join(w.dir, "staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet"))
+		}, "part-00000.parquet: missing"},
+		{"SizeDiffers", func(w *wh) {
+			w.write("staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", "short")
+		}, "5 bytes, generation 1 recorded 11"},
+		{"GateReportMissing", func(w *wh) { os.Remove(filepath.Join(w.dir, "staging/job_id=a/_gate.json")) }, "_gate.json: missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWH(t)
+			w.publish("a", mon)
+			w.publish("b", mon)
+			tc.break_(w)
+			before := w.pointerBytes()
+			err := w.rollback("back", 1, mon)
+			if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("error %v, want exit 2 mentioning %q", err, tc.mention)
+			}
+			if string(w.pointerBytes()) != string(before) {
+				t.Errorf("a refused rollback moved the pointer")
+			}
+		})
+	}
+}
+
+// racer is a store whose first Swap lets another operation land first, the
+// way a concurrent process would between this one's read and its write.
+type racer struct {
+	*objstore.Store
+	first atomic.Bool
+	other func()
+}
+
+func (r *racer) Swap(ctx context.Context, v pointer.Version, next pointer.Pointer) error {
+	if !r.first.Swap(true) {
+		r.other()
+	}
+	return r.Store.Swap(ctx, v, next)
+}
+
+// TestRollbackRacesPublish: a rollback and a publish of the same date,
+// either landing first: exactly one wins, the other gets ErrRaced and
+// writes nothing.
+func TestRollbackRacesPublish(t *testing.T) {
+	t.Run("PublishFirst", func(t *testing.T) {
+		w := newWH(t)
+		w.publish("a", mon)
+		w.publish("b", mon)
+		r := &racer{Store: w.store, other: func() { w.publish("c", mon) }}
+		_, err := history.Rollback{Bucket: w.bucket, Store: r, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at, WriterVersion: "t"}.Run(t.Context())
+		if !errors.Is(err, pointer.ErrRaced) || !strings.Contains(err.Error(), "date 2026-03-02 changed") {
+			t.Fatalf("rollback raced by a publish: %v, want ErrRaced naming the date", err)
+		}
+		cur, _, _ := w.store.Load(t.Context())
+		if cur.Generation != 3 || cur.Dates[mon].JobID != "c" {
+			t.Errorf("pointer at generation %d naming %s, want 3 naming the publish c", cur.Generation, cur.Dates[mon].JobID)
+		}
+	})
+	t.Run("RollbackFirst", func(t *testing.T) {
+		w := newWH(t)
+		w.publish("a", mon, tue)
+		w.publish("b", mon)
+		base, _, _ := w.store.Load(t.Context())
+		r := &racer{Store: w.store, other: func() {
+			if err := w.rollback("back", 1, mon); err != nil {
+				t.Error(err)
+			}
+		}}
+		c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30), tue: w.entry("c", tue, 31)})
+		c.Check = pointer.NoRollbackSince(t.Context(), r, base.Generation, []dates.Date{mon, tue})
+		_, err := pointer.Publish(t.Context(), r, c)
+		if !errors.Is(err, pointer.ErrRaced) || !strings.Contains(err.Error(), "rolled 2026-03-02 back to generation 1") {
+			t.Fatalf("publish raced by a rollback: %v, want ErrRaced naming the rollback", err)
+		}
+		cur, _, _ := w.store.Load(t.Context())
+		if cur.Generation != 3 || cur.UpdatedByJobID != "back" || cur.Dates[mon].JobID != "a" {
+			t.Errorf("pointer at generation %d by %s naming %s for mon, want the rollback (3, back, a)", cur.Generation, cur.UpdatedByJobID, cur.Dates[mon].JobID)
+		}
+	})
+	t.Run("OtherDateBothLand", func(t *testing.T) {
+		w := newWH(t)
+		w.publish("a", mon, tue)
+		w.publish("b", mon)
+		base, _, _ := w.store.Load(t.Context())
+		r := &racer{Store: w.store, other: func() {
+			if err := w.rollback("back", 1, mon); err != nil {
+				t.Error(err)
+			}
+		}}
+		c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{tue: w.entry("c", tue, 31)})
+		c.Check = pointer.NoRollbackSince(t.Context(), r, base.Generation, []dates.Date{tue})
+		if _, err := pointer.Publish(t.Context(), r, c); err != nil {
+			t.Fatalf("a publish of another date than the rollback's: %v", err)
+		}
+		cur, _, _ := w.store.Load(t.Context())
+		if cur.Generation != 4 || cur.Dates[mon].JobID != "a" || cur.Dates[tue].JobID != "c" {
+			t.Errorf("generation %d: mon %s, tue %s; want 4: a, c", cur.Generation, cur.Dates[mon].JobID, cur.Dates[tue].JobID)
+		}
+	})
+}
