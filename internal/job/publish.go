@@ -486,9 +486,13 @@ func (p *Publisher) topUnknown(ctx context.Context, rej *Rejection, staged engin
 		p.Log.Warn("rejected; the top unknown lessons could not be listed", "job_id", rej.JobID, "error", err.Error())
 		return nil
 	}
+	// The engines order in SQL; sorting again is free and keeps the record
+	// in one order whatever an engine returns.
 	rej.TopUnknownLessons = map[string][]gate.LessonCount{}
 	for _, d := range ds {
-		rej.TopUnknownLessons[d.String()] = nonNilLessons(top[d])
+		l := nonNilLessons(top[d])
+		gate.SortLessons(l)
+		rej.TopUnknownLessons[d.String()] = l
 	}
 	return nil
 }

@@ -362,6 +362,22 @@ func testGateVariants(t *testing.T, h Harness) {
 			if Get(t, wh, warehouse.GatePath("v-"+tc.variant)) == nil {
 				t.Errorf("no _gate.json for the rejected attempt")
 			}
+			// Every rejection, before or after staging, records its time
+			// and pins; only the cap's lists unknown lessons.
+			var rej job.Rejection
+			if err := json.Unmarshal(Get(t, wh, warehouse.RejectionPath("v-"+tc.variant)), &rej); err != nil {
+				t.Fatalf("rejection record: %v", err)
+			}
+			if !rej.RejectedAt.Equal(Now) || rej.ManifestID != fx.Expected.ManifestID || rej.EnrollmentSnapshotID != fx.Expected.EnrollmentSnapshotID {
+				t.Errorf("rejection record at %v with pins %q, %q; want %v, %q, %q", rej.RejectedAt, rej.ManifestID, rej.EnrollmentSnapshotID,
+					Now, fx.Expected.ManifestID, fx.Expected.EnrollmentSnapshotID)
+			}
+			if capped := tc.check == gate.CheckUnknownLessonCap; capped != (len(rej.TopUnknownLessons) > 0) {
+				t.Errorf("top unknown lessons %v for a rejection by %s", rej.TopUnknownLessons, tc.check)
+			}
+			if res.Rejection == nil || res.Rejection.JobID != "v-"+tc.variant {
+				t.Errorf("result's rejection %+v, want the record of v-%s", res.Rejection, tc.variant)
+			}
 			if Hash(t, fx.In(), "") != raw {
 				t.Errorf("inputs changed")
 			}
