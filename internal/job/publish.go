@@ -97,10 +97,10 @@ type Result struct {
 // Publisher runs attempts. Clock is read at the start of an attempt (the
 // attempt record, the freshness check), when the pointer is written (the
 // generation's write time) and when a rejection is recorded, never inside
-// the transform. Version names the
-// tool in what it writes (version.String() when empty). Progress, when set,
-// hears when each phase (inspect, stage, gate, pointer) starts and ends; it
-// only reports and never feeds back into the run.
+// the transform. Version names the tool in what it writes (version.String()
+// when empty). Progress, when set, hears when each phase (inspect, stage,
+// gate, pointer) starts and ends; it only reports and never feeds back into
+// the run.
 type Publisher struct {
 	Engine engine.Engine
 	// Warehouse is the warehouse's bucket and Store the pointer on it;
