@@ -105,6 +105,7 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
 	res, err := p.Publish(ctx, j)
 	prog.Close()
+	printRejection(env, res, err)
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,12 @@ type Engine interface {
 	// ReadBack computes the gate's figures from exactly the files listed in
 	// staged, read back from storage.
 	ReadBack(ctx context.Context, wh storage.Bucket, spec Spec, staged Staged) (map[dates.Date]gate.StagedFigures, error)
+	// UnknownLessons lists, for each date of ds, the n lesson_ids with the
+	// most events among the staged fact rows whose lesson missed the
+	// manifest pin (manifest_id null), read from exactly the files listed
+	// in staged, in gate.SortLessons order (ties by lesson_id, null last).
+	// Only a rejection asks for it, so the published path never pays for it.
+	UnknownLessons(ctx context.Context, wh storage.Bucket, staged Staged, ds []dates.Date, n int) (map[dates.Date][]gate.LessonCount, error)
 	// Explain returns the formatted plan of the staging query with the
 	// manifest join and the enrollment join marked.
 	Explain(ctx context.Context, spec Spec) (string, error)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -48,12 +49,32 @@ type Attempt struct {
 	Inputs inputs.Listing `json:"inputs"`
 }
 
-// Rejection is the content of rejections/job_id=<id>.json.
+// Rejection is the content of rejections/job_id=<id>.json: what a person
+// needs to act on a failed gate without opening the staging prefix, which
+// gc deletes after --min-age while this record stays.
 type Rejection struct {
-	JobID   string       `json:"job_id"`
-	Reasons string       `json:"reasons"`
-	Failed  []gate.Check `json:"failed_checks"`
-	Report  string       `json:"gate_report"`
+	JobID string `json:"job_id"`
+	// RejectedAt is the Publisher's clock when the record was written.
+	RejectedAt           time.Time    `json:"rejected_at"`
+	ManifestID           string       `json:"manifest_id"`
+	EnrollmentSnapshotID string       `json:"enrollment_snapshot_id"`
+	Reasons              string       `json:"reasons"`
+	Failed               []gate.Check `json:"failed_checks"`
+	// TopUnknownLessons holds, for each date whose unknown_lesson_cap
+	// check failed (the cap is per date), the unknown lesson_ids with the
+	// most events on that date, at most gate.TopUnknownLessons, ordered by
+	// events descending then lesson_id. Absent when the cap passed.
+	TopUnknownLessons map[string][]gate.LessonCount `json:"top_unknown_lessons,omitempty"`
+	// TopUnknownLessonsError says why the lessons could not be listed; the
+	// rejection stands either way.
+	TopUnknownLessonsError string `json:"top_unknown_lessons_error,omitempty"`
+	Report                 string `json:"gate_report"`
+}
+
+// WriteTable prints the failed checks and the top unknown lessons for a
+// person (gate.WriteFailed).
+func (r Rejection) WriteTable(w io.Writer) error {
+	return gate.WriteFailed(w, r.JobID, r.Failed, r.TopUnknownLessons)
 }
 
 // Result is what a publish did.
@@ -62,6 +83,8 @@ type Result struct {
 	Published bool
 	Pointer   pointer.Pointer // after the move, when published
 	Report    gate.Report
+	// Rejection is the record written when the gate rejected the attempt.
+	Rejection *Rejection
 	Entries   map[dates.Date]pointer.DateEntry
 	// LandedDespite is the pointer store's error for this job's write when
 	// a re-read showed the write landed anyway (Published is then true).
@@ -72,11 +95,12 @@ type Result struct {
 }
 
 // Publisher runs attempts. Clock is read at the start of an attempt (the
-// attempt record, the freshness check) and when the pointer is written (the
-// generation's write time), never inside the transform. Version names the
-// tool in what it writes (version.String() when empty). Progress, when set,
-// hears when each phase (inspect, stage, gate, pointer) starts and ends; it
-// only reports and never feeds back into the run.
+// attempt record, the freshness check), when the pointer is written (the
+// generation's write time) and when a rejection is recorded, never inside
+// the transform. Version names the tool in what it writes (version.String()
+// when empty). Progress, when set, hears when each phase (inspect, stage,
+// gate, pointer) starts and ends; it only reports and never feeds back into
+// the run.
 type Publisher struct {
 	Engine engine.Engine
 	// Warehouse is the warehouse's bucket and Store the pointer on it;
@@ -204,7 +228,8 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	res.Report.Checks = gate.InputChecks(in.Figures)
 	res.Report.Finish()
 	if !res.Report.Passed {
-		return res, p.reject(ctx, job, res.Report)
+		res.Rejection, err = p.reject(ctx, job, res.Report, nil)
+		return res, err
 	}
 
 	endStage := p.phase("stage")
@@ -234,8 +259,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	res.Report.Finish()
 	mon.staged(staged, figures)
 	if !res.Report.Passed {
+		res.Rejection, err = p.reject(ctx, job, res.Report, &staged)
 		endGate()
-		return res, p.reject(ctx, job, res.Report)
+		return res, err
 	}
 	err = warehouse.WriteJSON(ctx, p.Warehouse, warehouse.GatePath(job.JobID), res.Report, storage.Cond{})
 	endGate()
@@ -424,16 +450,67 @@ func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, 
 }
 
 // reject records a failed gate: the report in the staging prefix (kept for a
-// human to look at) and a rejection record the orchestrator can show.
-func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report) error {
+// human to look at) and a rejection record the orchestrator can show. With
+// the staged files at hand and the unknown-lesson cap failed, it asks the
+// engine for the top unknown lessons of those dates: one small query, on
+// the rejected path only.
+func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report, staged *engine.Staged) (*Rejection, error) {
 	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.GatePath(job.JobID), r, storage.Cond{}); err != nil {
-		return err
+		return nil, err
 	}
-	rej := Rejection{JobID: job.JobID, Reasons: r.Reasons(), Failed: r.Failed(), Report: warehouse.GatePath(job.JobID)}
+	rej := &Rejection{
+		JobID: job.JobID, ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
+		Reasons: r.Reasons(), Failed: r.Failed(), Report: warehouse.GatePath(job.JobID),
+	}
+	if capped := r.CapFailedDates(); staged != nil && len(capped) > 0 {
+		if err := p.topUnknown(ctx, rej, *staged, capped); err != nil {
+			return nil, err
+		}
+	}
+	rej.RejectedAt = p.Clock().UTC()
 	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.RejectionPath(job.JobID), rej, storage.Cond{}); err != nil {
-		return err
+		return nil, err
 	}
-	return exitcode.GateError(fmt.Errorf("gate rejected job %s: %s", job.JobID, r.Reasons()))
+	return rej, exitcode.GateError(fmt.Errorf("gate rejected job %s: %s", job.JobID, r.Reasons()))
+}
+
+// topUnknown fills rej's top unknown lessons of the dates capped. An engine
+// that cannot list them costs the record that list, not the rejection: the
+// reason is recorded and logged. A cancelled run stops here.
+func (p *Publisher) topUnknown(ctx context.Context, rej *Rejection, staged engine.Staged, capped []string) error {
+	ds := make([]dates.Date, 0, len(capped))
+	for _, s := range capped {
+		d, err := dates.Parse(s)
+		if err != nil {
+			return fmt.Errorf("gate report date %q: %w", s, err)
+		}
+		ds = append(ds, d)
+	}
+	top, err := p.Engine.UnknownLessons(ctx, p.Warehouse, staged, ds, gate.TopUnknownLessons)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("list unknown lessons of job %s: %w", rej.JobID, ctx.Err())
+		}
+		rej.TopUnknownLessonsError = err.Error()
+		p.Log.Warn("rejected; the top unknown lessons could not be listed", "job_id", rej.JobID, "error", err.Error())
+		return nil
+	}
+	// The engines order in SQL; sorting again is free and keeps the record
+	// in one order whatever an engine returns.
+	rej.TopUnknownLessons = map[string][]gate.LessonCount{}
+	for _, d := range ds {
+		l := nonNilLessons(top[d])
+		gate.SortLessons(l)
+		rej.TopUnknownLessons[d.String()] = l
+	}
+	return nil
+}
+
+func nonNilLessons(l []gate.LessonCount) []gate.LessonCount {
+	if l == nil {
+		return []gate.LessonCount{}
+	}
+	return l
 }
 
 func entries(job config.Job, st engine.Staged, figures map[dates.Date]gate.StagedFigures) map[dates.Date]pointer.DateEntry {

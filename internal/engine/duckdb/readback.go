@@ -2,6 +2,7 @@ package duckdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -55,6 +56,50 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 			}
 		}
 		out[d] = f
+	}
+	return out, nil
+}
+
+// UnknownLessons implements engine.Engine: one query per date over exactly
+// its listed fact files.
+func (e *Engine) UnknownLessons(ctx context.Context, wh storage.Bucket, staged engine.Staged, ds []dates.Date, n int) (map[dates.Date][]gate.LessonCount, error) {
+	out := map[dates.Date][]gate.LessonCount{}
+	for _, d := range ds {
+		out[d] = []gate.LessonCount{}
+		files := staged.FactFiles[d]
+		if len(files) == 0 {
+			continue
+		}
+		// ORDER BY states the collation (bytewise, as Spark compares, whatever
+		// duckdb.default_collation says) and the null order (Spark's
+		// default is nulls first).
+		q := fmt.Sprintf(`SELECT lesson_id, sum(event_count)::BIGINT AS events
+			FROM read_parquet(%s, hive_partitioning=false)
+			WHERE manifest_id IS NULL
+			GROUP BY lesson_id
+			ORDER BY events DESC, lesson_id COLLATE "binary" ASC NULLS LAST
+			LIMIT %d`, FileList(paths(wh, files)), n)
+		rows, err := e.conn.QueryContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("unknown lessons of %s %s: %w", engine.FactTable, d, firstLine(err))
+		}
+		for rows.Next() {
+			var id sql.NullString
+			var c gate.LessonCount
+			if err := rows.Scan(&id, &c.EventCount); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("unknown lessons of %s %s: %w", engine.FactTable, d, firstLine(err))
+			}
+			if id.Valid {
+				c.LessonID = &id.String
+			}
+			out[d] = append(out[d], c)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("unknown lessons of %s %s: %w", engine.FactTable, d, firstLine(err))
+		}
 	}
 	return out, nil
 }

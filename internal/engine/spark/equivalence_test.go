@@ -10,6 +10,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/gen"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 )
@@ -107,5 +108,36 @@ func compareRows(t *testing.T, table string, duck, spark []string) {
 			t.Errorf("%s row %d differs:\nduckdb: %s\nspark:  %s", table, i, duck[i], spark[i])
 			shown++
 		}
+	}
+}
+
+// TestEnginesListTheSameUnknownLessons asks both engines for the top
+// unknown lessons of one hand-written staged fact table: each must give
+// the hand-written answer (limit, sums across files, ties by lesson_id
+// bytewise, the null lesson_id last), so they agree with each other.
+func TestEnginesListTheSameUnknownLessons(t *testing.T) {
+	c := publishtest.NewUnknownLessonsCase(t)
+	duck, err := duckdb.Open(context.Background(), map[string]string{"threads": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer duck.Close()
+	sp := open(t)
+	defer sp.Close()
+	got := map[string]string{}
+	for _, e := range []engine.Engine{duck, sp} {
+		top, err := e.UnknownLessons(context.Background(), c.Warehouse, c.Staged, c.Dates, gate.TopUnknownLessons)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		c.CheckUnknownLessons(t, e.Name(), top)
+		b, err := json.Marshal(top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[e.Name()] = string(b)
+	}
+	if got["duckdb"] != got["spark"] {
+		t.Errorf("unknown lessons differ:\nduckdb: %s\nspark:  %s", got["duckdb"], got["spark"])
 	}
 }

@@ -65,3 +65,50 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 	}
 	return out, nil
 }
+
+// UnknownLessons implements engine.Engine: one query over the listed fact
+// files of the dates, ranked within each date.
+func (e *Engine) UnknownLessons(ctx context.Context, wh storage.Bucket, staged engine.Staged, ds []dates.Date, n int) (map[dates.Date][]gate.LessonCount, error) {
+	out := map[dates.Date][]gate.LessonCount{}
+	for _, d := range ds {
+		out[d] = []gate.LessonCount{}
+	}
+	files := listed(wh, staged.FactFiles, ds, "lesson_id, manifest_id, CAST(event_count AS BIGINT) AS event_count")
+	if files == "" {
+		return out, nil
+	}
+	// The ORDER BY states the collation (bytewise, as DuckDB's query says,
+	// whatever the session's default collation) and the null order (Spark
+	// puts nulls first in an ascending sort, DuckDB last).
+	q := fmt.Sprintf(`SELECT listed_date, lesson_id, events FROM (
+		SELECT listed_date, lesson_id, events,
+			row_number() OVER (PARTITION BY listed_date ORDER BY events DESC, lesson_id COLLATE UTF8_BINARY ASC NULLS LAST) AS r
+		FROM (SELECT listed_date, lesson_id, sum(event_count) AS events FROM (%s)
+			WHERE manifest_id IS NULL GROUP BY listed_date, lesson_id))
+		WHERE r <= %d ORDER BY listed_date, r`, files, n)
+	what := "unknown lessons of " + engine.FactTable
+	rows, err := e.rows(ctx, what, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		s, _ := r.At(0).(string)
+		d, err := dates.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: date %v: %w", what, r.At(0), err)
+		}
+		var c gate.LessonCount
+		switch id := r.At(1).(type) {
+		case string:
+			c.LessonID = &id
+		case nil:
+		default:
+			return nil, fmt.Errorf("%s: lesson_id %v (%T)", what, id, id)
+		}
+		if c.EventCount, err = asInt(r.At(2)); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out[d] = append(out[d], c)
+	}
+	return out, nil
+}

@@ -182,6 +182,10 @@ func (h Harness) Publish(t *testing.T, j config.Job) (job.Result, error) {
 	return h.PublishWith(t, j, nil)
 }
 
+// Now is the clock of every in-process publish: the run date of
+// config/fixture.conf, 06:00 UTC.
+var Now = time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+
 // PublishWith runs one attempt with the engine wrapped by wrap (for fault injection).
 func (h Harness) PublishWith(t *testing.T, j config.Job, wrap func(engine.Engine) engine.Engine) (job.Result, error) {
 	t.Helper()
@@ -197,7 +201,7 @@ func (h Harness) PublishWith(t *testing.T, j config.Job, wrap func(engine.Engine
 		Store:     store,
 		Inputs:    Source(),
 		Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Clock:     func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) },
+		Clock:     func() time.Time { return Now },
 	}
 	return p.Publish(context.Background(), j)
 }

@@ -2,6 +2,7 @@ package publishtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
@@ -115,12 +118,52 @@ func testCapBlocksPointer(t *testing.T, h Harness) {
 	if after := Get(t, wh, "pointer.json"); !bytes.Equal(before, after) {
 		t.Errorf("pointer.json changed after a rejected publish")
 	}
-	if Get(t, wh, warehouse.RejectionPath("cap-bad")) == nil {
-		t.Errorf("no rejection record at %s", warehouse.RejectionPath("cap-bad"))
-	}
+	checkCapRejection(t, Get(t, wh, warehouse.RejectionPath("cap-bad")), bad.Expected)
 	if sum := FactSum(t, wh); sum[d(mon)] != good.Expected.ByDate[d(mon)].Events {
 		t.Errorf("visible %s sum %d, want the good publish's %d", mon, sum[d(mon)], good.Expected.ByDate[d(mon)].Events)
 	}
+}
+
+// checkCapRejection checks the over-cap fixture's rejection record against
+// the generator's ground truth: every unknown event of the fixture carries
+// its one unknown lesson id, so each date's top list is that id with the
+// date's unknown count.
+func checkCapRejection(t *testing.T, record []byte, exp gen.Expected) {
+	t.Helper()
+	if record == nil {
+		t.Fatalf("no rejection record at %s", warehouse.RejectionPath("cap-bad"))
+	}
+	var rej job.Rejection
+	if err := json.Unmarshal(record, &rej); err != nil {
+		t.Fatalf("rejection record: %v", err)
+	}
+	if !rej.RejectedAt.Equal(Now) {
+		t.Errorf("rejected_at %v, want the injected clock %v", rej.RejectedAt, Now)
+	}
+	if rej.ManifestID != exp.ManifestID || rej.EnrollmentSnapshotID != exp.EnrollmentSnapshotID {
+		t.Errorf("pins %q, %q; want %q, %q", rej.ManifestID, rej.EnrollmentSnapshotID, exp.ManifestID, exp.EnrollmentSnapshotID)
+	}
+	if rej.TopUnknownLessonsError != "" {
+		t.Errorf("top_unknown_lessons_error %q", rej.TopUnknownLessonsError)
+	}
+	if len(rej.TopUnknownLessons) != 2 {
+		t.Errorf("top unknown lessons for %d dates, want 2 (%s, %s): %v", len(rej.TopUnknownLessons), mon, tue, rej.TopUnknownLessons)
+	}
+	for _, ds := range []string{mon, tue} {
+		want := exp.ByDate[d(ds)].Unknown
+		got := rej.TopUnknownLessons[ds]
+		if want == 0 || len(got) != 1 || got[0].LessonID == nil || *got[0].LessonID != exp.UnknownLessonID || got[0].EventCount != want {
+			t.Errorf("%s: top unknown lessons %s, want [%s %d]", ds, lessons(got), exp.UnknownLessonID, want)
+		}
+	}
+}
+
+func lessons(l []gate.LessonCount) string {
+	var parts []string
+	for _, c := range l {
+		parts = append(parts, fmt.Sprintf("%s %d", c.Lesson(), c.EventCount))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 func testTwoJobIDsOneSum(t *testing.T, h Harness) {
@@ -319,6 +362,22 @@ func testGateVariants(t *testing.T, h Harness) {
 			}
 			if Get(t, wh, warehouse.GatePath("v-"+tc.variant)) == nil {
 				t.Errorf("no _gate.json for the rejected attempt")
+			}
+			// Every rejection, before or after staging, records its time
+			// and pins; only the cap's lists unknown lessons.
+			var rej job.Rejection
+			if err := json.Unmarshal(Get(t, wh, warehouse.RejectionPath("v-"+tc.variant)), &rej); err != nil {
+				t.Fatalf("rejection record: %v", err)
+			}
+			if !rej.RejectedAt.Equal(Now) || rej.ManifestID != fx.Expected.ManifestID || rej.EnrollmentSnapshotID != fx.Expected.EnrollmentSnapshotID {
+				t.Errorf("rejection record at %v with pins %q, %q; want %v, %q, %q", rej.RejectedAt, rej.ManifestID, rej.EnrollmentSnapshotID,
+					Now, fx.Expected.ManifestID, fx.Expected.EnrollmentSnapshotID)
+			}
+			if capped := tc.check == gate.CheckUnknownLessonCap; capped != (len(rej.TopUnknownLessons) > 0) {
+				t.Errorf("top unknown lessons %v for a rejection by %s", rej.TopUnknownLessons, tc.check)
+			}
+			if res.Rejection == nil || res.Rejection.JobID != "v-"+tc.variant {
+				t.Errorf("result's rejection %+v, want the record of v-%s", res.Rejection, tc.variant)
 			}
 			if Hash(t, fx.In(), "") != raw {
 				t.Errorf("inputs changed")

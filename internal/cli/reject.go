@@ -1,0 +1,21 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job"
+)
+
+// printRejection puts a gate rejection's failed checks, with their figures
+// and the top unknown lessons, on stdout, where a person running the
+// command looks; the one-line reason stays on stderr. The exit code is the
+// rejection's (3), so a closed stdout only costs the table, which the log says.
+func printRejection(env Env, res job.Result, err error) {
+	if !errors.Is(err, exitcode.ErrGateRejected) || res.Rejection == nil {
+		return
+	}
+	if werr := res.Rejection.WriteTable(env.Stdout); werr != nil {
+		env.Log.Warn("rejected, but the table of failed checks could not be printed to stdout", "job_id", res.JobID, "error", werr.Error())
+	}
+}

@@ -1,0 +1,107 @@
+package gate
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// TopUnknownLessons is how many unknown lesson_ids a rejection lists per
+// date: enough to show a missing manifest pin (a handful of new lessons)
+// or a producer bug (many), short enough to read.
+const TopUnknownLessons = 20
+
+// LessonCount is one unknown lesson_id and its events on a date. LessonID
+// is nil for events without a lesson_id, which match no manifest row.
+type LessonCount struct {
+	LessonID   *string `json:"lesson_id"`
+	EventCount int64   `json:"event_count"`
+}
+
+// Lesson is the lesson id as printed: "<null>" for a missing one.
+func (l LessonCount) Lesson() string {
+	if l.LessonID == nil {
+		return "<null>"
+	}
+	return *l.LessonID
+}
+
+// SortLessons orders counts as a rejection lists them: by events
+// descending, then by lesson_id ascending (bytewise) with a null lesson_id
+// last, so equal counts always list in one order whatever the engine.
+func SortLessons(l []LessonCount) {
+	sort.SliceStable(l, func(i, j int) bool {
+		a, b := l[i], l[j]
+		if a.EventCount != b.EventCount {
+			return a.EventCount > b.EventCount
+		}
+		if a.LessonID == nil || b.LessonID == nil {
+			return a.LessonID != nil && b.LessonID == nil
+		}
+		return *a.LessonID < *b.LessonID
+	})
+}
+
+// CapFailedDates are the dates whose unknown-lesson cap check failed, in
+// report order: the only dates a rejection looks up unknown lessons for.
+func (r Report) CapFailedDates() []string {
+	var out []string
+	for _, c := range r.Failed() {
+		if c.Name == CheckUnknownLessonCap && c.Date != "" {
+			out = append(out, c.Date)
+		}
+	}
+	return out
+}
+
+// WriteFailed prints failed checks as a table a person reads on a
+// rejection: each check with its date and its figures, and, per date in
+// unknown, the unknown lessons by events. The figures are the check's
+// Detail, the sentence that states the figure and its limit; the full
+// figures are in the rejection record and _gate.json.
+func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][]LessonCount) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rejected job_id=%s: %d failed %s\n", jobID, len(failed), plural(len(failed), "check", "checks"))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tDATE\tFIGURES")
+	for _, c := range failed {
+		date := c.Date
+		if date == "" {
+			date = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, date, oneLine(c.Detail))
+	}
+	tw.Flush()
+	ds := make([]string, 0, len(unknown))
+	for d := range unknown {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	for _, d := range ds {
+		lessons := unknown[d]
+		fmt.Fprintf(&b, "\ntop unknown lessons on %s (%d, by events):\n", d, len(lessons))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
+		for _, l := range lessons {
+			fmt.Fprintf(tw, "  %s\t%d\n", oneLine(l.Lesson()), l.EventCount)
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// oneLine keeps a value from an input (a lesson id, a column name in a
+// detail) from breaking the table's rows.
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,82 @@
+package gate
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+func lc(id string, n int64) LessonCount {
+	if id == "" {
+		return LessonCount{EventCount: n}
+	}
+	return LessonCount{LessonID: &id, EventCount: n}
+}
+
+func TestSortLessons(t *testing.T) {
+	got := []LessonCount{lc("b", 3), lc("", 3), lc("a", 1), lc("B", 3), lc("c", 9), lc("a", 3)}
+	SortLessons(got)
+	want := []LessonCount{lc("c", 9), lc("B", 3), lc("a", 3), lc("b", 3), lc("", 3), lc("a", 1)}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestCapFailedDates(t *testing.T) {
+	r := Report{Checks: []Check{
+		{Name: CheckUnknownLessonCap, Date: "2026-03-02", Passed: true},
+		{Name: CheckUnknownLessonCap, Date: "2026-03-03"},
+		{Name: CheckNullKeys, Date: "2026-03-02"},
+		{Name: CheckUnknownLessonCap, Date: "2026-03-04"},
+	}}
+	if got, want := r.CapFailedDates(), []string{"2026-03-03", "2026-03-04"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestWriteFailed(t *testing.T) {
+	tests := []struct {
+		name    string
+		failed  []Check
+		unknown map[string][]LessonCount
+		want    string
+	}{
+		{
+			name: "input check, no date, no lessons",
+			failed: []Check{{Name: CheckManifestUniqueLesson, Detail: "lesson_id duplicated inside the manifest pin: l1"},
+				{Name: CheckProhibitedColumns, Detail: "prohibited: a\nb"}},
+			want: "rejected job_id=j1: 2 failed checks\n" +
+				"CHECK                      DATE  FIGURES\n" +
+				"manifest_unique_lesson_id  -     lesson_id duplicated inside the manifest pin: l1\n" +
+				"prohibited_columns         -     prohibited: a\\nb\n",
+		},
+		{
+			name:   "cap on two dates, lessons listed by date",
+			failed: []Check{{Name: CheckUnknownLessonCap, Date: "2026-03-03", Detail: "rate 0.5, cap 0.02"}},
+			unknown: map[string][]LessonCount{
+				"2026-03-03": {lc("lesson-x", 12), lc("", 2)},
+				"2026-03-02": {},
+			},
+			want: "rejected job_id=j1: 1 failed check\n" +
+				"CHECK               DATE        FIGURES\n" +
+				"unknown_lesson_cap  2026-03-03  rate 0.5, cap 0.02\n" +
+				"\ntop unknown lessons on 2026-03-02 (0, by events):\n" +
+				"  LESSON_ID  EVENTS\n" +
+				"\ntop unknown lessons on 2026-03-03 (2, by events):\n" +
+				"  LESSON_ID  EVENTS\n" +
+				"  lesson-x   12\n" +
+				"  <null>     2\n",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteFailed(&b, "j1", tc.failed, tc.unknown); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", b.String(), tc.want)
+			}
+		})
+	}
+}
