@@ -1,97 +1,205 @@
-// Package cli implements the engagement commands. Each command is an options
-// struct filled from flags and a run function; Main only maps the returned
-// error to an exit code, so every command is testable in-process.
+// Package cli implements the engagement commands on spf13/cobra. Each
+// command is one file: an options struct, newXCmd (its flags, help and two
+// examples) and runX (the work, returning an error). Main only maps the
+// returned error to an exit code, so every command is testable in-process.
+//
+// To add a command: write its file on the pattern of status.go and add its
+// constructor to commands below. A flag is declared once, on the command's
+// flag set; its ENGAGEMENT_<NAME> variable, help line and completion follow.
 package cli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/version"
 )
 
-const usage = `engagement publishes fact_lesson_engagement and course_day for explicit event dates.
+// commands are the subcommands, in the order help lists them.
+var commands = []func(*Env) *cobra.Command{
+	newPublishCmd, newExplainCmd, newStatusCmd, newReadCmd, newGenCmd, newGCCmd,
+	newVersionCmd, newCompletionCmd,
+}
 
-Commands:
-  engagement publish  --config FILE --job-id ID --dates D1,D2 [inputs and overrides]
-  engagement explain  --config FILE --dates D1,D2 [inputs and overrides]
-  engagement status   --warehouse W [--format table|json]
-  engagement read     TABLE --warehouse W [--date D] [--format table|csv|json]
-  engagement gen      --out DIR [--events N] [--seed S] [--variant V]
-  engagement gc       --warehouse W [--dry-run] [--min-age 24h]   delete unreferenced staging only
-
-Exit codes: 0 published, 1 error (pointer unchanged, retry with a new job id is safe),
-2 usage, 3 gate rejected, 4 job id already published.
-Run "engagement COMMAND -h" for the flags of one command.
-`
+func init() {
+	// Help lists the commands in the order above, not alphabetically.
+	cobra.EnableCommandSorting = false
+}
 
 // Env is what a command may touch of the outside world.
 type Env struct {
 	Stdout, Stderr io.Writer
 	Log            *slog.Logger
+	// Lookup reads an environment variable (ENGAGEMENT_<FLAG>); nil means
+	// os.LookupEnv. Tests inject their own.
+	Lookup func(name string) (string, bool)
+}
+
+func (e Env) withDefaults() Env {
+	if e.Log == nil {
+		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, nil))
+	}
+	if e.Lookup == nil {
+		e.Lookup = os.LookupEnv
+	}
+	return e
 }
 
 // Main runs args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	env := Env{Stdout: stdout, Stderr: stderr, Log: slog.New(slog.NewJSONHandler(stderr, nil))}
+	return MainEnv(ctx, Env{Stdout: stdout, Stderr: stderr}, args)
+}
+
+// MainEnv is Main with the whole Env (an injected environment lookup).
+func MainEnv(ctx context.Context, env Env, args []string) int {
 	err := Run(ctx, env, args)
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stderr, "engagement: %s\n", oneLine(err))
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return exitcode.OK
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "engagement: %s\n", oneLine(err))
 	}
 	return exitcode.Code(err)
 }
 
-// Run dispatches to one command.
+// Run runs one command. Help (--help, -h, help CMD) and --version print on
+// stdout and return nil.
 func Run(ctx context.Context, env Env, args []string) error {
+	env = env.withDefaults()
+	root := newRoot(&env)
 	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, usage)
+		root.SetOut(env.Stderr)
+		_ = root.Usage()
 		return exitcode.UsageError(errors.New("no command given"))
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "publish":
-		return runPublish(ctx, env, rest)
-	case "explain":
-		return runExplain(ctx, env, rest)
-	case "status":
-		return runStatus(ctx, env, rest)
-	case "read":
-		return runRead(ctx, env, rest)
-	case "gen":
-		return runGen(ctx, env, rest)
-	case "gc":
-		return runGC(ctx, env, rest)
-	case "help", "-h", "--help":
-		fmt.Fprint(env.Stdout, usage)
-		return nil
-	}
-	return exitcode.UsageError(fmt.Errorf("unknown command %q (want publish, explain, status, read, gen or gc)", cmd))
-}
-
-// newFlags makes a flag set whose parse errors are usage errors.
-func newFlags(env Env, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// Cobra would print the root's help for an unknown command; name it
+	// and the nearest command instead.
+	if a := args[0]; !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, cobra.ShellCompRequestCmd) {
+		if c, _, err := root.Find(args[:1]); err != nil || c == root {
+			return unknownCommand(root, a)
 		}
-		return exitcode.UsageError(err)
 	}
-	if fs.NArg() > 0 {
-		return exitcode.UsageError(fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0)))
+	var ran bool
+	for _, c := range root.Commands() {
+		if run := c.RunE; run != nil {
+			c.RunE = func(c *cobra.Command, args []string) error {
+				ran = true
+				return run(c, args)
+			}
+		}
+	}
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !ran && exitcode.Code(err) == exitcode.Error && ctx.Err() == nil {
+		// Whatever cobra refuses before a command runs is the command
+		// line's fault.
+		err = exitcode.UsageError(err)
+	}
+	return err
+}
+
+const envNote = `
+Environment:
+  Every flag is also read from ENGAGEMENT_<FLAG> (--job-id: ENGAGEMENT_JOB_ID).
+  A flag given on the command line wins, then the environment, then the config file.
+`
+
+func newRoot(env *Env) *cobra.Command {
+	b := version.Get()
+	root := &cobra.Command{
+		Use:   "engagement",
+		Short: "Publish fact_lesson_engagement and course_day for explicit event dates",
+		Long: `engagement publishes fact_lesson_engagement and course_day for explicit event dates.
+Every attempt writes a staging prefix named by its job id; only a passing quality
+gate moves the one pointer object readers follow.
+
+Exit codes: 0 published, 1 error (pointer unchanged, a retry with a new job id is
+safe), 2 usage, 3 gate rejected, 4 job id already published, 5 date not published
+(status --date).`,
+		Example: `  engagement publish --config config/fixture.conf --job-id fixture-1 --dates 2026-03-02,2026-03-03
+  engagement status --warehouse warehouse`,
+		Version:       b.Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// The environment fills the flags the command line left unset,
+		// after parsing and before the command runs.
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return applyEnv(c.Flags(), env.Lookup)
+		},
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetVersionTemplate(versionText(b))
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(flagError)
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		help(c, args)
+		if c.Runnable() && c.HasAvailableLocalFlags() {
+			fmt.Fprint(c.OutOrStdout(), envNote)
+		}
+	})
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(env))
+	}
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultHelpCmd() // now, so that Run's check of the command finds it
+	return root
+}
+
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the synopsis, flags and examples of a command on stdout.",
+		Example: `  engagement help publish
+  engagement help gc`,
+		ValidArgsFunction: func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, s := range c.Root().Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			if len(args) == 0 {
+				return root.Help()
+			}
+			t, _, err := root.Find(args)
+			if err != nil || t == root {
+				return unknownCommand(root, args[0])
+			}
+			return t.Help()
+		},
+	}
+}
+
+// unknownCommand is a usage error naming the nearest command, if any.
+func unknownCommand(root *cobra.Command, name string) error {
+	if s := root.SuggestionsFor(name); len(s) > 0 {
+		return exitcode.UsageError(fmt.Errorf("unknown command %q; did you mean %q?", name, s[0]))
+	}
+	var names []string
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return exitcode.UsageError(fmt.Errorf("unknown command %q (want one of %s)", name, strings.Join(names, ", ")))
+}
+
+// noArgs refuses positional arguments, naming the first.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return exitcode.UsageError(fmt.Errorf("%s: unexpected argument %q", c.Name(), args[0]))
 	}
 	return nil
 }

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -20,7 +21,9 @@ import (
 // list, one argument per line. Seeds live in testdata/fuzz/FuzzJobArgs.
 func FuzzJobArgs(f *testing.F) {
 	f.Add("--job-id\nj-1\n--dates\n2026-03-02,2026-03-03\n--warehouse\nw\n--raw\nr\n--lessons\nl\n--enrollments\ne\n--manifest-id\nm\n--enrollment-snapshot-id\ns")
-	env := Env{Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// No environment: the fuzzed arguments alone decide.
+	noEnv := func(string) (string, bool) { return "", false }
+	env := Env{Stdout: io.Discard, Stderr: io.Discard, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Lookup: noEnv}
 	f.Fuzz(func(t *testing.T, in string) {
 		args := strings.Split(in, "\n")
 		for _, a := range args {
@@ -32,7 +35,7 @@ func FuzzJobArgs(f *testing.F) {
 		}
 		j, err := parseJob(env, "publish", args, config.Job.CheckPublish)
 		if err != nil {
-			if errors.Is(err, flag.ErrHelp) {
+			if errors.Is(err, pflag.ErrHelp) {
 				return
 			}
 			if exitcode.Code(err) != exitcode.Usage || strings.TrimSpace(err.Error()) == "" {

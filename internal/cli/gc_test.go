@@ -35,7 +35,7 @@ func TestCLIGC(t *testing.T) {
 		{"no --warehouse", []string{"gc"}, 2, nil, "engagement: gc: --warehouse is required", false},
 		{"min-age below the floor", []string{"gc", "--warehouse", w.warehouse, "--min-age", "10m"}, 2, nil,
 			"engagement: gc: --min-age 10m0s is below the floor 1h0m0s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", false},
-		{"bad duration", []string{"gc", "--warehouse", w.warehouse, "--min-age", "soon"}, 2, nil, `engagement: invalid value "soon" for flag -min-age: parse error`, false},
+		{"bad duration", []string{"gc", "--warehouse", w.warehouse, "--min-age", "soon"}, 2, nil, `engagement: gc: --min-age "soon": time: invalid duration "soon"`, false},
 		{"no pointer: a mistyped warehouse", []string{"gc", "--warehouse", w.dir}, 2, nil,
 			"engagement: gc: " + w.dir + " has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", false},
 		{"default min-age keeps the fresh failure", []string{"gc", "--warehouse", w.warehouse}, 0,

@@ -4,21 +4,40 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gen"
 )
 
-func runGen(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "gen")
-	var o gen.Options
+// genOptions are gen's flags: the generator's own options.
+type genOptions struct{ gen gen.Options }
+
+func newGenCmd(env *Env) *cobra.Command {
+	opts := &genOptions{}
+	c := &cobra.Command{
+		Use:   "gen --out DIR [--events N] [--seed S] [--variant V] [--shape fixture|design]",
+		Short: "Generate deterministic inputs and their expected figures",
+		Long: `gen writes raw events, a lesson manifest and enrollments into --out, with
+expected.json holding the figures a correct publish must produce. The same seed and
+options give bit-identical files; --variant injects one defect the gate must catch.`,
+		Example: `  engagement gen --out /tmp/fixture --events 2000 --seed 7
+  engagement gen --out /tmp/design --shape design --events 1000000`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runGen(c.Context(), *env, opts) },
+	}
+	fs := c.Flags()
+	o := &opts.gen
 	fs.StringVar(&o.Out, "out", "", "output directory, absent or empty (required)")
 	fs.IntVar(&o.Events, "events", 0, fmt.Sprintf("number of events (default %d, or %d for --shape %s)", gen.DefaultEvents, gen.DesignEvents, gen.ShapeDesign))
 	fs.Uint64Var(&o.Seed, "seed", 7, "seed; the same seed and options give bit-identical files")
 	fs.StringVar(&o.Variant, "variant", "", fmt.Sprintf("one defect to inject: %v", gen.Variants))
 	fs.StringVar(&o.Shape, "shape", gen.ShapeFixture, fmt.Sprintf("%s (the committed fixture's shape, any size) or %s (the design volume: 60M events, 40,000 lessons, ~20M enrollments at the default size)", gen.ShapeFixture, gen.ShapeDesign))
-	if err := parse(fs, args); err != nil {
-		return err
-	}
+	return c
+}
+
+func runGen(ctx context.Context, env Env, opts *genOptions) error {
+	o := opts.gen
 	if o.Out == "" {
 		return exitcode.UsageError(fmt.Errorf("gen: --out is required"))
 	}

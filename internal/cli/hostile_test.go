@@ -35,7 +35,11 @@ type hostileCase struct {
 	// --job-id bad-1, the two fixture dates, the input and warehouse
 	// flags); a repeated flag wins over the base one.
 	Args []string `json:"args"`
-	Exit int      `json:"exit"`
+	// Command, when given, is the whole argument list run instead of the
+	// base publish (a misspelt command, status on a warehouse), with the
+	// same placeholders; Args must then be empty.
+	Command []string `json:"command"`
+	Exit    int      `json:"exit"`
 	// Error is the whole "engagement: ..." line; '*' matches any run of
 	// characters and stands only for parts that are not ours (a DuckDB
 	// message). Placeholders: {dir} {raw} {lessons} {enrollments}
@@ -123,6 +127,10 @@ func readHostileCase(t *testing.T, dir string) hostileCase {
 		t.Fatalf("%s/case.json: a refused case must give its error line", dir)
 	case (c.Exit == 3) != (len(c.GateChecks) > 0):
 		t.Fatalf("%s/case.json: gate_checks go with exit 3 and only with it", dir)
+	case len(c.Command) > 0 && len(c.Args) > 0:
+		t.Fatalf("%s/case.json: command replaces the base publish; args have nothing to append to", dir)
+	case len(c.Command) > 0 && (c.Exit == 0 || c.Exit == 3):
+		t.Fatalf("%s/case.json: a command case is a refusal; publishing and gating are the base publish's", dir)
 	case len(c.Engines) > 0 && !slices.Contains(c.Engines, "duckdb"):
 		t.Fatalf("%s/case.json: engines %v leave out duckdb, the engine every case runs on", dir, c.Engines)
 	}
@@ -409,6 +417,9 @@ func runHostileCaseOn(t *testing.T, dir string, tc hostileCase, onS3 bool, engin
 	w.upload()
 	args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(tc.Args, dir)...)
 	args = append(args, engineArgs...)
+	if len(tc.Command) > 0 {
+		args = w.expandAll(tc.Command, dir)
+	}
 	jobID := lastFlag(args, "job-id")
 
 	pointerBefore := w.pointerBytes()

@@ -1,7 +1,8 @@
 package cli
 
 import (
-	"flag"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -11,6 +12,7 @@ import (
 // jobFlags are the inputs and overrides shared by publish and explain. Each
 // maps to a config key; a flag that is set wins over the file.
 type jobFlags struct {
+	origin
 	configPath string
 	jobID      string
 	dates      string
@@ -35,8 +37,8 @@ var flagKeys = []struct{ flag, key, help string }{
 	{"s3-path-style", config.KeyS3PathStyle, "S3 addressing: auto (path style for an IP or localhost endpoint), true or false"},
 }
 
-func addJobFlags(fs *flag.FlagSet, withJobID bool) *jobFlags {
-	f := &jobFlags{keyed: map[string]*string{}}
+func addJobFlags(fs *pflag.FlagSet, withJobID bool) *jobFlags {
+	f := &jobFlags{origin: origin{fs}, keyed: map[string]*string{}}
 	fs.StringVar(&f.configPath, "config", "", "config file (Spark properties format)")
 	fs.StringVar(&f.dates, "dates", "", "comma-separated event dates YYYY-MM-DD (required)")
 	if withJobID {
@@ -49,41 +51,46 @@ func addJobFlags(fs *flag.FlagSet, withJobID bool) *jobFlags {
 	return f
 }
 
-// parseJob parses the shared job flags of command name and checks the job
-// with check, touching nothing but the config file: every refusal is a
-// usage error before an engine starts (FuzzJobArgs holds it to that).
+// parseJob parses the shared job flags of command name (publish or
+// explain) from args and the environment, as the command does, and checks
+// the job with check, touching nothing but the config file: every refusal
+// is a usage error before an engine starts (FuzzJobArgs holds it to that).
 func parseJob(env Env, name string, args []string, check func(config.Job) error) (config.Job, error) {
-	fs := newFlags(env, name)
-	jf := addJobFlags(fs, name == "publish")
-	if err := parse(fs, args); err != nil {
+	env = env.withDefaults()
+	// publish and explain have the job flags and nothing else.
+	c := &cobra.Command{Use: name, Args: noArgs}
+	jf := addJobFlags(c.Flags(), name == "publish")
+	c.InitDefaultHelpFlag()
+	if err := c.ParseFlags(args); err != nil {
+		return config.Job{}, flagError(c, err)
+	}
+	if help, _ := c.Flags().GetBool("help"); help {
+		return config.Job{}, pflag.ErrHelp
+	}
+	if err := c.ValidateArgs(c.Flags().Args()); err != nil {
 		return config.Job{}, err
 	}
-	j, err := jf.resolve(fs)
-	if err != nil {
+	if err := applyEnv(c.Flags(), env.Lookup); err != nil {
 		return config.Job{}, err
 	}
-	if err := check(j); err != nil {
-		return config.Job{}, err
-	}
-	return j, nil
+	return jf.resolve(check)
 }
 
-// resolve merges the config file and the flags that were set into a Job.
-func (f *jobFlags) resolve(fs *flag.FlagSet) (config.Job, error) {
+// resolve merges the config file, the environment and the flags that were
+// set into a Job (flag, then environment, then file) and checks it with check.
+func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
 	var props *config.Properties
 	if f.configPath != "" {
 		p, err := config.ReadFile(f.configPath)
 		if err != nil {
-			return config.Job{}, exitcode.UsageError(err)
+			return config.Job{}, f.wrap("config", exitcode.UsageError(err))
 		}
 		props = p
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	var overrides []config.Override
 	for _, k := range flagKeys {
-		if set[k.flag] {
-			overrides = append(overrides, config.Override{Key: k.key, Value: *f.keyed[k.flag]})
+		if f.fs.Changed(k.flag) {
+			overrides = append(overrides, config.Override{Key: k.key, Value: *f.keyed[k.flag], Source: f.env(k.flag)})
 		}
 	}
 	job, err := config.Resolve(props, overrides)
@@ -92,8 +99,16 @@ func (f *jobFlags) resolve(fs *flag.FlagSet) (config.Job, error) {
 	}
 	ds, err := dates.ParseList(f.dates)
 	if err != nil {
-		return config.Job{}, exitcode.UsageError(err)
+		return config.Job{}, f.wrap("dates", exitcode.UsageError(err))
 	}
 	job.Dates, job.JobID, job.AllowOutsideHorizon = ds, f.jobID, f.allowOld
+	if f.env("job-id") != "" {
+		if err := config.CheckJobID(job.JobID); err != nil {
+			return config.Job{}, f.wrap("job-id", err)
+		}
+	}
+	if err := check(job); err != nil {
+		return config.Job{}, err
+	}
 	return job, nil
 }

@@ -1,20 +1,17 @@
 package cli
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
-	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
-	"github.com/techlearningpro/engagement/internal/engine/spark"
-	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/progress"
@@ -22,61 +19,30 @@ import (
 	"github.com/techlearningpro/engagement/internal/version"
 )
 
-// openEngine starts the engine the job names.
-func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
-	switch j.Engine {
-	case "duckdb":
-		settings := map[string]string{}
-		for k, v := range j.DuckDB {
-			settings[k] = v
-		}
-		// DuckDB spills an in-memory database to ./.tmp by default; keep
-		// spill files out of the user's working directory.
-		if _, ok := settings["temp_directory"]; !ok && j.Warehouse != "" {
-			settings["temp_directory"] = filepath.Join(os.TempDir(), "engagement-duckdb-spill")
-		}
-		e, err := duckdb.Open(ctx, settings)
-		if err != nil {
-			// A signal while the engine starts cancels the run; only a
-			// setting DuckDB refuses is the user's mistake.
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("open duckdb: %w", ctx.Err())
-			}
-			return nil, exitcode.UsageError(err)
-		}
-		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
-			if err := enableS3(ctx, e, url, j.DuckDBExtensions); err != nil {
-				e.Close()
-				return nil, err
-			}
-		}
-		return e, nil
-	case "spark":
-		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
-			return nil, exitcode.UsageError(fmt.Errorf("%s: %s spark: s3:// locations are read and written by the duckdb engine only for now; run with --engine duckdb", url, config.KeyEngine))
-		}
-		// A server that is down or refuses a setting is an error (exit 1),
-		// not a usage error: the same command works once the server is up.
-		return spark.Open(ctx, j.SparkRemote, j.Spark)
+// publishOptions are publish's flags: the job flags with --job-id.
+type publishOptions struct{ job *jobFlags }
+
+func newPublishCmd(env *Env) *cobra.Command {
+	o := &publishOptions{}
+	c := &cobra.Command{
+		Use:   "publish --config FILE --job-id ID --dates D1,D2 [flags]",
+		Short: "Stage, gate and publish the given event dates",
+		Long: `publish computes both tables for the given event dates into a staging prefix named
+by --job-id, checks them with the quality gate and, only if the gate passes, moves
+the pointer so readers see them. Every job id must be new: put the try number in it.
+Each input and override flag can also be set in the config file; the flag wins.`,
+		Example: `  engagement publish --config config/fixture.conf --job-id fixture-1 --dates 2026-03-02,2026-03-03
+  engagement publish --config config/production.conf --job-id 20260303T0600Z-try2 --dates 2026-03-02 \
+    --warehouse s3://curated/engagement --manifest-id m-2026-03`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runPublish(c.Context(), *env, o) },
 	}
-	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
+	o.job = addJobFlags(c.Flags(), true)
+	return c
 }
 
-// jobAndEngine parses the shared job flags, checks the job with check and
-// starts its engine; the caller closes the engine.
-func jobAndEngine(ctx context.Context, env Env, name string, args []string, check func(config.Job) error) (config.Job, engine.Engine, error) {
-	j, err := parseJob(env, name, args, check)
-	if err != nil {
-		return config.Job{}, nil, err
-	}
-	// Before any bucket is opened (config.Resolve checked the value).
-	open.PathStyle = j.S3PathStyle
-	eng, err := openEngine(ctx, j)
-	return j, eng, err
-}
-
-func runPublish(ctx context.Context, env Env, args []string) error {
-	j, eng, err := jobAndEngine(ctx, env, "publish", args, config.Job.CheckPublish)
+func runPublish(ctx context.Context, env Env, o *publishOptions) error {
+	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
 	if err != nil {
 		return err
 	}
@@ -124,22 +90,4 @@ func runPublish(ctx context.Context, env Env, args []string) error {
 			"generation", res.Pointer.Generation, "error", err.Error())
 	}
 	return nil
-}
-
-func runExplain(ctx context.Context, env Env, args []string) error {
-	j, eng, err := jobAndEngine(ctx, env, "explain", args, config.Job.CheckInputs)
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
-	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j)
-	if err != nil {
-		return err
-	}
-	plan, err := eng.Explain(ctx, spec)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(env.Stdout, plan)
-	return err
 }

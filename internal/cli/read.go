@@ -2,97 +2,83 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/reader"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
-func runStatus(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "status")
-	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
-	format := fs.String("format", "table", "table or json")
-	s3f := addS3Flags(fs, false)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := s3f.apply(); err != nil {
-		return err
-	}
-	if *wh == "" {
-		return exitcode.UsageError(fmt.Errorf("status: --warehouse is required"))
-	}
-	_, store, err := warehouseStore(ctx, env, "--warehouse", *wh, 0)
-	if err != nil {
-		return err
-	}
-	p, _, err := store.Load(ctx)
-	if err != nil {
-		return err
-	}
-	rows := reader.Status(p)
-	switch *format {
-	case "json":
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"generation": p.Generation, "updated_by_job_id": p.UpdatedByJobID, "dates": rows})
-	case "table":
-		fmt.Fprintf(env.Stdout, "generation %d, updated by %s\n", p.Generation, p.UpdatedByJobID)
-		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "date\tjob_id\tmanifest_id\tenrollment_snapshot_id\tevent_count\tunknown_lesson_count\tunknown_lesson_rate\tfact_files\tfact_rows")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%d\n", r.Date, r.JobID, r.ManifestID, r.EnrollmentSnapshotID,
-				r.EventCount, r.UnknownLessonCount, r.UnknownLessonRate, r.FactFiles, r.FactRows)
-		}
-		return tw.Flush()
-	}
-	return exitcode.UsageError(fmt.Errorf("status: --format %q: want table or json", *format))
+// readOptions are read's table argument and flags.
+type readOptions struct {
+	origin
+	table, warehouse, date, format string
+	s3                             s3Flags
 }
 
-func runRead(ctx context.Context, env Env, args []string) error {
-	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-		return exitcode.UsageError(fmt.Errorf("read: name the table first: engagement read fact_lesson_engagement|course_day --warehouse W"))
+func newReadCmd(env *Env) *cobra.Command {
+	o := &readOptions{}
+	c := &cobra.Command{
+		Use:   "read TABLE --warehouse W [--date D] [--format table|csv|json]",
+		Short: "Print a published table as readers see it",
+		Long: `read prints fact_lesson_engagement or course_day as a reader sees it: the pointer
+first, then exactly the files it lists, with event_date taken from the pointer.
+A warehouse with no pointer.json is refused (exit 2), never shown as empty.`,
+		Example: `  engagement read course_day --warehouse warehouse --date 2026-03-02
+  engagement read fact_lesson_engagement --warehouse s3://curated/engagement --format csv > fact.csv`,
+		ValidArgs: []cobra.Completion{engine.FactTable, engine.CourseDayTable},
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "" {
+				return exitcode.UsageError(fmt.Errorf("read: name the table first: engagement read %s|%s --warehouse W", engine.FactTable, engine.CourseDayTable))
+			}
+			return noArgs(c, args[1:])
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			o.table = args[0]
+			return runRead(c.Context(), *env, o)
+		},
 	}
-	table := args[0]
-	fs := newFlags(env, "read")
-	wh := fs.String("warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
-	date := fs.String("date", "", "only this event date")
-	format := fs.String("format", "table", "table, csv or json")
-	s3f := addS3Flags(fs, true)
-	if err := parse(fs, args[1:]); err != nil {
+	fs := c.Flags()
+	o.origin = origin{fs}
+	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
+	fs.StringVar(&o.date, "date", "", "only this event date")
+	fs.StringVar(&o.format, "format", "table", "table, csv or json")
+	o.s3 = addS3Flags(fs, true)
+	return c
+}
+
+func runRead(ctx context.Context, env Env, o *readOptions) error {
+	if err := o.s3.apply(); err != nil {
 		return err
 	}
-	if err := s3f.apply(); err != nil {
-		return err
-	}
-	if *wh == "" {
+	if o.warehouse == "" {
 		return exitcode.UsageError(fmt.Errorf("read: --warehouse is required"))
 	}
-	if *format != "table" && *format != "csv" && *format != "json" {
-		return exitcode.UsageError(fmt.Errorf("read: --format %q: want table, csv or json", *format))
+	if o.format != "table" && o.format != "csv" && o.format != "json" {
+		return exitcode.UsageError(fmt.Errorf("read: %s %q: want table, csv or json", o.ref("format"), o.format))
 	}
 	var only *dates.Date
-	if *date != "" {
-		d, err := dates.Parse(*date)
+	if o.date != "" {
+		d, err := dates.Parse(o.date)
 		if err != nil {
-			return exitcode.UsageError(fmt.Errorf("--date: %w", err))
+			return exitcode.UsageError(fmt.Errorf("%s: %w", o.ref("date"), err))
 		}
 		only = &d
 	}
-	b, store, err := warehouseStore(ctx, env, "--warehouse", *wh, 0)
+	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
 	if err != nil {
 		return err
 	}
-	p, _, err := store.Load(ctx)
+	p, err := loadPublished(ctx, "read", o.ref("warehouse"), o.warehouse, store)
 	if err != nil {
 		return err
 	}
-	if _, err := reader.Query(b.Location(), p, table, only); err != nil {
+	if _, err := reader.Query(b.Location(), p, o.table, only); err != nil {
 		return exitcode.UsageError(err)
 	}
 	eng, err := duckdb.Open(ctx, nil)
@@ -101,13 +87,13 @@ func runRead(ctx context.Context, env Env, args []string) error {
 	}
 	defer eng.Close()
 	if b.Location().Scheme == storage.S3 {
-		if err := enableS3(ctx, eng, *wh, *s3f.extensions); err != nil {
+		if err := enableS3(ctx, eng, o.warehouse, *o.s3.extensions); err != nil {
 			return err
 		}
 	}
-	t, err := reader.Read(ctx, eng.DB(), b.Location(), p, table, only)
+	t, err := reader.Read(ctx, eng.DB(), b.Location(), p, o.table, only)
 	if err != nil {
 		return err
 	}
-	return reader.Write(env.Stdout, t, *format)
+	return reader.Write(env.Stdout, t, o.format)
 }

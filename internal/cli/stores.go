@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/open"
@@ -28,6 +30,21 @@ func warehouseStore(ctx context.Context, env Env, flag, where string, lockTimeou
 	return b, objstore.New(b), nil
 }
 
+// loadPublished loads the pointer of the warehouse at where for a reader
+// (status, read). A warehouse with no pointer.json (a mistyped path, or
+// nothing published yet) is a usage error naming it: an empty table would
+// read as "nothing published" when the command looked in the wrong place.
+func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore.Store) (pointer.Pointer, error) {
+	p, v, err := store.Load(ctx)
+	if err != nil {
+		return pointer.Pointer{}, err
+	}
+	if v == pointer.NoVersion {
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: no warehouse at %s (no pointer.json): nothing was published there; check %s", cmd, where, flag))
+	}
+	return p, nil
+}
+
 // s3Error makes a refusal that comes before anything was tried (missing
 // bucket, denied credentials, no credentials at all) a usage error: the
 // command cannot work until the user changes its URL or environment.
@@ -40,17 +57,20 @@ func s3Error(err error) error {
 
 // s3Flags are the S3 settings of the commands that take no config file
 // (status, read, gc); publish and explain have them as config keys.
-type s3Flags struct{ pathStyle, extensions *string }
+type s3Flags struct {
+	origin
+	pathStyle, extensions *string
+}
 
-func addS3Flags(fs *flag.FlagSet, withExtensions bool) s3Flags {
-	f := s3Flags{pathStyle: fs.String("s3-path-style", "auto", "S3 addressing: auto (path style for an IP or localhost endpoint), true or false")}
+func addS3Flags(fs *pflag.FlagSet, withExtensions bool) s3Flags {
+	f := s3Flags{origin: origin{fs}, pathStyle: fs.String("s3-path-style", "auto", "S3 addressing: auto (path style for an IP or localhost endpoint), true or false")}
 	if withExtensions {
 		f.extensions = fs.String("duckdb-extensions", "", "directory of DuckDB extensions holding httpfs, for s3:// (default $ENGAGEMENT_DUCKDB_EXTENSIONS)")
 	}
 	return f
 }
 
-func (f s3Flags) apply() error { return setPathStyle("--s3-path-style", *f.pathStyle) }
+func (f s3Flags) apply() error { return setPathStyle(f.ref("s3-path-style"), *f.pathStyle) }
 
 // setPathStyle sets S3 addressing before any bucket is opened.
 func setPathStyle(name, v string) error {

@@ -190,14 +190,14 @@ func TestResolveFileAndFlags(t *testing.T) {
 
 	// Flags win over the file; flag paths are kept exactly as given.
 	j, err = Resolve(p, []Override{
-		{KeyWarehouse, "rel/wh"},
-		{KeyRaw, "/flag/raw"},
-		{KeyManifestID, "dim-flag"},
-		{KeyUnknownCap, "0.05"},
-		{KeyHotCourses, "course-z"},
-		{KeyEngine, "spark"},
-		{KeySparkRemote, "sc://spark:15002"},
-		{KeyAsOfDate, "2026-03-10"},
+		{Key: KeyWarehouse, Value: "rel/wh"},
+		{Key: KeyRaw, Value: "/flag/raw"},
+		{Key: KeyManifestID, Value: "dim-flag"},
+		{Key: KeyUnknownCap, Value: "0.05"},
+		{Key: KeyHotCourses, Value: "course-z"},
+		{Key: KeyEngine, Value: "spark"},
+		{Key: KeySparkRemote, Value: "sc://spark:15002"},
+		{Key: KeyAsOfDate, Value: "2026-03-10"},
 	})
 	if err != nil {
 		t.Fatalf("Resolve(file, flags): %v", err)
@@ -314,7 +314,7 @@ func TestResolveUnknownKey(t *testing.T) {
 	}
 
 	// An unknown key given as an override is refused too, as coming from a flag.
-	_, err := Resolve(nil, []Override{{"engagement.unknownCapp", "0.1"}})
+	_, err := Resolve(nil, []Override{{Key: "engagement.unknownCapp", Value: "0.1"}})
 	if err == nil || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "flag") ||
 		!strings.Contains(err.Error(), `did you mean "engagement.unknownCap"`) {
 		t.Errorf("Resolve(override with unknown key) = %v", err)
@@ -366,7 +366,7 @@ func TestResolveBadValues(t *testing.T) {
 			}
 
 			// From a flag: the error names the key and says flag.
-			_, err = Resolve(nil, []Override{{tc.key, tc.value}})
+			_, err = Resolve(nil, []Override{{Key: tc.key, Value: tc.value}})
 			if err == nil {
 				t.Fatalf("Resolve accepted %s = %q from a flag", tc.key, tc.value)
 			}
@@ -396,7 +396,7 @@ func TestResolveGoodNumbers(t *testing.T) {
 		{KeyTargetFileBytes, "256MB", func(j Job) bool { return j.TargetFileBytes == 256<<20 }},
 	}
 	for _, tc := range tests {
-		j, err := Resolve(nil, []Override{{tc.key, tc.value}})
+		j, err := Resolve(nil, []Override{{Key: tc.key, Value: tc.value}})
 		if err != nil {
 			t.Errorf("Resolve(%s=%q): %v", tc.key, tc.value, err)
 			continue

@@ -113,6 +113,9 @@ func KnownKeys() []string {
 type Override struct {
 	Key   string
 	Value string
+	// Source names where the value came from in an error ("flag" when
+	// empty; the variable's name for one from the environment).
+	Source string
 }
 
 // Resolve merges the file (may be nil) and the flag overrides into a Job. It
@@ -146,11 +149,15 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		}
 	}
 	for _, o := range overrides {
-		if err := classify(o.Key, "flag"); err != nil {
+		src := o.Source
+		if src == "" {
+			src = "flag"
+		}
+		if err := classify(o.Key, src); err != nil {
 			return Job{}, err
 		}
 		values[o.Key] = o.Value
-		from[o.Key] = "flag"
+		from[o.Key] = src
 	}
 	var errs []string
 	bad := func(key, format string, args ...any) {

@@ -15,6 +15,7 @@ const (
 	Usage            = 2 // bad arguments, config or date list; nothing was attempted
 	GateRejected     = 3 // the gate failed; pointer unchanged, rejection record written
 	AlreadyPublished = 4 // the job id is named by the pointer or its history
+	NotPublished     = 5 // status --date: the warehouse holds no entry for that date (yet)
 )
 
 // Sentinels for errors.Is: errors.Is(err, exitcode.ErrUsage) and so on.
@@ -22,6 +23,7 @@ var (
 	ErrUsage            = errors.New("usage")
 	ErrGateRejected     = errors.New("gate rejected")
 	ErrAlreadyPublished = errors.New("job id already published")
+	ErrNotPublished     = errors.New("date not published")
 )
 
 type coded struct {
@@ -41,6 +43,10 @@ func GateError(err error) error { return mark(ErrGateRejected, err) }
 
 // PublishedError marks err as a refusal of an already published job id (exit 4).
 func PublishedError(err error) error { return mark(ErrAlreadyPublished, err) }
+
+// NotPublishedError marks err as a date the warehouse does not hold (exit 5):
+// a scheduler's sensor waits on it, so it is neither an error nor usage.
+func NotPublishedError(err error) error { return mark(ErrNotPublished, err) }
 
 func mark(sentinel, err error) error {
 	if err == nil {
@@ -64,6 +70,8 @@ func Code(err error) int {
 		return GateRejected
 	case errors.Is(err, ErrAlreadyPublished):
 		return AlreadyPublished
+	case errors.Is(err, ErrNotPublished):
+		return NotPublished
 	default:
 		return Error
 	}

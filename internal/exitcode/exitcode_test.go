@@ -18,6 +18,7 @@ func TestCode(t *testing.T) {
 		{"usage", UsageError(errors.New("x")), Usage},
 		{"gate", GateError(errors.New("x")), GateRejected},
 		{"published", PublishedError(errors.New("x")), AlreadyPublished},
+		{"not published", NotPublishedError(errors.New("x")), NotPublished},
 		// A signal cancels the run; whatever step reported it, that is no
 		// usage error (nor a gate verdict).
 		{"cancelled usage", UsageError(fmt.Errorf("duckdb.threads: %w", context.Canceled)), Error},

@@ -47,6 +47,9 @@ type Attempt struct {
 	// Inputs is the attempt's one listing: every file it read, with the
 	// size and modification time it was read at.
 	Inputs inputs.Listing `json:"inputs"`
+	// Build names the binary's module, DuckDB and Spark Connect client
+	// versions, so an attempt can be tied to the code that wrote it.
+	Build version.Build `json:"build"`
 }
 
 // Rejection is the content of rejections/job_id=<id>.json: what a person
@@ -445,7 +448,7 @@ func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, 
 		Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments,
 		ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
 		UnknownCap: job.UnknownCap, HotCourses: job.HotCourses, OutsideHorizon: job.AllowOutsideHorizon,
-		StartedAt: now, Settings: spec.Settings, Inputs: spec.Inputs,
+		StartedAt: now, Settings: spec.Settings, Inputs: spec.Inputs, Build: version.Get(),
 	}
 }
 

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/engine/spark"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/storage/open"
+)
+
+// openEngine starts the engine the job names.
+func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
+	switch j.Engine {
+	case "duckdb":
+		settings := map[string]string{}
+		for k, v := range j.DuckDB {
+			settings[k] = v
+		}
+		// DuckDB spills an in-memory database to ./.tmp by default; keep
+		// spill files out of the user's working directory.
+		if _, ok := settings["temp_directory"]; !ok && j.Warehouse != "" {
+			settings["temp_directory"] = filepath.Join(os.TempDir(), "engagement-duckdb-spill")
+		}
+		e, err := duckdb.Open(ctx, settings)
+		if err != nil {
+			// A signal while the engine starts cancels the run; only a
+			// setting DuckDB refuses is the user's mistake.
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("open duckdb: %w", ctx.Err())
+			}
+			return nil, exitcode.UsageError(err)
+		}
+		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
+			if err := enableS3(ctx, e, url, j.DuckDBExtensions); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
+		return e, nil
+	case "spark":
+		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
+			return nil, exitcode.UsageError(fmt.Errorf("%s: %s spark: s3:// locations are read and written by the duckdb engine only for now; run with --engine duckdb", url, config.KeyEngine))
+		}
+		// A server that is down or refuses a setting is an error (exit 1),
+		// not a usage error: the same command works once the server is up.
+		return spark.Open(ctx, j.SparkRemote, j.Spark)
+	}
+	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
+}
+
+// jobAndEngine resolves the shared job flags, checks the job with check and
+// starts its engine; the caller closes the engine.
+func jobAndEngine(ctx context.Context, jf *jobFlags, check func(config.Job) error) (config.Job, engine.Engine, error) {
+	j, err := jf.resolve(check)
+	if err != nil {
+		return config.Job{}, nil, err
+	}
+	// Before any bucket is opened (config.Resolve checked the value).
+	open.PathStyle = j.S3PathStyle
+	eng, err := openEngine(ctx, j)
+	return j, eng, err
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/inputs"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/storage/open"
+)
+
+// explainOptions are explain's flags: the job flags without --job-id.
+type explainOptions struct{ job *jobFlags }
+
+func newExplainCmd(env *Env) *cobra.Command {
+	o := &explainOptions{}
+	c := &cobra.Command{
+		Use:   "explain --config FILE --dates D1,D2 [flags]",
+		Short: "Print the engine's plan for the given dates, both joins marked",
+		Long: `explain lists the inputs as publish would and prints the engine's plan for the
+given dates, with the lesson and enrollment joins marked. It writes nothing.`,
+		Example: `  engagement explain --config config/fixture.conf --dates 2026-03-02,2026-03-03
+  engagement explain --config config/fixture.conf --dates 2026-03-02 --engine spark --spark-remote sc://127.0.0.1:15002`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runExplain(c.Context(), *env, o) },
+	}
+	o.job = addJobFlags(c.Flags(), false)
+	return c
+}
+
+func runExplain(ctx context.Context, env Env, o *explainOptions) error {
+	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckInputs)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j)
+	if err != nil {
+		return err
+	}
+	plan, err := eng.Explain(ctx, spec)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(env.Stdout, plan)
+	return err
+}

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+)
+
+// EnvPrefix starts the variable of every flag: --job-id is ENGAGEMENT_JOB_ID.
+const EnvPrefix = "ENGAGEMENT_"
+
+// envAnnotation marks a flag whose value came from its variable.
+const envAnnotation = "engagement_env"
+
+// EnvName is the variable that sets flag name.
+func EnvName(flag string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// noEnv are flags no variable sets: help and version are requests, not
+// settings.
+var noEnv = map[string]bool{"help": true, "version": true}
+
+// applyEnv sets every flag the command line left unset from its variable,
+// if that is set and not empty (an exported empty variable reads as unset).
+// A value the flag refuses is a usage error naming the variable.
+func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || noEnv[f.Name] {
+			return
+		}
+		name := EnvName(f.Name)
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = exitcode.UsageError(fmt.Errorf("%s=%q: %v", name, v, e))
+			return
+		}
+		_ = fs.SetAnnotation(f.Name, envAnnotation, []string{name})
+	})
+	return err
+}
+
+// origin names where a command's flag values came from, for errors.
+type origin struct{ fs *pflag.FlagSet }
+
+// env is the variable that set flag, or "" when it did not.
+func (o origin) env(flag string) string {
+	if o.fs == nil {
+		return ""
+	}
+	if f := o.fs.Lookup(flag); f != nil {
+		if v := f.Annotations[envAnnotation]; len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// ref names flag as the user gave it: "--format" or "ENGAGEMENT_FORMAT".
+func (o origin) ref(flag string) string {
+	if v := o.env(flag); v != "" {
+		return v
+	}
+	return "--" + flag
+}
+
+// wrap prefixes err with the variable when flag came from one, so an error
+// that names only the value still says where to fix it.
+func (o origin) wrap(flag string, err error) error {
+	if v := o.env(flag); v != "" && err != nil {
+		return exitcode.UsageError(fmt.Errorf("%s: %w", v, err))
+	}
+	return err
+}
+
+// flagError words pflag's refusals as one usage line naming the command,
+// with the nearest flag for a misspelt one (cobra suggests commands only).
+func flagError(c *cobra.Command, err error) error {
+	var notExist *pflag.NotExistError
+	var invalid *pflag.InvalidValueError
+	switch {
+	case errors.As(err, &notExist) && notExist.GetSpecifiedShortnames() == "":
+		name := notExist.GetSpecifiedName()
+		return exitcode.UsageError(fmt.Errorf("%s: unknown flag --%s%s", c.Name(), name, didYouMean(c.Flags(), name)))
+	case errors.As(err, &notExist):
+		// -job-id: Go's flag package took one dash; pflag reads a run of
+		// one-letter flags.
+		name, _, _ := strings.Cut(notExist.GetSpecifiedShortnames(), "=")
+		return exitcode.UsageError(fmt.Errorf("%s: unknown flag -%s%s", c.Name(), name, didYouMean(c.Flags(), name)))
+	case errors.As(err, &invalid):
+		return exitcode.UsageError(fmt.Errorf("%s: --%s %q: %v", c.Name(), invalid.GetFlag().Name, invalid.GetValue(), errors.Unwrap(invalid)))
+	}
+	return exitcode.UsageError(fmt.Errorf("%s: %w", c.Name(), err))
+}
+
+// didYouMean is "; did you mean --NAME?" for the flag of fs nearest to
+// typed, or "" when none is near: within two edits, or typed is a prefix.
+func didYouMean(fs *pflag.FlagSet, typed string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		d := editDistance(strings.ToLower(typed), f.Name)
+		if len(typed) >= 3 && strings.HasPrefix(f.Name, typed) && d > 1 {
+			d = 1
+		}
+		if d < bestD || (d == bestD && f.Name < best) {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean --%s?", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (flag names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

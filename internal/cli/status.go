@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/reader"
+)
+
+// statusOptions are status's flags.
+type statusOptions struct {
+	origin
+	warehouse, format, date string
+	s3                      s3Flags
+}
+
+func newStatusCmd(env *Env) *cobra.Command {
+	o := &statusOptions{}
+	c := &cobra.Command{
+		Use:   "status --warehouse W [--date D] [--format table|json]",
+		Short: "Show what readers see now, per published date",
+		Long: `status loads the warehouse's pointer and prints, per published date, the job that
+published it, its pins and its figures. With --date it prints that date alone and
+exits 5 when the date is not published, so a scheduler's sensor can wait on it.
+A warehouse with no pointer.json is refused (exit 2), never shown as empty.`,
+		Example: `  engagement status --warehouse warehouse
+  engagement status --warehouse s3://curated/engagement --date 2026-03-02 --format json`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runStatus(c.Context(), *env, o) },
+	}
+	fs := c.Flags()
+	o.origin = origin{fs}
+	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
+	fs.StringVar(&o.date, "date", "", "only this event date; exit 5 when it is not published")
+	fs.StringVar(&o.format, "format", "table", "table or json")
+	o.s3 = addS3Flags(fs, false)
+	return c
+}
+
+func runStatus(ctx context.Context, env Env, o *statusOptions) error {
+	if err := o.s3.apply(); err != nil {
+		return err
+	}
+	if o.warehouse == "" {
+		return exitcode.UsageError(fmt.Errorf("status: --warehouse is required"))
+	}
+	if o.format != "table" && o.format != "json" {
+		return exitcode.UsageError(fmt.Errorf("status: %s %q: want table or json", o.ref("format"), o.format))
+	}
+	var only string
+	if o.date != "" {
+		d, err := dates.Parse(o.date)
+		if err != nil {
+			return exitcode.UsageError(fmt.Errorf("%s: %w", o.ref("date"), err))
+		}
+		only = d.String()
+	}
+	_, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
+	if err != nil {
+		return err
+	}
+	p, err := loadPublished(ctx, "status", o.ref("warehouse"), o.warehouse, store)
+	if err != nil {
+		return err
+	}
+	rows := reader.Status(p)
+	if only != "" {
+		var one []reader.DateStatus
+		for _, r := range rows {
+			if r.Date == only {
+				one = append(one, r)
+			}
+		}
+		if len(one) == 0 {
+			return exitcode.NotPublishedError(fmt.Errorf("status: %s is not published in %s (generation %d)", only, o.warehouse, p.Generation))
+		}
+		rows = one
+	}
+	if o.format == "json" {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"generation": p.Generation, "updated_by_job_id": p.UpdatedByJobID, "dates": rows})
+	}
+	fmt.Fprintf(env.Stdout, "generation %d, updated by %s\n", p.Generation, p.UpdatedByJobID)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "date\tjob_id\tmanifest_id\tenrollment_snapshot_id\tevent_count\tunknown_lesson_count\tunknown_lesson_rate\tfact_files\tfact_rows")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%d\n", r.Date, r.JobID, r.ManifestID, r.EnrollmentSnapshotID,
+			r.EventCount, r.UnknownLessonCount, r.UnknownLessonRate, r.FactFiles, r.FactRows)
+	}
+	return tw.Flush()
+}
