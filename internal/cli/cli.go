@@ -25,8 +25,8 @@ import (
 
 // commands are the subcommands, in the order help lists them.
 var commands = []func(*Env) *cobra.Command{
-	newPublishCmd, newExplainCmd, newStatusCmd, newReadCmd, newGenCmd, newGCCmd,
-	newVersionCmd, newCompletionCmd,
+	newPublishCmd, newExplainCmd, newStatusCmd, newReadCmd, newHistoryCmd, newRollbackCmd,
+	newGenCmd, newGCCmd, newVersionCmd, newCompletionCmd,
 }
 
 func init() {

@@ -10,6 +10,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gc"
 	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/version"
 )
 
 // gcOptions are gc's flags. A new flag is a field here and one line in
@@ -21,20 +22,26 @@ type gcOptions struct {
 	minAge      time.Duration
 	force       bool
 	lockTimeout time.Duration
+	retainGens  int
+	retainDays  float64
 	s3          s3Flags
 }
 
 func newGCCmd(env *Env) *cobra.Command {
 	o := &gcOptions{}
 	c := &cobra.Command{
-		Use:   "gc --warehouse W [--dry-run] [--min-age 24h] [--lock-timeout 5m]",
-		Short: "Delete staging prefixes that no generation names",
-		Long: fmt.Sprintf(`gc deletes the staging prefixes that neither the pointer nor any history
+		Use:   "gc --warehouse W [--retain-generations N] [--retain-days D] [--dry-run] [--min-age 24h]",
+		Short: "Expire old generations; delete staging and records nothing retained names",
+		Long: fmt.Sprintf(`gc deletes the staging prefixes that neither the pointer nor any retained history
 generation names and that have been idle at least --min-age, under the pointer's
-writer lock. Published files and raw inputs are never deleted. A --min-age below
-%s needs --force-min-age, since an attempt still running could lose its staging.`, gc.MinAgeFloor),
-		Example: `  engagement gc --warehouse warehouse --dry-run
-  engagement gc --warehouse s3://curated/engagement --min-age 72h`,
+writer lock. With --retain-generations and/or --retain-days it first expires older
+history generations (never the current one; a generation either flag keeps stays),
+then also deletes rejection and rollback records idle at least --min-age. Published
+files of retained generations and raw inputs are never deleted. --dry-run lists every
+object with its reason. A --min-age below %s needs --force-min-age, since an attempt
+still running could lose its staging.`, gc.MinAgeFloor),
+		Example: `  engagement gc --warehouse warehouse --retain-generations 30 --dry-run
+  engagement gc --warehouse s3://curated/engagement --retain-days 90 --min-age 72h`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runGC(c.Context(), *env, o) },
 	}
@@ -45,6 +52,8 @@ writer lock. Published files and raw inputs are never deleted. A --min-age below
 	fs.DurationVar(&o.minAge, "min-age", gc.DefaultMinAge, "delete only prefixes idle at least this long")
 	fs.BoolVar(&o.force, "force-min-age", false, fmt.Sprintf("accept a --min-age below %s (only when no attempt is running)", gc.MinAgeFloor))
 	fs.DurationVar(&o.lockTimeout, "lock-timeout", local.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
+	fs.IntVar(&o.retainGens, "retain-generations", 0, "expire history generations beyond the N newest (0: keep all)")
+	fs.Float64Var(&o.retainDays, "retain-days", 0, "expire history generations written more than D days ago (0: keep all)")
 	o.s3 = addS3Flags(fs, false)
 	return c
 }
@@ -59,6 +68,12 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 	if o.lockTimeout <= 0 {
 		return exitcode.UsageError(fmt.Errorf("gc: %s %s: want a positive duration", o.ref("lock-timeout"), o.lockTimeout))
 	}
+	if o.retainGens < 0 {
+		return exitcode.UsageError(fmt.Errorf("gc: %s %d: want 0 (keep all) or more", o.ref("retain-generations"), o.retainGens))
+	}
+	if !(o.retainDays >= 0 && o.retainDays < 1e5) {
+		return exitcode.UsageError(fmt.Errorf("gc: %s %v: want 0 (keep all) or a number of days", o.ref("retain-days"), o.retainDays))
+	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, o.lockTimeout)
 	if err != nil {
 		return err
@@ -66,6 +81,8 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 	rep, err := gc.Run(ctx, gc.Options{
 		Bucket: b, Store: store, Now: time.Now(),
 		MinAge: o.minAge, Force: o.force, DryRun: o.dryRun,
+		RetainGenerations: o.retainGens, RetainFor: time.Duration(o.retainDays * float64(24*time.Hour)),
+		WriterVersion: version.String(),
 	})
 	verb := "deleted"
 	if o.dryRun {
@@ -78,6 +95,13 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 			n++
 			bytes += v.Bytes
 			fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
+			if o.dryRun {
+				for _, obj := range v.Objects {
+					if obj != v.Path {
+						fmt.Fprintf(env.Stdout, "  %s %s (in %s)\n", verb, obj, v.Path)
+					}
+				}
+			}
 		} else {
 			fmt.Fprintf(env.Stdout, "kept %s: %s\n", v.Path, v.Reason)
 		}
@@ -85,7 +109,7 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "gc: pointer generation %d; %s %d staging prefixes (%d bytes), kept %d\n",
-		rep.Generation, verb, n, bytes, len(rep.Verdicts)-n)
+	fmt.Fprintf(env.Stdout, "gc: pointer generation %d; expired %d history generations; %s %d entries (%d bytes), kept %d\n",
+		rep.Generation, len(rep.Expired), verb, n, bytes, len(rep.Verdicts)-n)
 	return nil
 }

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -68,17 +69,24 @@ func (w *world) checkRetained() []string {
 }
 
 // TestGCRacesPublishAndRollback runs real processes at once on one
-// warehouse: gc expiring all but the current generation (min-age 1s, so it
-// really deletes), a publish of Monday, and a rollback of Monday to an old
-// generation started while the publish runs. Whatever the order, every
+// warehouse: gc expiring old generations (min-age 1s, so it really
+// deletes; keeping only the current one, or four), a publish of Monday,
+// and a rollback of Monday to an old generation started while the publish
+// runs. Whatever the order, every
 // file the current pointer or a retained generation names is still there,
 // readers see the truth, and of the publish and the rollback of the same
 // date exactly one wins: the other exits 1 (raced) or 2 (its generation
-// expired first) and writes nothing.
+// expired first) and writes nothing; both land only when the rollback read
+// the pointer after the publish had landed.
 func TestGCRacesPublishAndRollback(t *testing.T) {
 	db := publishtest.DB(t)
-	trials := int(envUint(t, "ENGAGEMENT_RACE_TRIALS", 3))
-	for trial := range trials {
+	// The rollback starts when the publish's stderr shows a phase ended
+	// ("" = at once), so the two really overlap whatever the machine's speed.
+	trials := []struct {
+		retain, after string
+	}{{"1", ""}, {"4", "inspect"}, {"4", "gate"}, {"1", "inspect"}}
+	wins := map[string]int{}
+	for trial, tc := range trials {
 		w := newWorld(t, publishtest.LoadFixture(t, ""), db)
 		for _, ds := range [][]string{{mon, tue}, {mon}, {tue}, {mon}} {
 			if _, bad := w.publish("base", ds); len(bad) > 0 {
@@ -86,13 +94,18 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 			}
 		}
 		time.Sleep(1100 * time.Millisecond) // older than gc's min-age
-		gcArgs := []string{"gc", "--warehouse", w.wh, "--retain-generations", "1", "--min-age", "1s", "--force-min-age"}
+		gcArgs := []string{"gc", "--warehouse", w.wh, "--retain-generations", tc.retain, "--min-age", "1s", "--force-min-age"}
 		pubID, rbID := w.newID("pub"), w.newID("rollback")
 		var wg sync.WaitGroup
 		var pubCode, rbCode int
 		var pubErr, rbErr string
 		gcFailed := make(chan string, 8)
-		wg.Go(func() { pubCode, _, pubErr, _ = w.run(nil, pubID, []string{mon}, 0) })
+		var pubEnd, rbStart time.Time
+		phase := make(chan struct{})
+		wg.Go(func() {
+			pubCode, pubErr = w.watch(pubID, []string{mon}, tc.after, phase)
+			pubEnd = time.Now()
+		})
 		wg.Go(func() {
 			for range 4 {
 				if code, stderr := w.command(gcArgs...); code != 0 {
@@ -101,7 +114,8 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			time.Sleep(time.Duration(200+300*trial) * time.Millisecond)
+			<-phase
+			rbStart = time.Now()
 			rbCode, rbErr = w.command("rollback", "--warehouse", w.wh, "--date", mon, "--to-generation", "2", "--job-id", rbID)
 		})
 		wg.Wait()
@@ -109,9 +123,36 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 		for f := range gcFailed {
 			t.Errorf("trial %d: gc: %s", trial, f)
 		}
-		t.Logf("trial %d: publish exit %d, rollback exit %d (%s)", trial, pubCode, rbCode, lastLine(rbErr))
-		if (pubCode == 0) == (rbCode == 0) {
-			t.Errorf("trial %d: publish exit %d (%s), rollback exit %d (%s): want exactly one to win", trial, pubCode, lastLine(pubErr), rbCode, lastLine(rbErr))
+		t.Logf("trial %d: publish exit %d (%s), rollback exit %d (%s)", trial, pubCode, lastLine(pubErr), rbCode, lastLine(rbErr))
+		if !rbStart.Before(pubEnd) {
+			t.Fatalf("trial %d: the rollback started after the publish ended: nothing raced", trial)
+		}
+		hist, _ := w.history()
+		genOf := func(id string) int64 {
+			for g, h := range hist {
+				if h.UpdatedByJobID == id {
+					return g
+				}
+			}
+			return 0
+		}
+		switch {
+		case pubCode == 0 && rbCode == 0:
+			// Both may land only one after the other: the rollback read
+			// the pointer after the publish landed and chose to undo it.
+			if genOf(rbID) <= genOf(pubID) || genOf(pubID) == 0 {
+				t.Errorf("trial %d: both landed, rollback at generation %d, publish at %d: the rollback must come after the publish it saw", trial, genOf(rbID), genOf(pubID))
+			}
+			wins["sequential"]++
+		case pubCode == 0:
+			wins["publish"]++
+		case rbCode == 0:
+			wins["rollback"]++
+		default:
+			t.Errorf("trial %d: publish exit %d (%s), rollback exit %d (%s): neither landed", trial, pubCode, lastLine(pubErr), rbCode, lastLine(rbErr))
+		}
+		if pubCode == 1 && !strings.Contains(pubErr, "rolled 2026-03-02 back to generation 2") {
+			t.Errorf("trial %d: publish exit 1 without naming the rollback that came first: %s", trial, lastLine(pubErr))
 		}
 		for _, c := range []struct {
 			what string
@@ -126,23 +167,69 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 			t.Fatal(err)
 		}
 		winner := pubID
-		if rbCode == 0 {
+		if rbCode == 0 && (pubCode != 0 || genOf(rbID) > genOf(pubID)) {
 			winner = "base-002" // generation 2's job, which the rollback brings back
 		}
 		if got := p.Dates[dates.MustParse(mon)].JobID; got != winner {
 			t.Errorf("trial %d: Monday names %s, want %s", trial, got, winner)
 		}
-		// One more gc after everything settled, then everything must hold.
+		// One more gc after everything settled and aged, then everything
+		// must hold.
+		time.Sleep(1100 * time.Millisecond)
 		if code, stderr := w.command(gcArgs...); code != 0 {
 			t.Errorf("trial %d: final gc exit %d: %s", trial, code, lastLine(stderr))
 		}
 		if bad := append(w.checkRetained(), w.checkReaders(p)...); len(bad) > 0 {
 			t.Errorf("trial %d: %s", trial, strings.Join(bad, "\n"))
 		}
-		if hist, _ := w.history(); len(hist) != 1 {
-			t.Errorf("trial %d: %d history generations after gc --retain-generations 1, want 1 (%v)", trial, len(hist), keysOf(hist))
+		want, _ := strconv.Atoi(tc.retain)
+		if hist, _ := w.history(); len(hist) != min(want, int(p.Generation)) {
+			t.Errorf("trial %d: %d history generations after gc --retain-generations %s (%v)", trial, len(hist), tc.retain, keysOf(hist))
 		}
 	}
+	t.Logf("wins: %v", wins)
+	if wins["publish"] == 0 || wins["rollback"] == 0 {
+		t.Errorf("wins %v: each side should win at least one trial over the other, or the race was not exercised", wins)
+	}
+}
+
+// watch runs one real publish of ds and closes phase as soon as its
+// stderr reports that phase ended (at once for ""), or when it exits.
+func (w *world) watch(jobID string, ds []string, after string, phase chan<- struct{}) (int, string) {
+	w.t.Helper()
+	cmd := exec.Command(publishtest.Binary(w.t), w.args(jobID, ds)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var once sync.Once
+	fire := func() { once.Do(func() { close(phase) }) }
+	if after == "" {
+		fire()
+	}
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	var errb strings.Builder
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		errb.WriteString(line + "\n")
+		if after != "" && strings.Contains(line, `"msg":"phase","phase":"`+after+`"`) {
+			fire()
+		}
+	}
+	err = cmd.Wait()
+	fire()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		w.t.Fatalf("run engagement publish: %v", err)
+	}
+	if ee != nil {
+		return ee.ExitCode(), errb.String()
+	}
+	return 0, errb.String()
 }
 
 func keysOf(m map[int64]pointer.Pointer) []string {
