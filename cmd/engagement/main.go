@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/signals"
 )
 
 func main() {
@@ -16,8 +17,8 @@ func main() {
 	// (a publish that moved the pointer still exits 0) instead of killing
 	// the process with SIGPIPE.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	ctx, stop := signals.Notify(context.Background(), os.Stderr)
+	code := signals.ExitCode(ctx, cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 	stop()
 	os.Exit(code)
 }

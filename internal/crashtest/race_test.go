@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -150,12 +152,13 @@ func rejected(t *testing.T, w *world, jobID string) []string {
 	return names
 }
 
-// TestSignalsNeverUsage sends SIGTERM to real publish processes at random
-// moments. Cancellation is never a usage error: a process that handled the
-// signal exits 1 with the pointer as it was, or 0 when its pointer write
-// had already landed; one signalled before it could install its handler
-// dies by the signal like a kill. After each, readers see the truth and a
-// rerun publishes.
+// TestSignalsNeverUsage sends SIGTERM or SIGINT to real publish processes
+// at random moments. Cancellation is never a usage error: a process that
+// handled the signal exits 143 / 130 with the pointer as it was and no
+// history generation of its own, or 0 when its pointer write had already
+// landed; one signalled before it could install its handler dies by the
+// signal like a kill. After each, readers see the truth and a rerun
+// publishes.
 func TestSignalsNeverUsage(t *testing.T) {
 	db := publishtest.DB(t)
 	fx := publishtest.LoadFixture(t, "")
@@ -164,32 +167,33 @@ func TestSignalsNeverUsage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	w := newWorld(t, fx, db)
 	span := calibrate(t, w)
-	t.Logf("signals: seed %d, %d SIGTERMs over 0..%v", seed, trials, span)
+	t.Logf("signals: seed %d, %d SIGTERMs and SIGINTs over 0..%v", seed, trials, span)
 	outcomes := map[string]int{}
 	for i := range trials {
+		sig := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}[i%2]
 		ds := [][]string{{mon, tue}, {mon}, {tue}}[rng.IntN(3)]
 		delay := time.Duration(rng.Int64N(int64(span)))
 		before := w.snapshot()
-		id := w.newID("sigterm")
-		code, sig, stderr, _ := w.runWith(nil, id, ds, delay, func(cmd *exec.Cmd) { _ = cmd.Process.Signal(syscall.SIGTERM) })
-		what := fmt.Sprintf("SIGTERM %d at %v %v", i, delay, ds)
-		_, bad := w.checkAfterKill(before, id, ds)
-		p, _, _ := w.pointer()
-		moved := p.Generation == before.ptr.Generation+1
+		id := w.newID("signal")
+		code, died, stderr, _ := w.runWith(nil, id, ds, delay, func(cmd *exec.Cmd) { _ = cmd.Process.Signal(sig) })
+		what := fmt.Sprintf("%s %d at %v %v", signals.Name(sig), i, delay, ds)
+		phase, bad := w.checkAfterKill(before, id, ds)
+		bad = append(bad, w.checkNoHalfWrites(id)...)
+		moved := phase == phasePointer
 		switch {
-		case sig == syscall.SIGTERM:
+		case died == sig:
 			outcomes["died before its handler"]++
-		case sig != 0:
-			bad = append(bad, fmt.Sprintf("died by %v", sig))
+		case died != 0:
+			bad = append(bad, fmt.Sprintf("died by %v", died))
 		case code == 0:
 			outcomes["finished"]++
 			if !moved {
 				bad = append(bad, "exit 0 but the pointer did not move")
 			}
-		case code == 1:
+		case code == exitcode.Signalled(int(sig)):
 			outcomes["cancelled"]++
-			if moved {
-				bad = append(bad, "exit 1 but the pointer moved: "+lastLine(stderr))
+			if moved || phase == phaseHistory {
+				bad = append(bad, fmt.Sprintf("exit %d but the warehouse is at %q: %s", code, phase, lastLine(stderr)))
 			}
 		default:
 			bad = append(bad, fmt.Sprintf("exit %d: %s", code, lastLine(stderr)))
@@ -201,6 +205,6 @@ func TestSignalsNeverUsage(t *testing.T) {
 	}
 	t.Logf("signals: %v", outcomes)
 	if outcomes["cancelled"] == 0 {
-		t.Errorf("no SIGTERM landed while a publish ran (%v): the calibration (%v) is off", outcomes, span)
+		t.Errorf("no signal landed while a publish ran (%v): the calibration (%v) is off", outcomes, span)
 	}
 }

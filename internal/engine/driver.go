@@ -100,7 +100,7 @@ func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagi
 	if st.FactFiles, err = t.stage(ctx, FactTable, path.Join(stagingDir, FactTable)); err != nil {
 		return st, err
 	}
-	failpoint.Hit(failpoint.MidStaging)
+	failpoint.HitCtx(ctx, failpoint.MidStaging)
 	if st.CourseDayFiles, err = t.stage(ctx, CourseDayTable, path.Join(stagingDir, CourseDayTable)); err != nil {
 		return st, err
 	}

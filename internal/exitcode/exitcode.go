@@ -16,7 +16,16 @@ const (
 	GateRejected     = 3 // the gate failed; pointer unchanged, rejection record written
 	AlreadyPublished = 4 // the job id is named by the pointer or its history
 	NotPublished     = 5 // status --date: the warehouse holds no entry for that date (yet)
+
+	// A command ended by a signal exits 128+signo, the shell's convention:
+	// the pointer is unchanged unless its write had landed, and then the
+	// publish exits 0 instead (internal/signals decides).
+	Interrupted = 130 // SIGINT
+	Terminated  = 143 // SIGTERM
 )
+
+// Signalled is the exit code of a command ended by signal number signo.
+func Signalled(signo int) int { return 128 + signo }
 
 // Sentinels for errors.Is: errors.Is(err, exitcode.ErrUsage) and so on.
 var (
@@ -56,8 +65,9 @@ func mark(sentinel, err error) error {
 }
 
 // Code returns the exit code for err: 0 for nil, 1 for anything unmarked.
-// A cancelled run (a signal) is 1 whatever else the error says: the user
-// did nothing wrong, and a retry with a new job id is safe.
+// A cancelled run is 1 whatever else the error says: the user did nothing
+// wrong, and a retry with a new job id is safe. When a signal cancelled it,
+// the command's caller (internal/signals) replaces that with 128+signo.
 func Code(err error) int {
 	switch {
 	case err == nil:

@@ -30,3 +30,12 @@ func TestCode(t *testing.T) {
 		}
 	}
 }
+
+func TestSignalled(t *testing.T) {
+	// The shell's convention, which schedulers already read as "killed by".
+	for _, tc := range []struct{ signo, want, named int }{{2, 130, Interrupted}, {15, 143, Terminated}} {
+		if got := Signalled(tc.signo); got != tc.want || tc.named != tc.want {
+			t.Errorf("Signalled(%d) = %d (constant %d), want %d", tc.signo, got, tc.named, tc.want)
+		}
+	}
+}

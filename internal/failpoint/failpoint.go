@@ -1,19 +1,38 @@
 // Package failpoint lets a test kill the real process at a named point, so
 // crash tests exercise the same binary users run instead of a simulation.
-// It does nothing unless ENGAGEMENT_FAILPOINT names the point.
+// It does nothing unless ENGAGEMENT_FAILPOINT (kill) or
+// ENGAGEMENT_FAILPOINT_HOLD (hold) names the point.
 package failpoint
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Env is the variable that arms a failpoint.
 const Env = "ENGAGEMENT_FAILPOINT"
 
+// HoldEnv arms a point to hold the process there instead of killing it:
+// it prints Holding(name) to stderr and waits until the run's context is
+// cancelled (a signal), then lets the run go on, so a test can signal a
+// real process at a known point and see what the cancelled run does from
+// there. A hold nobody ends kills the process after HoldTimeout, so a
+// broken test fails instead of hanging.
+const HoldEnv = "ENGAGEMENT_FAILPOINT_HOLD"
+
+// HoldTimeout bounds a hold.
+const HoldTimeout = 2 * time.Minute
+
+// Holding is the stderr line a held process prints once it waits at name.
+func Holding(name string) string { return "failpoint: holding at " + name }
+
 // Named points in the order publish reaches them.
 const (
+	Inspecting    = "inspecting"     // inputs listed, their inspection not run
 	AfterAttempt  = "after-attempt"  // _attempt.json written, nothing staged
 	MidStaging    = "mid-staging"    // some staged files written, not all
 	AfterStaging  = "after-staging"  // staging complete, gate not run
@@ -42,10 +61,14 @@ func SetHook(name string, fn func()) (remove func()) {
 	}
 }
 
-// Hit runs the hook set for name, then kills the process with SIGKILL when
-// the armed point is name. SIGKILL, not exit, so no deferred cleanup runs:
-// that is what a crash looks like.
-func Hit(name string) {
+// Hit is HitCtx without a context: a hold there ends only by its timeout.
+func Hit(name string) { HitCtx(context.Background(), name) }
+
+// HitCtx runs the hook set for name, then kills the process with SIGKILL
+// when the armed point is name. SIGKILL, not exit, so no deferred cleanup
+// runs: that is what a crash looks like. When name is held (HoldEnv) it
+// waits there until ctx is done.
+func HitCtx(ctx context.Context, name string) {
 	mu.Lock()
 	fn := hooks[name]
 	mu.Unlock()
@@ -55,5 +78,15 @@ func Hit(name string) {
 	if os.Getenv(Env) == name {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is asynchronous; never run past the point
+	}
+	if os.Getenv(HoldEnv) == name {
+		fmt.Fprintf(os.Stderr, "%s (pid %d)\n", Holding(name), os.Getpid())
+		select {
+		case <-ctx.Done():
+		case <-time.After(HoldTimeout):
+			fmt.Fprintf(os.Stderr, "failpoint: nothing ended the hold at %s in %s: killing the process\n", name, HoldTimeout)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
 	}
 }

@@ -210,6 +210,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
+	failpoint.HitCtx(ctx, failpoint.Inspecting)
 	in, err := p.inspect(ctx, spec)
 	endInspect()
 	if err != nil {
@@ -225,7 +226,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		}
 		return res, err
 	}
-	failpoint.Hit(failpoint.AfterAttempt)
+	failpoint.HitCtx(ctx, failpoint.AfterAttempt)
 
 	res.Report = gate.Report{JobID: job.JobID, Dates: dates.Strings(job.Dates), UnknownCap: job.UnknownCap}
 	res.Report.Checks = gate.InputChecks(in.Figures)
@@ -242,7 +243,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
 	}
-	failpoint.Hit(failpoint.AfterStaging)
+	failpoint.HitCtx(ctx, failpoint.AfterStaging)
 	endGate := p.phase("gate")
 	defer endGate()
 	// The engine wrote the prefix: it is sealed (durable, and on a local
@@ -271,7 +272,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, err
 	}
-	failpoint.Hit(failpoint.BeforePointer)
+	failpoint.HitCtx(ctx, failpoint.BeforePointer)
 
 	res.Entries = entries(job, staged, figures)
 	endPointer := p.phase("pointer")
@@ -293,7 +294,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		p.Log.Info("published; a concurrent job's later generation, built on this one, already replaced some of its dates",
 			"job_id", job.JobID, "generation", out.Pointer.Generation, "current_generation", out.Current, "dates", dates.Strings(out.Superseded))
 	}
-	failpoint.Hit(failpoint.AfterPointer)
+	failpoint.HitCtx(ctx, failpoint.AfterPointer)
+	if err := context.Cause(ctx); err != nil {
+		// Published all the same: exit 0 promises that pointer.json names
+		// the job, and it does; the cancellation came too late to matter.
+		p.Log.Warn("a cancellation (a signal) arrived after the pointer write had landed: published",
+			"job_id", job.JobID, "generation", out.Pointer.Generation, "cause", err.Error())
+	}
 	return res, nil
 }
 

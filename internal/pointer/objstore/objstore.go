@@ -172,7 +172,11 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 			return fmt.Errorf("swap to generation %d: write history: %w", next.Generation, err)
 		}
 	}
-	failpoint.Hit(failpoint.MidPointer)
+	failpoint.HitCtx(ctx, failpoint.MidPointer)
+	// The history copy is the commit: a cancellation (a signal) from here on
+	// would only leave it for the next writer to roll forward, with readers
+	// still on the old generation meanwhile, so the replace runs to its end.
+	ctx = context.WithoutCancel(ctx)
 	_, err = s.b.Put(ctx, pointerKey, data, cond(ver))
 	if errors.Is(err, storage.ErrPrecondition) {
 		// Another writer, finding this generation's copy beyond the pointer,

@@ -1,0 +1,123 @@
+package signals
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is stderr shared with the handler's goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestNotify sends real signals to this process: the first cancels the
+// context with the signal as its cause, the second exits at once with
+// 128+signo.
+func TestNotify(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(Name(tc.sig), func(t *testing.T) {
+			exited := make(chan int, 1)
+			exit = func(code int) { exited <- code }
+			defer func() { exit = os.Exit }()
+			var stderr lockedBuffer
+			ctx, stop := Notify(context.Background(), &stderr)
+			defer stop()
+			if _, ok := Received(ctx); ok {
+				t.Fatal("Received before any signal")
+			}
+			if err := syscall.Kill(syscall.Getpid(), tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s did not cancel the context", Name(tc.sig))
+			}
+			if sig, ok := Received(ctx); !ok || sig != tc.sig {
+				t.Errorf("Received = %v, %v; want %v", sig, ok, tc.sig)
+			}
+			if ctx.Err() != context.Canceled {
+				t.Errorf("ctx.Err() = %v, want context.Canceled", ctx.Err())
+			}
+			select {
+			case code := <-exited:
+				t.Fatalf("exited with %d after one signal", code)
+			default:
+			}
+			if err := syscall.Kill(syscall.Getpid(), tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-exited:
+				if code != tc.code {
+					t.Errorf("second %s exited %d, want %d", Name(tc.sig), code, tc.code)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("a second %s did not exit", Name(tc.sig))
+			}
+			if !strings.Contains(stderr.String(), "second signal") {
+				t.Errorf("stderr does not say why it exited: %q", stderr.String())
+			}
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	cancelledBy := func(sig syscall.Signal) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(Caught{Signal: sig})
+		return ctx
+	}
+	plain, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		code     int
+		want     int
+		wantNote string
+	}{
+		{"no signal, success", context.Background(), 0, 0, ""},
+		{"no signal, error", context.Background(), 1, 1, ""},
+		{"no signal, gate", context.Background(), 3, 3, ""},
+		{"cancelled without a signal", plain, 1, 1, ""},
+		{"SIGINT, cancelled", cancelledBy(syscall.SIGINT), 1, 130, "interrupted by SIGINT"},
+		{"SIGTERM, cancelled", cancelledBy(syscall.SIGTERM), 1, 143, "interrupted by SIGTERM"},
+		// Whatever a step made of its cancellation, the signal is the reason.
+		{"SIGTERM, usage", cancelledBy(syscall.SIGTERM), 2, 143, "interrupted by SIGTERM"},
+		// The work was done before the signal mattered: a publish whose
+		// pointer write landed has published.
+		{"SIGTERM after the work", cancelledBy(syscall.SIGTERM), 0, 0, "after the pointer moved"},
+		{"SIGINT after the work", cancelledBy(syscall.SIGINT), 0, 0, "after the pointer moved"},
+	} {
+		var stderr bytes.Buffer
+		if got := ExitCode(tc.ctx, tc.code, &stderr); got != tc.want {
+			t.Errorf("%s: ExitCode = %d, want %d", tc.name, got, tc.want)
+		}
+		if note := stderr.String(); (tc.wantNote == "") != (note == "") || !strings.Contains(note, tc.wantNote) {
+			t.Errorf("%s: stderr %q, want it to say %q", tc.name, note, tc.wantNote)
+		}
+	}
+}
