@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gc"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 	"github.com/techlearningpro/engagement/internal/version"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // gcOptions are gc's flags. A new flag is a field here and one line in
@@ -88,28 +90,37 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 	if o.dryRun {
 		verb = "would delete"
 	}
-	var n int
+	var prefixes, records, kept int
 	var bytes int64
 	for _, v := range rep.Verdicts {
-		if v.Delete {
-			n++
+		if !v.Delete {
+			kept++
+			fmt.Fprintf(env.Stdout, "kept %s: %s\n", v.Path, v.Reason)
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
+		switch {
+		case strings.HasPrefix(v.Path, "pointer-history/"):
+		case strings.HasPrefix(v.Path, warehouse.StagingRoot+"/"):
+			prefixes++
 			bytes += v.Bytes
-			fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
 			if o.dryRun {
 				for _, obj := range v.Objects {
-					if obj != v.Path {
-						fmt.Fprintf(env.Stdout, "  %s %s (in %s)\n", verb, obj, v.Path)
-					}
+					fmt.Fprintf(env.Stdout, "  %s %s (in %s)\n", verb, obj, v.Path)
 				}
 			}
-		} else {
-			fmt.Fprintf(env.Stdout, "kept %s: %s\n", v.Path, v.Reason)
+		default:
+			records++
 		}
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "gc: pointer generation %d; expired %d history generations; %s %d entries (%d bytes), kept %d\n",
-		rep.Generation, len(rep.Expired), verb, n, bytes, len(rep.Verdicts)-n)
+	expired := "expired"
+	if o.dryRun {
+		expired = "would expire"
+	}
+	fmt.Fprintf(env.Stdout, "gc: pointer generation %d; %s %d history generations; %s %d staging prefixes (%d bytes) and %d records; kept %d\n",
+		rep.Generation, expired, len(rep.Expired), verb, prefixes, bytes, records, kept)
 	return nil
 }
