@@ -142,8 +142,8 @@ func TestEditDistance(t *testing.T) {
 		a, b string
 		d    int
 	}{{"", "", 0}, {"a", "", 1}, {"job-idd", "job-id", 1}, {"dryrun", "dry-run", 1}, {"warehosue", "warehouse", 2}, {"kitten", "sitting", 3}} {
-		if got := editDistance(tc.a, tc.b); got != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		if got := config.EditDistance(tc.a, tc.b); got != tc.d {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
@@ -110,7 +111,7 @@ func didYouMean(fs *pflag.FlagSet, typed string) string {
 		if f.Hidden {
 			return
 		}
-		d := editDistance(strings.ToLower(typed), f.Name)
+		d := config.EditDistance(strings.ToLower(typed), f.Name)
 		if len(typed) >= 3 && strings.HasPrefix(f.Name, typed) && d > 1 {
 			d = 1
 		}
@@ -122,26 +123,4 @@ func didYouMean(fs *pflag.FlagSet, typed string) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean --%s?", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes
-// (flag names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, sub)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -246,7 +246,7 @@ func classify(key, where string) error {
 func nearest(key string, known []string) string {
 	best, bestD := "", 1<<30
 	for _, k := range known {
-		d := levenshtein(strings.ToLower(key), strings.ToLower(k))
+		d := EditDistance(strings.ToLower(key), strings.ToLower(k))
 		if d < bestD {
 			best, bestD = k, d
 		}
@@ -257,7 +257,9 @@ func nearest(key string, known []string) string {
 	return best
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes (keys
+// and flag names are ASCII): how near a misspelt name is to a known one.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -155,7 +155,7 @@ func (w *world) checkNoHalfWrites(jobID string) []string {
 	}
 	hist, bad := w.history()
 	for g, h := range hist {
-		if names(h, jobID) && !pointed {
+		if pointer.Names(h, jobID) && !pointed {
 			bad = append(bad, fmt.Sprintf("history generation %d names %s, pointer.json (generation %d) does not", g, jobID, p.Generation))
 		}
 	}
@@ -171,18 +171,6 @@ func (w *world) checkNoHalfWrites(jobID string) []string {
 		}
 	}
 	return bad
-}
-
-func names(p pointer.Pointer, jobID string) bool {
-	if p.UpdatedByJobID == jobID {
-		return true
-	}
-	for _, e := range p.Dates {
-		if e.JobID == jobID {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSignalsEndOtherCommands signals a gc that waits for the pointer lock

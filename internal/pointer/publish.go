@@ -429,7 +429,7 @@ func JobPublished(ctx context.Context, s Store, jobID string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("job %s published: %w", jobID, err)
 	}
-	if names(cur, jobID) {
+	if Names(cur, jobID) {
 		return true, nil
 	}
 	gens, err := s.Generations(ctx)
@@ -445,14 +445,16 @@ func JobPublished(ctx context.Context, s Store, jobID string) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("job %s published: %w", jobID, err)
 		}
-		if names(p, jobID) {
+		if Names(p, jobID) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-func names(p Pointer, jobID string) bool {
+// Names reports whether p names jobID, as its writer or as the job of a
+// date entry.
+func Names(p Pointer, jobID string) bool {
 	if p.UpdatedByJobID == jobID {
 		return true
 	}
