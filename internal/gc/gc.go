@@ -167,7 +167,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 
 	files, dirs, err := o.Bucket.ListDir(ctx, warehouse.StagingRoot)
 	if storage.IsNotExist(err) {
-		return rep, nil
+		// No staging at all: the records judged above still go.
+		files, dirs, err = nil, nil, nil
 	}
 	if err != nil {
 		return rep, fmt.Errorf("gc: list %s: %w", root.Join(warehouse.StagingRoot), err)

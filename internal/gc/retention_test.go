@@ -210,3 +210,19 @@ func TestNoRetentionKeepsHistory(t *testing.T) {
 		t.Errorf("a rejection record went without retention")
 	}
 }
+
+// TestRetentionWithoutStaging: a warehouse with no staging/ at all (every
+// prefix collected already) still has its old records collected.
+func TestRetentionWithoutStaging(t *testing.T) {
+	w := newWH(t)
+	w.touch("rejections/job_id=failed-old.json", now.Add(-10*24*time.Hour))
+	w.publishAt("pub-1", now.Add(-5*24*time.Hour))
+	w.publishAt("pub-2", now.Add(-4*24*time.Hour))
+	rep, err := w.run(gc.Options{RetainGenerations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Expired, []int64{1}) || w.exists("rejections/job_id=failed-old.json") {
+		t.Errorf("expired %v, rejection record left=%v; want [1] and the record gone", rep.Expired, w.exists("rejections/job_id=failed-old.json"))
+	}
+}
