@@ -343,6 +343,7 @@ var phases = []string{phaseStart, phaseAttempt, phaseStaging, phaseGated, phaseH
 // checkAfterKill checks the warehouse a killed publish of jobID left
 // behind against the snapshot taken before it, and says where it died.
 func (w *world) checkAfterKill(before snapshot, jobID string, ds []string) (string, []string) {
+	w.settle()
 	p, b, err := w.pointer()
 	if err != nil {
 		return "", []string{fmt.Sprintf("pointer.json does not parse after killing %s: %v", jobID, err)}
@@ -395,6 +396,25 @@ func (w *world) checkAfterKill(before snapshot, jobID string, ds []string) (stri
 		phase = phaseAttempt
 	}
 	return phase, bad
+}
+
+// settle waits, on S3, until pointer.json stops changing: a PUT the killed
+// process had already sent may still be applied by the server after the
+// process is gone (as in production), and the checks must judge the state
+// once it has landed, not read the pointer before it and the tables after.
+func (w *world) settle() {
+	if !w.b.Location().IsS3() {
+		return
+	}
+	_, last, _ := w.pointer()
+	for range 10 {
+		time.Sleep(300 * time.Millisecond)
+		_, now, _ := w.pointer()
+		if bytes.Equal(now, last) {
+			return
+		}
+		last = now
+	}
 }
 
 func (w *world) stagedParquet(jobID string) bool {
