@@ -62,25 +62,11 @@ unset ENGAGEMENT_SKIP_S3
 race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/..."
 echo "== go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
-# The stress waits on the S3 server more than on the CPU, so it runs beside
-# the other packages (Spark's tests set the pace there) instead of before them.
-echo "== the pointer store's stress (64 concurrent writers, 10 rounds on S3), beside the other packages"
-stress_log=$(mktemp)
-go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore >"$stress_log" 2>&1 &
-stress_pid=$!
+echo "== the pointer store's stress: 64 concurrent writers, 10 rounds on S3"
+go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 
 echo "== go test (the other packages)"
-others=0
-go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage)$|/internal/(pointer|storage)/') || others=$?
-stress=0
-wait "$stress_pid" || stress=$?
-echo "== the pointer store's stress:"
-cat "$stress_log"
-rm -f "$stress_log"
-if [ "$others" -ne 0 ] || [ "$stress" -ne 0 ]; then
-  echo "go test failed (other packages: exit $others, stress: exit $stress)" >&2
-  exit 1
-fi
+go test -count=1 -timeout 20m $(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage)$|/internal/(pointer|storage)/')
 
 echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
 # Budgets are execution counts, not durations: a duration -fuzztime can fail
