@@ -537,4 +537,25 @@ func TestGCOnS3(t *testing.T) {
 			t.Errorf("gc created %s", k)
 		}
 	}
+
+	// Retention on S3: generation 1 expires, then pub-1's prefix and the old
+	// rejection record go; the current generation and what it names stay.
+	rep, err := gc.Run(ctx, gc.Options{Bucket: b, Store: store, Now: time.Now().Add(48 * time.Hour), MinAge: gc.DefaultMinAge, RetainGenerations: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gens, err := store.Generations(ctx); err != nil || len(gens) != 1 || gens[0] != 2 || len(rep.Expired) != 1 {
+		t.Errorf("after retention: history %v (%v), expired %v; want [2] and [1]", gens, err, rep.Expired)
+	}
+	final := tree()
+	for _, gone := range []string{"staging/job_id=pub-1/_attempt.json", "rejections/job_id=failed-old.json", "pointer-history/1.json"} {
+		if _, ok := final[gone]; ok {
+			t.Errorf("%s survived retention", gone)
+		}
+	}
+	for _, kept := range []string{"staging/job_id=pub-2/_attempt.json", "pointer.json", "pointer-history/2.json", "pointer-expiry/1.json", "raw/ingest_date=2026-03-02/part-0.parquet"} {
+		if _, ok := final[kept]; !ok {
+			t.Errorf("%s is gone after retention", kept)
+		}
+	}
 }
