@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/push"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
@@ -60,7 +62,11 @@ type Run struct {
 	PreviousSuccess time.Time
 	// ExportFailures counts sinks that already failed in this run, by sink.
 	ExportFailures map[string]int
+
+	omitSuccess bool // the push sends the last success in its own group
 }
+
+const lastSuccessHelp = "Unix time the last successful publish ended."
 
 // Registry builds a fresh registry (never the global one) holding r.
 func Registry(r Run) *prometheus.Registry {
@@ -80,8 +86,8 @@ func Registry(r Run) *prometheus.Registry {
 	if r.Code == exitcode.OK {
 		success = r.Ended
 	}
-	if !success.IsZero() {
-		gauge(LastSuccess, "Unix time the last successful publish ended.").Set(seconds(success))
+	if !success.IsZero() && !r.omitSuccess {
+		gauge(LastSuccess, lastSuccessHelp).Set(seconds(success))
 	}
 	gauge(LastExitCode, "Exit code of the last publish (0 published, 1 error, 2 usage, 3 gate rejected, 4 already published, 130/143 signals).").Set(float64(r.Code))
 	gauge(RunDuration, "Wall time of the last publish.").Set(r.Ended.Sub(r.Started).Seconds())
@@ -145,12 +151,34 @@ func WriteFile(path string, g prometheus.Gatherer) error {
 	return nil
 }
 
-// Push sends g to the Pushgateway at url under job="engagement". It uses
-// POST, which replaces only the metric names it carries: a failed run, which
-// carries no last-success gauge, leaves the last success's in place.
-func Push(ctx context.Context, url string, g prometheus.Gatherer) error {
-	if err := push.New(url, Job).Gatherer(g).AddContext(ctx); err != nil {
+// SuccessGroup is the grouping label of the Pushgateway group that holds
+// only the last success's timestamp: {job="engagement",outcome="success"}.
+var SuccessGroup = map[string]string{"outcome": "success"}
+
+// Push sends run to the Pushgateway at url. The run's metrics replace the
+// group {job="engagement"} (PUT), so nothing of an earlier run lingers beside
+// a later one's exit code. A success also replaces the group
+// {job="engagement",outcome="success"}, which holds only the last success's
+// timestamp and which a failed run never touches.
+func Push(ctx context.Context, url string, run Run) error {
+	r := run
+	r.omitSuccess = true
+	if err := push.New(url, Job).Gatherer(Registry(r)).PushContext(ctx); err != nil {
 		return fmt.Errorf("push metrics to %s: %w", url, err)
+	}
+	if run.Code != exitcode.OK {
+		return nil
+	}
+	reg := prometheus.NewRegistry()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: LastSuccess, Help: lastSuccessHelp})
+	g.Set(seconds(run.Ended))
+	reg.MustRegister(g)
+	p := push.New(url, Job).Gatherer(reg)
+	for k, v := range SuccessGroup {
+		p = p.Grouping(k, v)
+	}
+	if err := p.PushContext(ctx); err != nil {
+		return fmt.Errorf("push the last success to %s: %w", url, err)
 	}
 	return nil
 }
@@ -163,8 +191,7 @@ func PreviousSuccess(path string) time.Time {
 		return time.Time{}
 	}
 	defer f.Close()
-	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(f)
+	fams, err := Parse(f)
 	if err != nil {
 		return time.Time{}
 	}
@@ -172,6 +199,13 @@ func PreviousSuccess(path string) time.Time {
 		return time.Unix(0, int64(v*1e9)).UTC()
 	}
 	return time.Time{}
+}
+
+// Parse reads the text exposition format with Prometheus's own parser.
+func Parse(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	// The zero TextParser panics on its unset name validation scheme.
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
 }
 
 // Value finds the value of the sample of name whose labels include labels.
@@ -266,4 +300,3 @@ func (p *Phases) Done() []Phase {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
-
