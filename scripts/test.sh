@@ -5,7 +5,9 @@
 # need a Spark Connect server, which scripts/spark.sh installs from the pyspark
 # package and starts on 127.0.0.1; the object-storage tests need an S3 server,
 # which scripts/s3.sh builds (versitygw) and starts on 127.0.0.1, and DuckDB's
-# httpfs extension, which scripts/httpfs.sh fetches from PyPI) and fails
+# httpfs extension, which scripts/httpfs.sh fetches from PyPI; the metrics
+# tests need a Pushgateway, which scripts/pushgateway.sh builds and starts on
+# 127.0.0.1) and fails
 # loudly rather than skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ cleanup() {
   fi
   bash scripts/spark.sh stop || true
   bash scripts/s3.sh stop || true
+  bash scripts/pushgateway.sh stop || true
   if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
   exit "$status"
 }
@@ -53,6 +56,10 @@ eval "$(bash scripts/s3.sh start)"
 ENGAGEMENT_DUCKDB_EXTENSIONS=$(bash scripts/httpfs.sh install)
 export ENGAGEMENT_DUCKDB_EXTENSIONS
 unset ENGAGEMENT_SKIP_S3
+
+echo "== Pushgateway (scripts/pushgateway.sh), which publish's metrics tests push to"
+bash scripts/pushgateway.sh install
+eval "$(bash scripts/pushgateway.sh start)"
 
 # The packages where goroutines or processes race (the pointer stores, the
 # job's publish and its unknown-outcome paths, progress, gc, the listing)

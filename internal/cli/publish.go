@@ -14,13 +14,18 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/metrics"
 	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/version"
 )
 
-// publishOptions are publish's flags: the job flags with --job-id.
-type publishOptions struct{ job *jobFlags }
+// publishOptions are publish's flags: the job flags with --job-id, and
+// where to report metrics.
+type publishOptions struct {
+	job     *jobFlags
+	metrics *metricsFlags
+}
 
 func newPublishCmd(env *Env) *cobra.Command {
 	o := &publishOptions{}
@@ -38,19 +43,32 @@ Each input and override flag can also be set in the config file; the flag wins.`
 		RunE: func(c *cobra.Command, _ []string) error { return runPublish(c.Context(), *env, o) },
 	}
 	o.job = addJobFlags(c.Flags(), true)
+	o.metrics = addMetricsFlags(c.Flags())
 	return c
 }
 
-func runPublish(ctx context.Context, env Env, o *publishOptions) error {
+func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
+	// The command's clock, read around the run for the metrics; the phases
+	// are timed by a recorder between the job and the progress printer.
+	run := metrics.Run{Started: time.Now()}
+	phases := &metrics.Phases{Next: progress.Discard, Now: time.Now}
+	if o.metrics.enabled() {
+		defer func() {
+			run.Ended, run.Phases = time.Now(), phases.Done()
+			o.metrics.export(ctx, env, run, err)
+		}()
+	}
 	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
 	if err != nil {
 		return err
 	}
+	run.UnknownCap, run.HaveCap = j.UnknownCap, true
 	defer eng.Close()
 	// Progress goes to stderr with the logs: a live line on a terminal, a
 	// line every few seconds otherwise, and one "phase" log record per phase.
 	prog := progress.New(env.Stderr, env.Log, progress.Options{})
 	defer prog.Close()
+	phases.Next = prog
 	if prog.Live() {
 		// On a terminal the log lines go through the printer, so they land
 		// above the live line instead of inside it.
@@ -68,8 +86,9 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) error {
 		return err
 	}
 	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
-		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: prog}
+		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: phases}
 	res, err := p.Publish(ctx, j)
+	run.Result = res
 	prog.Close()
 	printRejection(env, res, err)
 	if err != nil {

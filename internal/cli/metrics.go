@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/metrics"
+	"github.com/techlearningpro/engagement/internal/signals"
+)
+
+// pushTimeout bounds the push, so a Pushgateway that hangs cannot hold a
+// finished publish (or a signalled one) open.
+const pushTimeout = 10 * time.Second
+
+// metricsFlags are publish's --metrics-file and --pushgateway.
+type metricsFlags struct{ file, pushgateway string }
+
+func addMetricsFlags(fs *pflag.FlagSet) *metricsFlags {
+	f := &metricsFlags{}
+	fs.StringVar(&f.file, "metrics-file", "", "after every run, write Prometheus metrics to this node_exporter textfile (atomically; docs/metrics.md)")
+	fs.StringVar(&f.pushgateway, "pushgateway", "", "after every run, push Prometheus metrics to this Pushgateway URL under job=engagement (docs/metrics.md)")
+	return f
+}
+
+func (f *metricsFlags) enabled() bool { return f != nil && (f.file != "" || f.pushgateway != "") }
+
+// export reports run to the configured sinks. It runs after the outcome is
+// decided and only warns: it never changes what the command returns. The
+// push goes first so that the textfile, the local and surer sink, can count
+// a Pushgateway that failed.
+func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err error) {
+	// The code the process will exit with: a signal's, when one cancelled
+	// the run (cmd/engagement applies the same rule).
+	run.Code = signals.ExitCode(ctx, exitcode.Code(err), io.Discard)
+	run.ExportFailures = map[string]int{}
+	if f.file != "" {
+		run.PreviousSuccess = metrics.PreviousSuccess(f.file)
+	}
+	if f.pushgateway != "" {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+		perr := metrics.Push(pctx, f.pushgateway, run)
+		cancel()
+		if perr != nil {
+			run.ExportFailures["pushgateway"]++
+			env.Log.Warn("metrics were not pushed; the run's outcome stands", "job_id", run.Result.JobID,
+				"exit_code", run.Code, "error", perr.Error(), "metrics_failures", len(run.ExportFailures))
+		}
+	}
+	if f.file != "" {
+		if werr := metrics.WriteFile(f.file, metrics.Registry(run)); werr != nil {
+			run.ExportFailures["textfile"]++
+			env.Log.Warn("the metrics file was not written; the run's outcome stands", "job_id", run.Result.JobID,
+				"exit_code", run.Code, "error", werr.Error(), "metrics_failures", len(run.ExportFailures))
+		}
+	}
+}

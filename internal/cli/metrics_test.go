@@ -1,0 +1,298 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/metrics"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+// pushgatewayURL is the Pushgateway scripts/test.sh starts
+// (scripts/pushgateway.sh); without it the metrics tests fail, never skip.
+func pushgatewayURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("ENGAGEMENT_PUSHGATEWAY_URL")
+	if u == "" {
+		t.Fatal("ENGAGEMENT_PUSHGATEWAY_URL is unset: start a Pushgateway with eval \"$(bash scripts/pushgateway.sh start)\"")
+	}
+	return u
+}
+
+func parseText(t *testing.T, b []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	// The library's own parser (expfmt), through metrics.Parse.
+	fams, err := metrics.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("parse metrics: %v\n%s", err, b)
+	}
+	return fams
+}
+
+func readTextfile(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseText(t, b)
+}
+
+// pushed is what the Pushgateway serves for job="engagement".
+func pushed(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(strings.TrimRight(url, "/") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	return parseText(t, buf.Bytes())
+}
+
+func mustValue(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	t.Helper()
+	v, ok := metrics.Value(fams, name, labels)
+	if !ok {
+		t.Fatalf("no %s%v", name, labels)
+	}
+	return v
+}
+
+var engagementJob = map[string]string{"job": metrics.Job}
+
+// TestMetricsPublished publishes the fixture with both sinks: the textfile
+// parses with Prometheus's own parser and holds the generator's event counts
+// per date, a gate check per check of the run's report, each phase, the
+// timestamps of the run and exit code 0; the Pushgateway holds the same run.
+func TestMetricsPublished(t *testing.T) {
+	pgw := pushgatewayURL(t)
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	file := filepath.Join(t.TempDir(), "engagement.prom")
+	ds := []string{"2026-03-02", "2026-03-03"}
+	var stdout, stderr bytes.Buffer
+	before := time.Now()
+	code := cli.Main(context.Background(), append(fx.Args(wh, "metrics-ok", ds...), "--metrics-file", file, "--pushgateway", pgw), &stdout, &stderr)
+	after := time.Now()
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "the run's outcome stands") {
+		t.Errorf("a metrics warning on a healthy run:\n%s", stderr.String())
+	}
+	fams := readTextfile(t, file)
+	for _, d := range ds {
+		want := fx.Expected.ByDate[dates.MustParse(d)]
+		if got := mustValue(t, fams, metrics.EventCount, map[string]string{"date": d}); got != float64(want.Events) {
+			t.Errorf("%s: event count %v, want %d", d, got, want.Events)
+		}
+		if got := mustValue(t, fams, metrics.UnknownRate, map[string]string{"date": d}); got != gate.Rate(want.Unknown, want.Events) {
+			t.Errorf("%s: unknown rate %v, want %v", d, got, gate.Rate(want.Unknown, want.Events))
+		}
+		if got := mustValue(t, fams, metrics.FactFiles, map[string]string{"date": d}); got < 1 {
+			t.Errorf("%s: %v fact files", d, got)
+		}
+		if got := mustValue(t, fams, metrics.FactBytes, map[string]string{"date": d}); got <= 0 {
+			t.Errorf("%s: %v fact bytes", d, got)
+		}
+		if got := mustValue(t, fams, metrics.GateCheck, map[string]string{"check": gate.CheckUnknownLessonCap, "date": d}); got != 1 {
+			t.Errorf("%s: cap check %v, want 1", d, got)
+		}
+	}
+	if _, ok := metrics.Value(fams, metrics.EventCount, map[string]string{"date": "2026-03-01"}); ok {
+		t.Error("an event count for 2026-03-01, which was not published")
+	}
+	// One sample per check of the report the gate wrote, each passed.
+	b, err := os.ReadFile(filepath.Join(wh, filepath.FromSlash(warehouse.GatePath("metrics-ok"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep gate.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fams[metrics.GateCheck].GetMetric()); n != len(rep.Checks) || n == 0 {
+		t.Errorf("%d gate check samples, want %d", n, len(rep.Checks))
+	}
+	for _, c := range rep.Checks {
+		if got := mustValue(t, fams, metrics.GateCheck, map[string]string{"check": c.Name, "date": c.Date}); got != 1 {
+			t.Errorf("check %s %s: %v, want 1", c.Name, c.Date, got)
+		}
+	}
+	if got := mustValue(t, fams, metrics.LastExitCode, nil); got != 0 {
+		t.Errorf("exit code metric %v, want 0", got)
+	}
+	for _, name := range []string{metrics.LastAttempt, metrics.LastSuccess} {
+		got := mustValue(t, fams, name, nil)
+		if got < float64(before.Unix()) || got > float64(after.Unix()+1) {
+			t.Errorf("%s %v outside the run [%d, %d]", name, got, before.Unix(), after.Unix())
+		}
+	}
+	if got := mustValue(t, fams, metrics.UnknownCap, nil); got != fx.Job(t, wh, "x", ds...).UnknownCap {
+		t.Errorf("cap %v", got)
+	}
+	for _, ph := range []string{"inspect", "stage", "gate", "pointer"} {
+		if got := mustValue(t, fams, metrics.PhaseDuration, map[string]string{"phase": ph}); got <= 0 || got > after.Sub(before).Seconds() {
+			t.Errorf("phase %s took %vs, run %v", ph, got, after.Sub(before))
+		}
+	}
+	if got := mustValue(t, fams, metrics.PeakRSS, nil); got < 1<<20 {
+		t.Errorf("peak RSS %v bytes", got)
+	}
+	if _, err := os.Stat(filepath.Dir(file)); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(file)); len(ents) != 1 {
+		t.Errorf("the metrics directory holds %d entries, want only the textfile (no temp file left)", len(ents))
+	}
+
+	// The Pushgateway got the same run: its attempt time is this textfile's.
+	got := pushed(t, pgw)
+	if a, b := mustValue(t, got, metrics.LastAttempt, engagementJob), mustValue(t, fams, metrics.LastAttempt, nil); a != b {
+		t.Errorf("pushed attempt %v, textfile %v: not this run's push", a, b)
+	}
+	if v := mustValue(t, got, metrics.LastExitCode, engagementJob); v != 0 {
+		t.Errorf("pushed exit code %v, want 0", v)
+	}
+	for _, d := range ds {
+		want := fx.Expected.ByDate[dates.MustParse(d)].Events
+		if v := mustValue(t, got, metrics.EventCount, map[string]string{"job": metrics.Job, "date": d}); v != float64(want) {
+			t.Errorf("pushed %s event count %v, want %d", d, v, want)
+		}
+	}
+	success := map[string]string{"job": metrics.Job}
+	for k, v := range metrics.SuccessGroup {
+		success[k] = v
+	}
+	if a, b := mustValue(t, got, metrics.LastSuccess, success), mustValue(t, fams, metrics.LastSuccess, nil); a != b {
+		t.Errorf("pushed last success %v, textfile %v", a, b)
+	}
+}
+
+// TestMetricsFailedRuns: a rejected run (the over-cap fixture) and an
+// errored run (a raw path that does not exist) each push and write their
+// own exit code; the rejected one its failed cap checks. A failed run keeps
+// the textfile's last success from the run before.
+func TestMetricsFailedRuns(t *testing.T) {
+	pgw := pushgatewayURL(t)
+	ds := []string{"2026-03-02", "2026-03-03"}
+	file := filepath.Join(t.TempDir(), "engagement.prom")
+	// An earlier success, as the textfile would hold it.
+	const earlier = 1767225600 // 2026-01-01T00:00:00Z
+	if err := os.WriteFile(file, []byte(fmt.Sprintf("# TYPE %s gauge\n%s %d\n", metrics.LastSuccess, metrics.LastSuccess, earlier)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	over := publishtest.LoadFixture(t, "over-cap")
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), append(over.Args(filepath.Join(t.TempDir(), "wh"), "metrics-rejected", ds...),
+		"--metrics-file", file, "--pushgateway", pgw), &stdout, &stderr)
+	if code != exitcode.GateRejected {
+		t.Fatalf("over-cap: exit %d, want %d\n%s", code, exitcode.GateRejected, stderr.String())
+	}
+	for name, fams := range map[string]map[string]*dto.MetricFamily{"textfile": readTextfile(t, file), "pushgateway": pushed(t, pgw)} {
+		if v := mustValue(t, fams, metrics.LastExitCode, nil); v != exitcode.GateRejected {
+			t.Errorf("rejected, %s: exit code %v, want %d", name, v, exitcode.GateRejected)
+		}
+		for _, d := range ds {
+			if v := mustValue(t, fams, metrics.GateCheck, map[string]string{"check": gate.CheckUnknownLessonCap, "date": d}); v != 0 {
+				t.Errorf("rejected, %s: %s cap check %v, want 0", name, d, v)
+			}
+		}
+	}
+	if v := mustValue(t, readTextfile(t, file), metrics.LastSuccess, nil); v != earlier {
+		t.Errorf("rejected: last success %v, want the earlier %d", v, earlier)
+	}
+
+	fx := publishtest.LoadFixture(t, "")
+	args := fx.Args(filepath.Join(t.TempDir(), "wh"), "metrics-errored", ds...)
+	for i := range args {
+		if args[i] == "--raw" {
+			args[i+1] = filepath.Join(t.TempDir(), "no-such-raw")
+		}
+	}
+	stderr.Reset()
+	before := time.Now()
+	code = cli.Main(context.Background(), append(args, "--metrics-file", file, "--pushgateway", pgw), &stdout, &stderr)
+	if code != exitcode.Error {
+		t.Fatalf("missing raw: exit %d, want %d\n%s", code, exitcode.Error, stderr.String())
+	}
+	tf := readTextfile(t, file)
+	for name, fams := range map[string]map[string]*dto.MetricFamily{"textfile": tf, "pushgateway": pushed(t, pgw)} {
+		if v := mustValue(t, fams, metrics.LastExitCode, nil); v != exitcode.Error {
+			t.Errorf("errored, %s: exit code %v, want %d", name, v, exitcode.Error)
+		}
+		if v := mustValue(t, fams, metrics.LastAttempt, nil); v < float64(before.Unix()) {
+			t.Errorf("errored, %s: attempt %v before the run %d", name, v, before.Unix())
+		}
+	}
+	if v := mustValue(t, tf, metrics.LastSuccess, nil); v != earlier {
+		t.Errorf("errored: last success %v, want the earlier %d", v, earlier)
+	}
+	if _, ok := metrics.Value(tf, metrics.EventCount, nil); ok {
+		t.Error("errored: the textfile has event counts, as if it had published")
+	}
+	// The push replaced the group: the rejected run's checks are gone.
+	if _, ok := metrics.Value(pushed(t, pgw), metrics.GateCheck, engagementJob); ok {
+		t.Error("errored: the Pushgateway still serves the rejected run's gate checks beside this run's exit code")
+	}
+}
+
+// TestMetricsSinksDown: a Pushgateway on a closed port and a metrics file
+// whose directory cannot be created are warnings; the exit code is the
+// run's, for a publish and for a rejection.
+func TestMetricsSinksDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	// A regular file where the directory should be: unwritable even as root.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(notDir, "engagement.prom")
+	ds := []string{"2026-03-02"}
+	for _, tc := range []struct {
+		variant string
+		want    int
+	}{{"", exitcode.OK}, {"over-cap", exitcode.GateRejected}} {
+		fx := publishtest.LoadFixture(t, tc.variant)
+		var stdout, stderr bytes.Buffer
+		code := cli.Main(context.Background(), append(fx.Args(filepath.Join(t.TempDir(), "wh"), "metrics-down", ds...),
+			"--metrics-file", file, "--pushgateway", closed), &stdout, &stderr)
+		if code != tc.want {
+			t.Errorf("%q: exit %d, want %d\n%s", tc.variant, code, tc.want, stderr.String())
+		}
+		for _, want := range []string{"metrics were not pushed; the run's outcome stands", "the metrics file was not written; the run's outcome stands", `"metrics_failures":2`} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("%q: stderr lacks %q:\n%s", tc.variant, want, stderr.String())
+			}
+		}
+		if tc.want == exitcode.OK && !strings.HasPrefix(stdout.String(), "published job_id=metrics-down") {
+			t.Errorf("stdout lacks the summary:\n%s", stdout.String())
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package metrics_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/metrics"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// TestRegistryTextfile writes a hand-made run and reads it back with the
+// library's parser: each figure lands under its name and labels, and the
+// last success follows the exit code.
+func TestRegistryTextfile(t *testing.T) {
+	start := time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+	prev := time.Date(2026, 3, 3, 6, 0, 0, 0, time.UTC)
+	d := dates.MustParse("2026-03-02")
+	res := job.Result{
+		Entries: map[dates.Date]pointer.DateEntry{d: {EventCount: 973, UnknownLessonRate: 0.01,
+			FactFiles: []pointer.File{{Bytes: 100}, {Bytes: 23}}}},
+		Report: gate.Report{Checks: []gate.Check{{Name: "a", Date: "2026-03-02", Passed: true}, {Name: "b", Passed: false}}},
+	}
+	for _, tc := range []struct {
+		name        string
+		code        int
+		wantSuccess time.Time
+	}{
+		{"published", exitcode.OK, start.Add(90 * time.Second)},
+		{"rejected keeps the previous success", exitcode.GateRejected, prev},
+	} {
+		run := metrics.Run{Result: res, Code: tc.code, Started: start, Ended: start.Add(90 * time.Second),
+			UnknownCap: 0.02, HaveCap: true, PreviousSuccess: prev,
+			Phases: []metrics.Phase{{Name: "stage", Duration: 30 * time.Second}}}
+		path := filepath.Join(t.TempDir(), "m.prom")
+		if err := metrics.WriteFile(path, metrics.Registry(run)); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fams, err := metrics.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []struct {
+			name   string
+			labels map[string]string
+			v      float64
+		}{
+			{metrics.LastAttempt, nil, float64(start.Unix())},
+			{metrics.LastSuccess, nil, float64(tc.wantSuccess.Unix())},
+			{metrics.LastExitCode, nil, float64(tc.code)},
+			{metrics.RunDuration, nil, 90},
+			{metrics.UnknownCap, nil, 0.02},
+			{metrics.EventCount, map[string]string{"date": "2026-03-02"}, 973},
+			{metrics.UnknownRate, map[string]string{"date": "2026-03-02"}, 0.01},
+			{metrics.FactBytes, map[string]string{"date": "2026-03-02"}, 123},
+			{metrics.FactFiles, map[string]string{"date": "2026-03-02"}, 2},
+			{metrics.GateCheck, map[string]string{"check": "a", "date": "2026-03-02"}, 1},
+			{metrics.GateCheck, map[string]string{"check": "b", "date": ""}, 0},
+			{metrics.PhaseDuration, map[string]string{"phase": "stage"}, 30},
+		} {
+			got, ok := metrics.Value(fams, want.name, want.labels)
+			if !ok || got != want.v {
+				t.Errorf("%s: %s%v = %v (found %v), want %v", tc.name, want.name, want.labels, got, ok, want.v)
+			}
+		}
+		if got := metrics.PreviousSuccess(path); !got.Equal(tc.wantSuccess) {
+			t.Errorf("%s: PreviousSuccess %v, want %v", tc.name, got, tc.wantSuccess)
+		}
+	}
+}
+
+// TestPreviousSuccessUnreadable: no file, or one that does not parse, is no
+// previous success (and no panic).
+func TestPreviousSuccessUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.prom")
+	if err := os.WriteFile(bad, []byte("not { metrics\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dir, "none.prom"), bad} {
+		if got := metrics.PreviousSuccess(p); !got.IsZero() {
+			t.Errorf("%s: %v, want zero", p, got)
+		}
+	}
+}
+
+// TestPhases times phases with the given clock and passes them on.
+func TestPhases(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := &metrics.Phases{Now: func() time.Time { return now }}
+	for _, step := range []struct {
+		name string
+		d    time.Duration
+	}{{"stage", 2 * time.Second}, {"gate", time.Second}, {"stage", 3 * time.Second}} {
+		end := p.Phase(step.name)
+		now = now.Add(step.d)
+		end()
+	}
+	got := p.Done()
+	want := []metrics.Phase{{Name: "gate", Duration: time.Second}, {Name: "stage", Duration: 5 * time.Second}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Done = %v, want %v", got, want)
+	}
+}
