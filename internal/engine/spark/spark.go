@@ -284,3 +284,7 @@ func sparkError(err error) *sparkerrors.SparkError {
 	}
 	return nil
 }
+
+// PathRef is pathRef for the views command: a parquet.`path` relation
+// naming exactly the file p, with its glob characters and backticks escaped.
+func PathRef(p string) string { return pathRef(p) }
