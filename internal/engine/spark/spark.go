@@ -284,3 +284,13 @@ func sparkError(err error) *sparkerrors.SparkError {
 	}
 	return nil
 }
+
+// PathRef is pathRef for the views command: a parquet.`path` relation
+// naming exactly the file p, with its glob characters and backticks escaped.
+func PathRef(p string) string { return pathRef(p) }
+
+// Query runs one SQL statement and returns its rows (the views tests run
+// the statements `engagement views --dialect spark` prints).
+func (e *Engine) Query(ctx context.Context, q string) ([]types.Row, error) {
+	return e.rows(ctx, "query", q)
+}

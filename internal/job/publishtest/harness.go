@@ -283,6 +283,7 @@ func LoadPointer(t *testing.T, warehouse string) pointer.Pointer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	CheckSchema(t, warehouse)
 	return p
 }
 
