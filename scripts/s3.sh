@@ -39,13 +39,9 @@ install() {
   echo "$version" >"$cache/bin/.version"
 }
 
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
-
-answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
+name=versitygw
+# shellcheck source=lib/daemon.sh
+source scripts/lib/daemon.sh # the cd above makes the path relative to the repository
 
 exports() {
   local port=$1
@@ -69,25 +65,9 @@ start() {
   ROOT_ACCESS_KEY=$access ROOT_SECRET_KEY=$secret \
     nohup "$bin" --port "127.0.0.1:$port" posix "$run/data" >"$log" 2>&1 &
   echo $! >"$pidfile"
-  for _ in $(seq 1 100); do
-    if answers "$port"; then
-      echo "s3.sh: versitygw ready on 127.0.0.1:$port, bucket $bucket (log: $log)" >&2
-      exports "$port"
-      return 0
-    fi
-    running || { tail -n 20 "$log" >&2; die "versitygw exited"; }
-    sleep 0.1
-  done
-  tail -n 20 "$log" >&2
-  die "versitygw did not answer on 127.0.0.1:$port"
-}
-
-stop() {
-  if running; then
-    kill "$(cat "$pidfile")" 2>/dev/null || true
-    for _ in $(seq 1 50); do running || break; sleep 0.1; done
-  fi
-  rm -f "$pidfile"
+  await "$port"
+  echo "s3.sh: versitygw ready on 127.0.0.1:$port, bucket $bucket (log: $log)" >&2
+  exports "$port"
 }
 
 case "${1:-}" in
