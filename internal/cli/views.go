@@ -9,10 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/techlearningpro/engagement/internal/engine"
-	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	internalreader "github.com/techlearningpro/engagement/internal/reader"
 	"github.com/techlearningpro/engagement/reader"
 )
 
@@ -128,12 +127,11 @@ func Views(location string, snap *reader.Snapshot, dialect, schema string) (stri
 		prefix = ident(schema) + "."
 	}
 	for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
-		cols := engine.FactColumns
-		if table == reader.CourseDayTable {
-			cols = engine.CourseDayColumns
+		cols, err := internalreader.FileColumns(table)
+		if err != nil {
+			return "", err
 		}
-		// event_date is last and lives in the pointer, not in the files.
-		sel := strings.Join(cols[:len(cols)-1], ", ")
+		sel := strings.Join(cols, ", ")
 		var parts []string
 		for _, d := range ds {
 			files, _ := d.Files(table)
@@ -147,8 +145,11 @@ func Views(location string, snap *reader.Snapshot, dialect, schema string) (stri
 				for i, f := range files {
 					uris[i] = f.URI
 				}
-				parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM read_parquet(%s, hive_partitioning = false)",
-					sel, date, duckdb.FileList(uris)))
+				part, err := internalreader.SelectDate(table, d.Date, uris)
+				if err != nil {
+					return "", err
+				}
+				parts = append(parts, part)
 			case "spark":
 				for _, f := range files {
 					parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM %s", sel, date, spark.PathRef(f.URI)))

@@ -25,15 +25,21 @@ func (w *world) command(args ...string) (int, string) {
 	cmd := exec.Command(publishtest.Binary(w.t), args...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	err := cmd.Run()
+	return w.exitCode(args[0], cmd.Run()), errb.String()
+}
+
+// exitCode is the exit code of a process that ran (err from Run or Wait);
+// one that could not run fails the test.
+func (w *world) exitCode(what string, err error) int {
+	w.t.Helper()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		w.t.Fatalf("run engagement %s: %v", args[0], err)
+		w.t.Fatalf("run engagement %s: %v", what, err)
 	}
 	if ee != nil {
-		return ee.ExitCode(), errb.String()
+		return ee.ExitCode()
 	}
-	return 0, errb.String()
+	return 0
 }
 
 // checkRetained checks that every file the current pointer or a retained
@@ -222,14 +228,7 @@ func (w *world) watch(jobID string, ds []string, after string, phase chan<- stru
 	}
 	err = cmd.Wait()
 	fire()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		w.t.Fatalf("run engagement publish: %v", err)
-	}
-	if ee != nil {
-		return ee.ExitCode(), errb.String()
-	}
-	return 0, errb.String()
+	return w.exitCode("publish", err), errb.String()
 }
 
 func keysOf(m map[int64]pointer.Pointer) []string {

@@ -57,14 +57,8 @@ func Status(p pointer.Pointer) []DateStatus {
 // pointer entry rather than parsed from a path. It returns "" when no file
 // is listed.
 func Query(warehouse storage.Location, p pointer.Pointer, table string, only *dates.Date) (string, error) {
-	var cols []string
-	switch table {
-	case engine.FactTable:
-		cols = engine.FactColumns
-	case engine.CourseDayTable:
-		cols = engine.CourseDayColumns
-	default:
-		return "", fmt.Errorf("unknown table %q: want %s or %s", table, engine.FactTable, engine.CourseDayTable)
+	if _, err := FileColumns(table); err != nil {
+		return "", err
 	}
 	var ds []dates.Date
 	for d := range p.Dates {
@@ -87,10 +81,8 @@ func Query(warehouse storage.Location, p pointer.Pointer, table string, only *da
 		for _, f := range files {
 			paths = append(paths, warehouse.Join(f.Path).String())
 		}
-		// Exact file names, never patterns: a warehouse path such as W/wh?
-		// must not also read a sibling W/whB.
-		parts = append(parts, fmt.Sprintf("SELECT %s, DATE %s AS event_date FROM read_parquet(%s, hive_partitioning=false)",
-			strings.Join(cols[:len(cols)-1], ", "), quote(d.String()), duckdb.FileList(paths)))
+		part, _ := SelectDate(table, d.String(), paths)
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
 		return "", nil
@@ -100,6 +92,31 @@ func Query(warehouse storage.Location, p pointer.Pointer, table string, only *da
 		order = "event_date, learner_key, lesson_id"
 	}
 	return "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") ORDER BY " + order, nil
+}
+
+// FileColumns are the columns table's files hold: all but event_date, the
+// last, which lives in the pointer and the directory name, not the files.
+func FileColumns(table string) ([]string, error) {
+	switch table {
+	case engine.FactTable:
+		return engine.FactColumns[:len(engine.FactColumns)-1], nil
+	case engine.CourseDayTable:
+		return engine.CourseDayColumns[:len(engine.CourseDayColumns)-1], nil
+	}
+	return nil, fmt.Errorf("unknown table %q: want %s or %s", table, engine.FactTable, engine.CourseDayTable)
+}
+
+// SelectDate is the DuckDB SELECT of one event date's files of table
+// (day is YYYY-MM-DD): the files' columns with the date as event_date, read
+// by their exact names, never as patterns, so a warehouse path such as
+// W/wh? does not also read a sibling W/whB.
+func SelectDate(table, day string, uris []string) (string, error) {
+	cols, err := FileColumns(table)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("SELECT %s, DATE %s AS event_date FROM read_parquet(%s, hive_partitioning=false)",
+		strings.Join(cols, ", "), quote(day), duckdb.FileList(uris)), nil
 }
 
 // Read runs Query on conn.
