@@ -442,3 +442,41 @@ func TestLineageSinkDown(t *testing.T) {
 		})
 	}
 }
+
+// TestLineageOnS3: with the inputs and the warehouse on S3, every dataset
+// is named by the OpenLineage S3 convention (namespace s3://BUCKET, name
+// the key) and the figures are the same as on local disk.
+func TestLineageOnS3(t *testing.T) {
+	v := lineagetest.New(t)
+	h := publishtest.Harness{Backend: publishtest.S3}
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
+	file := filepath.Join(t.TempDir(), "lineage.jsonl")
+	ds := []string{"2026-03-02", "2026-03-03"}
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), append(fx.Args(wh, "lineage-s3", ds...), "--lineage-file", file), &stdout, &stderr)
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	done := checkRun(t, v, fileEvents(t, file), lineage.Start, lineage.Complete)[1]
+	split := func(url string) (string, string) {
+		bucket, key, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
+		return "s3://" + bucket, key
+	}
+	for i, rel := range []string{"raw", "lessons", "enrollments"} {
+		ns, name := split(fx.Input(rel))
+		if in := done.Inputs[i]; in.Namespace != ns || in.Name != name {
+			t.Errorf("input %d: %s %s, want %s %s", i, in.Namespace, in.Name, ns, name)
+		}
+	}
+	var factRows int64
+	for _, d := range ds {
+		factRows += fx.Expected.ByDate[dates.MustParse(d)].FactRows
+	}
+	ns, name := split(wh + "/" + engine.FactTable)
+	var st lineage.Statistics
+	if out := done.Outputs[0]; out.Namespace != ns || out.Name != name ||
+		!facet(t, out.OutputFacets, lineage.FacetOutputStats, &st) || st.RowCount == nil || *st.RowCount != factRows {
+		t.Errorf("fact output %s %s %+v, want %s %s with %d rows", out.Namespace, out.Name, st, ns, name, factRows)
+	}
+}
