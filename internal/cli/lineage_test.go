@@ -480,3 +480,33 @@ func TestLineageOnS3(t *testing.T) {
 		t.Errorf("fact output %s %s %+v, want %s %s with %d rows", out.Namespace, out.Name, st, ns, name, factRows)
 	}
 }
+
+// TestLineageJobIDReused: rerunning a job id that already published is
+// refused (exit 4) as a run of its own: its START and FAIL carry another
+// run id, so a consumer never sees the published run fail.
+func TestLineageJobIDReused(t *testing.T) {
+	v := lineagetest.New(t)
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	file := filepath.Join(t.TempDir(), "lineage.jsonl")
+	args := append(fx.Args(wh, "lineage-twice", "2026-03-02"), "--lineage-file", file)
+	for i, want := range []int{exitcode.OK, exitcode.AlreadyPublished} {
+		var stdout, stderr bytes.Buffer
+		if code := cli.Main(context.Background(), args, &stdout, &stderr); code != want {
+			t.Fatalf("run %d: exit %d, want %d\n%s", i+1, code, want, stderr.String())
+		}
+	}
+	evs := fileEvents(t, file)
+	if len(evs) != 4 {
+		t.Fatalf("%d events, want 4", len(evs))
+	}
+	first := checkRun(t, v, evs[:2], lineage.Start, lineage.Complete)
+	second := checkRun(t, v, evs[2:], lineage.Start, lineage.Fail)
+	if first[0].Run.RunID == second[0].Run.RunID {
+		t.Errorf("the refused rerun reuses the published run's id %s", first[0].Run.RunID)
+	}
+	var em lineage.ErrorMessage
+	if !facet(t, second[1].Run.Facets, lineage.FacetErrorMessage, &em) || !strings.HasPrefix(em.Message, "exit code 4: ") || !strings.Contains(em.Message, "already published") {
+		t.Errorf("error message %q", em.Message)
+	}
+}

@@ -247,7 +247,7 @@ func RunID(jobID string, started time.Time) string {
 // StartEvent is the attempt's START: the configured inputs and outputs,
 // before anything is listed or staged.
 func StartEvent(p Plan, at time.Time) Event {
-	return event(p, Start, at, nil, nil)
+	return event(p, Start, at, nil)
 }
 
 // EndEvent is COMPLETE when the outcome published and FAIL otherwise, with
@@ -257,10 +257,11 @@ func EndEvent(p Plan, o Outcome, at time.Time) Event {
 	if o.Err == nil && o.Result.Published {
 		typ = Complete
 	}
-	return event(p, typ, at, &o, &o.Result)
+	return event(p, typ, at, &o)
 }
 
-func event(p Plan, typ string, at time.Time, o *Outcome, res *job.Result) Event {
+// event builds one event; o is nil for START.
+func event(p Plan, typ string, at time.Time, o *Outcome) Event {
 	att := Attempt{Facet: facet(AttemptURL), JobID: p.JobID, Dates: dates.Strings(p.Dates)}
 	if att.Dates == nil {
 		att.Dates = []string{}
@@ -290,7 +291,9 @@ func event(p Plan, typ string, at time.Time, o *Outcome, res *job.Result) Event 
 	}
 	var checks []gate.Check
 	var listed *inputs.Listing
-	if res != nil {
+	var res *job.Result
+	if o != nil {
+		res = &o.Result
 		checks = res.Report.Checks
 		if len(res.Inputs.Raw) > 0 || len(res.Inputs.Lessons) > 0 || len(res.Inputs.Enrollments) > 0 {
 			listed = &res.Inputs
