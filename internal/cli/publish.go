@@ -21,10 +21,11 @@ import (
 )
 
 // publishOptions are publish's flags: the job flags with --job-id, and
-// where to report metrics.
+// where to report metrics and lineage.
 type publishOptions struct {
 	job     *jobFlags
 	metrics *metricsFlags
+	lineage *lineageFlags
 }
 
 func newPublishCmd(env *Env) *cobra.Command {
@@ -44,6 +45,7 @@ Each input and override flag can also be set in the config file; the flag wins.`
 	}
 	o.job = addJobFlags(c.Flags(), true)
 	o.metrics = addMetricsFlags(c.Flags())
+	o.lineage = addLineageFlags(c.Flags())
 	return c
 }
 
@@ -59,6 +61,11 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		}()
 	}
 	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
+	if o.lineage.enabled() && j.JobID != "" {
+		// Runs before the metrics' defer, so they count its failures.
+		lin := o.lineage.start(ctx, env, j, time.Now())
+		defer func() { run.Lineage, run.LineageFailures = true, lin.finish(ctx, run.Result, err, time.Now()) }()
+	}
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,9 @@ type Result struct {
 	// Rejection is the record written when the gate rejected the attempt.
 	Rejection *Rejection
 	Entries   map[dates.Date]pointer.DateEntry
+	// Inputs is the attempt's one listing, once it was made (lineage
+	// reports what was read).
+	Inputs inputs.Listing
 	// LandedDespite is the pointer store's error for this job's write when
 	// a re-read showed the write landed anyway (Published is then true).
 	LandedDespite error
@@ -210,6 +213,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
+	res.Inputs = spec.Inputs
 	failpoint.HitCtx(ctx, failpoint.Inspecting)
 	in, err := p.inspect(ctx, spec)
 	endInspect()

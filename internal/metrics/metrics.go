@@ -43,6 +43,7 @@ const (
 	PhaseDuration  = "engagement_phase_duration_seconds"
 	PeakRSS        = "engagement_peak_rss_bytes"
 	ExportFailures = "engagement_metrics_export_failures"
+	LineageFails   = "engagement_lineage_failures"
 )
 
 // Run is what one publish did, as the command saw it.
@@ -62,6 +63,10 @@ type Run struct {
 	PreviousSuccess time.Time
 	// ExportFailures counts sinks that already failed in this run, by sink.
 	ExportFailures map[string]int
+	// Lineage is true when the run sent OpenLineage events, and
+	// LineageFailures counts the sends that failed.
+	Lineage         bool
+	LineageFailures int
 
 	omitSuccess bool // the push sends the last success in its own group
 }
@@ -129,6 +134,9 @@ func Registry(r Run) *prometheus.Registry {
 	}
 	if rss, ok := PeakRSSBytes(); ok {
 		gauge(PeakRSS, "Peak resident set size of the last publish's process (getrusage ru_maxrss).").Set(float64(rss))
+	}
+	if r.Lineage {
+		gauge(LineageFails, "OpenLineage event sends (per event and sink) that failed in the last publish.").Set(float64(r.LineageFailures))
 	}
 	if len(r.ExportFailures) > 0 {
 		ef := vec(ExportFailures, "Metrics sinks that failed earlier in the last publish's run.", "sink")
