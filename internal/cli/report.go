@@ -13,6 +13,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/report"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
 // reportOptions are report's flags.
@@ -60,6 +61,9 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	case o.runs < 1:
 		return exitcode.UsageError(fmt.Errorf("report: %s %d: want at least 1", o.ref("runs"), o.runs))
 	}
+	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
+		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))
+	}
 	if err := outsideWarehouse(o.out, o.warehouse); err != nil {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
 	}
@@ -78,10 +82,12 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	if err := report.Render(&page, m); err != nil {
 		return err
 	}
-	path, err := writePage(o.out, page.Bytes())
-	if err != nil {
-		return err
+	// The local store writes whole or not at all (temp, fsync, rename), so
+	// a browser never loads half a page.
+	if _, err := local.New(o.out, local.Options{}).Put(ctx, "index.html", page.Bytes(), storage.Cond{}); err != nil {
+		return fmt.Errorf("write %s: %w", o.ref("out"), err)
 	}
+	path := filepath.Join(o.out, "index.html")
 	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates, %d runs)\n", path, m.Generation, len(m.Dates), len(m.Runs))
 	return nil
 }
@@ -103,32 +109,4 @@ func outsideWarehouse(out, wh string) error {
 		return fmt.Errorf("lies inside the warehouse %s, which report only reads; write the page elsewhere", wh)
 	}
 	return nil
-}
-
-// writePage writes dir/index.html whole or not at all: a temp file renamed
-// over the old page, so a browser never loads half of one.
-func writePage(dir string, page []byte) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create --out %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, "index.html")
-	tmp, err := os.CreateTemp(dir, ".index.html.*")
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(page); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return path, nil
 }

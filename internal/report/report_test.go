@@ -139,6 +139,10 @@ func TestReportRefusals(t *testing.T) {
 	if err := os.MkdirAll(wh, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -148,6 +152,7 @@ func TestReportRefusals(t *testing.T) {
 		{"no warehouse flag", []string{"--out", filepath.Join(dir, "out")}, "engagement: report: --warehouse is required\n"},
 		{"no out", []string{"--warehouse", wh}, "engagement: report: --out is required\n"},
 		{"out inside", []string{"--warehouse", wh, "--out", filepath.Join(wh, "report")}, "engagement: report: --out " + filepath.Join(wh, "report") + ": lies inside the warehouse " + wh + ", which report only reads; write the page elsewhere\n"},
+		{"out is a file", []string{"--warehouse", wh, "--out", file}, "engagement: report: --out " + file + ": not a directory\n"},
 		{"runs", []string{"--warehouse", wh, "--out", filepath.Join(dir, "out"), "--runs", "0"}, "engagement: report: --runs 0: want at least 1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
