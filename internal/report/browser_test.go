@@ -19,6 +19,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // ChromiumEnv names the browser the test drives; scripts/test.sh installs
@@ -137,7 +138,7 @@ const readPage = `(() => {
   };
 })()`
 
-func checkInBrowser(t *testing.T, w world, page string) {
+func checkInBrowser(t *testing.T, w world, b storage.Bucket, name, page string) {
 	bin := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -172,12 +173,12 @@ func checkInBrowser(t *testing.T, w world, page string) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	dir := artifacts(t)
-	png := filepath.Join(dir, "report.png")
+	png := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(png, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if html, err := os.ReadFile(page); err == nil {
-		_ = os.WriteFile(filepath.Join(dir, "index.html"), html, 0o644)
+		_ = os.WriteFile(filepath.Join(dir, name+".html"), html, 0o644)
 	}
 	t.Logf("screenshot: %s (%d bytes)", png, len(shot))
 
@@ -228,7 +229,7 @@ func checkInBrowser(t *testing.T, w world, page string) {
 	}
 	// Every current file of both tables, with its size from pointer.json.
 	var wantFiles, gotFiles []string
-	for d, e := range currentPointer(t, w.wh).Dates {
+	for d, e := range currentPointer(t, b).Dates {
 		for _, f := range e.FactFiles {
 			wantFiles = append(wantFiles, fmt.Sprintf("file fact %s %d", d, f.Bytes))
 		}

@@ -3,16 +3,12 @@ package report_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -22,7 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/report"
-	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -38,9 +34,10 @@ type world struct {
 	capValue float64             // the config's unknown-lesson cap
 }
 
-func newWorld(t *testing.T) world {
+func newWorld(t *testing.T, on publishtest.Backend) world {
 	t.Helper()
-	w := world{wh: filepath.Join(t.TempDir(), "wh"), fixture: publishtest.LoadFixture(t, ""), overCap: publishtest.LoadFixture(t, "over-cap")}
+	h := publishtest.Harness{Backend: on}
+	w := world{wh: on.Root(t), fixture: h.LoadFixture(t, ""), overCap: h.LoadFixture(t, "over-cap")}
 	w.capValue = w.fixture.Job(t, w.wh, "x", fixtureDates...).UnknownCap
 	for _, run := range []struct {
 		fx    publishtest.Fixture
@@ -62,15 +59,23 @@ func runReport(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// TestReport renders the page for the world and checks it three ways: the
-// warehouse is left byte for byte as it was and a second run writes the same
-// bytes; a real Chromium loads the page from file:// and finds every chart
-// drawn, no console error, no request but the page, and the figures of
-// expected.json; and a gate report that gc removed leaves a partial column
-// and a note, not a failure.
+// TestReport renders the page for the world, on local disk and on the test
+// S3 server, and checks it three ways: the warehouse is left object for
+// object as it was and a second run writes the same bytes; a real Chromium
+// loads the page from file:// and finds every chart drawn, no console
+// error, no request but the page, and the figures of expected.json; and a
+// gate report that gc removed leaves a partial column and a note, not a
+// failure.
 func TestReport(t *testing.T) {
-	w := newWorld(t)
-	before := tree(t, w.wh)
+	for _, on := range []publishtest.Backend{publishtest.Local, publishtest.S3} {
+		t.Run(on.Name, func(t *testing.T) { testReport(t, on) })
+	}
+}
+
+func testReport(t *testing.T, on publishtest.Backend) {
+	w := newWorld(t, on)
+	b := publishtest.Bucket(t, w.wh)
+	before := tree(t, b)
 	out := filepath.Join(t.TempDir(), "report")
 	code, stdout, stderr := runReport(t, "--warehouse", w.wh, "--out", out)
 	if code != exitcode.OK {
@@ -79,7 +84,7 @@ func TestReport(t *testing.T) {
 	if want := fmt.Sprintf("wrote %s (generation 2, 2 dates, 3 runs)\n", filepath.Join(out, "index.html")); stdout != want {
 		t.Errorf("stdout %q, want %q", stdout, want)
 	}
-	if after := tree(t, w.wh); !maps.Equal(before, after) {
+	if after := tree(t, b); !maps.Equal(before, after) {
 		t.Errorf("report changed the warehouse:\nbefore %v\nafter  %v", before, after)
 	}
 	page, err := os.ReadFile(filepath.Join(out, "index.html"))
@@ -100,15 +105,14 @@ func TestReport(t *testing.T) {
 		}
 	}
 
-	t.Run("browser", func(t *testing.T) { checkInBrowser(t, w, filepath.Join(out, "index.html")) })
+	t.Run("browser", func(t *testing.T) { checkInBrowser(t, w, b, on.Name, filepath.Join(out, "index.html")) })
 
 	t.Run("gate report gone", func(t *testing.T) {
 		// gc deletes a rejected attempt's staging after --min-age, its
 		// record stays: the run keeps its failed checks and is marked partial.
-		if err := os.Remove(warehouse.Abs(w.wh, warehouse.GatePath("cap-bad"))); err != nil {
+		if err := b.Delete(context.Background(), warehouse.GatePath("cap-bad")); err != nil {
 			t.Fatal(err)
 		}
-		b := local.New(w.wh, local.Options{})
 		m, err := report.Build(context.Background(), objstore.New(b), b, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -182,9 +186,9 @@ func expectedEvents(fx publishtest.Fixture, d string) string {
 }
 
 // currentPointer reads pointer.json as readers do, for the file sizes.
-func currentPointer(t *testing.T, wh string) pointer.Pointer {
+func currentPointer(t *testing.T, b storage.Bucket) pointer.Pointer {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
+	data, _, err := b.Get(context.Background(), "pointer.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,33 +199,17 @@ func currentPointer(t *testing.T, wh string) pointer.Pointer {
 	return p
 }
 
-// tree is every file under root with its size, mode, time and SHA-256.
-func tree(t *testing.T, root string) map[string]string {
+// tree is every object of the warehouse with its size and version (the
+// ETag on S3; size, time and inode on disk).
+func tree(t *testing.T, b storage.Bucket) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		sum := ""
-		if info.Mode().IsRegular() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			h := sha256.Sum256(data)
-			sum = hex.EncodeToString(h[:])
-		}
-		out[rel] = fmt.Sprintf("%d %v %s %s", info.Size(), info.Mode(), info.ModTime().Format(time.RFC3339Nano), sum)
-		return nil
-	})
+	objs, err := b.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range objs {
+		out[o.Key] = fmt.Sprintf("%d %s", o.Size, o.Version)
 	}
 	return out
 }
