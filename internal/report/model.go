@@ -101,8 +101,6 @@ type Run struct {
 	// Generation is the generation the run published; 0 for a rejection.
 	Generation int64
 	Rejected   bool
-	Dates      []string
-	Cap        float64
 	// Checks holds the run's verdicts by CheckKey. A rejection whose gate
 	// report gc removed has only its failed checks.
 	Checks map[CheckKey]gate.Check
@@ -173,7 +171,6 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 		if c.Operation != pointer.OpRollback {
 			run := gens[c.Generation]
 			run.JobID, run.At, run.Generation = c.UpdatedByJobID, c.WrittenAt, c.Generation
-			run.Dates = append(run.Dates, c.Date.String())
 			gens[c.Generation] = run
 		}
 	}
@@ -212,9 +209,6 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 			run.Checks = map[CheckKey]gate.Check{}
 			for _, c := range rej.Failed {
 				run.Checks[CheckKey{c.Name, c.Date}] = c
-				if c.Date != "" && !slices.Contains(run.Dates, c.Date) {
-					run.Dates = append(run.Dates, c.Date)
-				}
 			}
 		}
 		for _, c := range run.Checks {
@@ -252,8 +246,6 @@ func withReport(run Run, r *gate.Report) Run {
 	if r == nil {
 		return run
 	}
-	run.Cap = r.UnknownCap
-	run.Dates = r.Dates
 	run.Checks = map[CheckKey]gate.Check{}
 	for _, c := range r.Checks {
 		run.Checks[CheckKey{c.Name, c.Date}] = c

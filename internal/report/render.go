@@ -84,7 +84,7 @@ func eventsChart(m Model) template.HTML {
 	ticks := niceTicks(hi)
 	c := newChart("chart-events", "Events per date, by retained generation", "events", categories(m),
 		scale{lo: 0, hi: ticks[len(ticks)-1]})
-	c.axes(ticks, func(v float64) string { return fmt.Sprintf("%.0f", v) })
+	c.axes(ticks, count)
 	c.legend(legendItem{"bar", colorCurrent, "visible now"}, legendItem{"circle", colorEarlier, "earlier retained generation"})
 	if len(m.Dates) == 0 {
 		c.empty("no date published")
@@ -187,8 +187,9 @@ func sizesChart(m Model) template.HTML {
 	top, bottom := c.y.y(BandHighBytes), c.y.y(BandLowBytes)
 	fmt.Fprintf(&c.b, `<rect class="band" x="%g" y="%.1f" width="%g" height="%.1f" fill="%s" stroke="#38a169" stroke-dasharray="3 3"/>`,
 		padLeft, top, plotW, bottom-top, colorBand)
-	fmt.Fprintf(&c.b, `<text x="%g" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="12" fill="#276749">target band %s–%s</text>`,
-		padLeft+plotW-6, (top+bottom)/2, Bytes(BandLowBytes), Bytes(BandHighBytes))
+	// The label sits above the band, where the files in it cannot cover it.
+	fmt.Fprintf(&c.b, `<text x="%g" y="%.1f" text-anchor="end" font-size="12" fill="#276749">target band %s–%s</text>`,
+		padLeft+plotW-6, top-5, Bytes(BandLowBytes), Bytes(BandHighBytes))
 	c.axes(sizeTicks(lo, hi), Bytes)
 	c.legend(legendItem{"dot", colorCurrent, "fact_lesson_engagement file"}, legendItem{"square", colorCourseDay, "course_day file"},
 		legendItem{"band", colorBand, "target 128–256 MB"})

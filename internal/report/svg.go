@@ -71,8 +71,9 @@ func (c *chart) axes(ticks []float64, label func(float64) string) {
 	}
 	fmt.Fprintf(&c.b, `<line x1="%g" x2="%g" y1="%g" y2="%g" stroke="#4a5568"/>`, padLeft, padLeft, padTop, padTop+plotH)
 	fmt.Fprintf(&c.b, `<line x1="%g" x2="%g" y1="%g" y2="%g" stroke="#4a5568"/>`, padLeft, padLeft+plotW, padTop+plotH, padTop+plotH)
-	// Label every k-th date so labels never overlap (about 14 fit).
-	every := max(1, (len(c.cats)+13)/14)
+	// Label every k-th date so labels (about 70 px wide) never touch.
+	_, w := c.slot(0)
+	every := max(1, int(math.Ceil(84/w)))
 	for i, cat := range c.cats {
 		if i%every != 0 {
 			continue
@@ -177,6 +178,17 @@ func Bytes(v float64) string {
 		return trim(v/(1<<10)) + " KB"
 	}
 	return trim(v) + " B"
+}
+
+// count writes an axis count short: 1.5M, 250k, 900.
+func count(v float64) string {
+	switch {
+	case v >= 1e6:
+		return trim(v/1e6) + "M"
+	case v >= 1e4:
+		return trim(v/1e3) + "k"
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 func trim(v float64) string {
