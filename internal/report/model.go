@@ -68,8 +68,9 @@ type Date struct {
 	Changes   []Change
 	Published bool
 	Files     []File // the current entry's files, both tables
-	// Rejected are rejected attempts' unknown-lesson rates on this date,
-	// from their gate reports, newest first.
+	// Rejected are the unknown-lesson rates of the rejected attempts on
+	// record (every rejection record, not only the last runs) on this date,
+	// from their gate reports or, when gc removed those, their records.
 	Rejected []RejectedRate
 }
 

@@ -44,7 +44,13 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		return v
 	},
 	"detail": func(r Run, k CheckKey) string { return r.Checks[k].Detail },
-	"join":   func(s []string) string { return strings.Join(s, ", ") },
+	"gens": func(gs []int64) string {
+		parts := make([]string, len(gs))
+		for i, g := range gs {
+			parts[i] = fmt.Sprint(g)
+		}
+		return strings.Join(parts, ", ")
+	},
 }).Parse(pageText))
 
 // view is what the template sees: the model and the charts drawn from it.

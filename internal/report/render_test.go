@@ -56,6 +56,7 @@ func TestRenderManyDates(t *testing.T) {
 	m.Runs = []Run{{JobID: "bad", At: at, Rejected: true, Partial: true,
 		Checks: map[CheckKey]gate.Check{{gate.CheckUnknownLessonCap, "2026-01-08"}: {Name: gate.CheckUnknownLessonCap, Date: "2026-01-08", Detail: "rate 0.0310, cap 0.0200"}}}}
 	m.Checks = checkRows(m.Runs)
+	m.Expiries = []history.Expiry{{Generations: []int64{1, 2, 3}, At: at, Reason: "retain-generations 60"}}
 	var b bytes.Buffer
 	if err := Render(&b, m); err != nil {
 		t.Fatal(err)
@@ -94,6 +95,9 @@ func TestRenderManyDates(t *testing.T) {
 	}
 	if !strings.Contains(page, "rollback to 2") {
 		t.Errorf("the lineage lacks the rollback")
+	}
+	if want := "generations 1, 2, 3 at 2026-03-04T06:00:00Z (retain-generations 60)"; !strings.Contains(page, want) {
+		t.Errorf("the page lacks the expiry %q", want)
 	}
 	over := regexp.MustCompile(`data-bytes="419430400" cx="[0-9.]+" cy="([0-9.]+)"`).FindStringSubmatch(svgs[2])
 	band := regexp.MustCompile(`class="band" x="[0-9.]+" y="([0-9.]+)"`).FindStringSubmatch(svgs[2])
