@@ -7,7 +7,8 @@
 # which scripts/s3.sh builds (versitygw) and starts on 127.0.0.1, and DuckDB's
 # httpfs extension, which scripts/httpfs.sh fetches from PyPI; the metrics
 # tests need a Pushgateway, which scripts/pushgateway.sh builds and starts on
-# 127.0.0.1) and fails
+# 127.0.0.1; the report's browser test needs Chromium, which
+# scripts/chromium.sh installs from Debian's packages) and fails
 # loudly rather than skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +61,13 @@ unset ENGAGEMENT_SKIP_S3
 echo "== Pushgateway (scripts/pushgateway.sh), which publish's metrics tests push to"
 bash scripts/pushgateway.sh install
 eval "$(bash scripts/pushgateway.sh start)"
+
+echo "== Chromium (scripts/chromium.sh), which the report's browser test drives"
+ENGAGEMENT_CHROMIUM=$(bash scripts/chromium.sh install)
+export ENGAGEMENT_CHROMIUM
+unset ENGAGEMENT_SKIP_CHROMIUM
+# The browser test's screenshot of the report lands here.
+export ENGAGEMENT_ARTIFACTS=${ENGAGEMENT_ARTIFACTS:-$PWD/.cache/artifacts}
 
 # The packages where goroutines or processes race (the pointer stores, the
 # job's publish and its unknown-outcome paths, progress, gc, the listing)

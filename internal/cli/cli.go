@@ -25,7 +25,7 @@ import (
 
 // commands are the subcommands, in the order help lists them.
 var commands = []func(*Env) *cobra.Command{
-	newPublishCmd, newExplainCmd, newStatusCmd, newReadCmd, newViewsCmd, newHistoryCmd, newRollbackCmd,
+	newPublishCmd, newExplainCmd, newStatusCmd, newReadCmd, newViewsCmd, newHistoryCmd, newRollbackCmd, newReportCmd,
 	newGenCmd, newGCCmd, newVersionCmd, newCompletionCmd,
 }
 

@@ -155,7 +155,7 @@ func TestDidYouMean(t *testing.T) {
 	}{
 		{[]string{"pubish", "--job-id", "x"}, `engagement: unknown command "pubish"; did you mean "publish"?`},
 		{[]string{"stats", "--warehouse", "w"}, `engagement: unknown command "stats"; did you mean "status"?`},
-		{[]string{"frobnicate"}, `engagement: unknown command "frobnicate" (want one of publish, explain, status, read, views, history, rollback, gen, gc, version, completion)`},
+		{[]string{"frobnicate"}, `engagement: unknown command "frobnicate" (want one of publish, explain, status, read, views, history, rollback, report, gen, gc, version, completion)`},
 		{[]string{"help", "raed"}, `engagement: unknown command "raed"; did you mean "read"?`},
 		{[]string{"publish", "--job-idd", "x"}, `engagement: publish: unknown flag --job-idd; did you mean --job-id?`},
 		{[]string{"status", "--warehous", "w"}, `engagement: status: unknown flag --warehous; did you mean --warehouse?`},

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/report"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
+)
+
+// reportOptions are report's flags.
+type reportOptions struct {
+	origin
+	warehouse, out string
+	runs           int
+	s3             s3Flags
+}
+
+func newReportCmd(env *Env) *cobra.Command {
+	o := &reportOptions{}
+	c := &cobra.Command{
+		Use:   "report --warehouse W --out DIR [--runs N]",
+		Short: "Write a static HTML page of the warehouse's history for a person to look at",
+		Long: `report writes DIR/index.html, one self-contained page (no script, no network: the
+charts are inline SVG) showing, per date, the events and the unknown-lesson rate
+against the gate's cap in every retained generation, the current file sizes against
+the 128-256 MB band, the gate checks of the last --runs attempts (published and
+rejected) and the lineage of each date. It only reads the warehouse; the same
+warehouse gives the same page. A warehouse with no pointer.json is refused (exit 2).`,
+		Example: `  engagement report --warehouse warehouse --out /tmp/engagement-report
+  engagement report --warehouse s3://curated/engagement --out report --runs 20`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runReport(c.Context(), *env, o) },
+	}
+	fs := c.Flags()
+	o.origin = origin{fs}
+	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
+	fs.StringVar(&o.out, "out", "", "local directory to write index.html into, created if absent (required)")
+	fs.IntVar(&o.runs, "runs", report.DefaultRuns, "how many of the last runs the gate table shows")
+	o.s3 = addS3Flags(fs, false)
+	return c
+}
+
+func runReport(ctx context.Context, env Env, o *reportOptions) error {
+	if err := o.s3.apply(); err != nil {
+		return err
+	}
+	switch {
+	case o.warehouse == "":
+		return exitcode.UsageError(fmt.Errorf("report: --warehouse is required"))
+	case o.out == "":
+		return exitcode.UsageError(fmt.Errorf("report: --out is required"))
+	case o.runs < 1:
+		return exitcode.UsageError(fmt.Errorf("report: %s %d: want at least 1", o.ref("runs"), o.runs))
+	}
+	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
+		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))
+	}
+	if err := outsideWarehouse(o.out, o.warehouse); err != nil {
+		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
+	}
+	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := loadPublished(ctx, "report", o.ref("warehouse"), o.warehouse, store); err != nil {
+		return err
+	}
+	m, err := report.Build(ctx, store, b, o.runs)
+	if err != nil {
+		return err
+	}
+	var page bytes.Buffer
+	if err := report.Render(&page, m); err != nil {
+		return err
+	}
+	// The local store writes whole or not at all (temp, fsync, rename), so
+	// a browser never loads half a page.
+	if _, err := local.New(o.out, local.Options{}).Put(ctx, "index.html", page.Bytes(), storage.Cond{}); err != nil {
+		return fmt.Errorf("write %s: %w", o.ref("out"), err)
+	}
+	path := filepath.Join(o.out, "index.html")
+	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates, %d runs)\n", path, m.Generation, len(m.Dates), len(m.Runs))
+	return nil
+}
+
+// outsideWarehouse refuses an output directory inside a local warehouse:
+// the report only reads the warehouse, and a page inside it would be a
+// file no generation names.
+func outsideWarehouse(out, wh string) error {
+	loc, err := storage.Parse(wh)
+	if err != nil || loc.IsS3() {
+		return nil // warehouseStore reports a bad location
+	}
+	a, err1 := filepath.Abs(out)
+	w, err2 := filepath.Abs(loc.Path)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	if rel, err := filepath.Rel(w, a); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("lies inside the warehouse %s, which report only reads; write the page elsewhere", wh)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/history"
+	"github.com/techlearningpro/engagement/internal/pointer"
+)
+
+// TestRenderManyDates draws a production-sized model (60 dates, files in
+// and over the band, a rollback, a date only in history) and checks what a
+// person needs of it: every SVG is well-formed XML, each published date
+// has its bar in both charts, the x labels thin out so they cannot overlap,
+// and a file over the band sits above it. ENGAGEMENT_REPORT_DUMP=FILE
+// writes the page for a look.
+func TestRenderManyDates(t *testing.T) {
+	const n = 60
+	at := time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
+	m := Model{Warehouse: "s3://curated/engagement", Generation: 70, UpdatedBy: "nightly-70", WrittenAt: at}
+	first := dates.MustParse("2026-01-01")
+	for i := range n {
+		d := first.AddDays(i)
+		ch := func(g int64, events int64, op string) Change {
+			return Change{Change: history.Change{Generation: g, WrittenAt: at.Add(time.Duration(g) * time.Hour), Operation: op,
+				UpdatedByJobID: fmt.Sprintf("nightly-%d", g), Date: d, JobID: fmt.Sprintf("nightly-%d", g),
+				ManifestID: "dim-1", EnrollmentSnapshotID: "enr-1", EventCount: events,
+				UnknownLessonRate: 0.004 + float64(i%7)/1000}, Cap: 0.02}
+		}
+		dd := Date{Date: d, Published: i != n-1, Changes: []Change{ch(int64(10+i), int64(1_000_000+i*5000), pointer.OpPublish)}}
+		if i%10 == 0 {
+			dd.Changes = append(dd.Changes, ch(int64(5+i), int64(900_000+i*5000), pointer.OpPublish))
+		}
+		if i == 3 {
+			dd.Changes[0].Operation, dd.Changes[0].SourceGeneration = pointer.OpRollback, 2
+		}
+		if dd.Published {
+			dd.Files = []File{{Table: "fact_lesson_engagement", Path: "f1", Bytes: 190 << 20}, {Table: "course_day", Path: "c1", Bytes: 40 << 10}}
+			if i == 5 {
+				dd.Files = append(dd.Files, File{Table: "fact_lesson_engagement", Path: "f2", Bytes: 400 << 20})
+			}
+		}
+		if i == 7 {
+			dd.Rejected = []RejectedRate{{JobID: "bad", Rate: 0.031, Cap: 0.02}}
+		}
+		m.Dates = append(m.Dates, dd)
+	}
+	m.Runs = []Run{{JobID: "bad", At: at, Rejected: true, Partial: true,
+		Checks: map[CheckKey]gate.Check{{gate.CheckUnknownLessonCap, "2026-01-08"}: {Name: gate.CheckUnknownLessonCap, Date: "2026-01-08", Detail: "rate 0.0310, cap 0.0200"}}}}
+	m.Checks = checkRows(m.Runs)
+	m.Expiries = []history.Expiry{{Generations: []int64{1, 2, 3}, At: at, Reason: "retain-generations 60"}}
+	var b bytes.Buffer
+	if err := Render(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if p := os.Getenv("ENGAGEMENT_REPORT_DUMP"); p != "" {
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(page, -1)
+	if len(svgs) != 3 {
+		t.Fatalf("%d charts, want 3", len(svgs))
+	}
+	for _, svg := range svgs {
+		d := xml.NewDecoder(strings.NewReader(svg))
+		for {
+			if _, err := d.Token(); err != nil {
+				if err.Error() != "EOF" {
+					t.Errorf("chart is not well-formed: %v", err)
+				}
+				break
+			}
+		}
+		if labels := strings.Count(svg, `class="xlabel"`); labels > 14 || labels < 10 {
+			t.Errorf("%d x labels for %d dates, want 10 to 14", labels, n)
+		}
+	}
+	for _, chart := range svgs[:2] {
+		if bars := strings.Count(chart, `class="bar current"`); bars != n-1 {
+			t.Errorf("%d bars, want %d (every published date)", bars, n-1)
+		}
+		if earlier := strings.Count(chart, `class="earlier"`); earlier != n/10+1 {
+			t.Errorf("%d earlier marks, want %d", earlier, n/10+1)
+		}
+	}
+	if !strings.Contains(page, "rollback to 2") {
+		t.Errorf("the lineage lacks the rollback")
+	}
+	if want := "generations 1, 2, 3 at 2026-03-04T06:00:00Z (retain-generations 60)"; !strings.Contains(page, want) {
+		t.Errorf("the page lacks the expiry %q", want)
+	}
+	over := regexp.MustCompile(`data-bytes="419430400" cx="[0-9.]+" cy="([0-9.]+)"`).FindStringSubmatch(svgs[2])
+	band := regexp.MustCompile(`class="band" x="[0-9.]+" y="([0-9.]+)"`).FindStringSubmatch(svgs[2])
+	if over == nil || band == nil || !(atof(over[1]) < atof(band[1])) {
+		t.Errorf("the 400 MB file is not drawn above the band (file %v, band %v)", over, band)
+	}
+}
+
+func atof(s string) float64 {
+	var f float64
+	fmt.Sscan(s, &f)
+	return f
+}
