@@ -122,7 +122,7 @@ func checkTextLog(t *testing.T, stderr, jobID string) {
 }
 
 // TestLogOfOtherCommands: a command without a job id names its command and
-// version, one with --job-id names that too, a command line refused before
+// version, one with --job-id names that too, gen's step lines are records, a command line refused before
 // any command runs is reported in the format it asked for, and text mode
 // keeps the error line a person reads.
 func TestLogOfOtherCommands(t *testing.T) {
@@ -141,6 +141,7 @@ func TestLogOfOtherCommands(t *testing.T) {
 		{"history", []string{"history", "--warehouse", none}, exitcode.Usage, "", "history", "", "no warehouse at " + none},
 		{"a refused flag", []string{"gc", "--warehuse", none}, exitcode.Usage, "", "gc", "", "unknown flag --warehuse"},
 		{"a bad --log-format", []string{"status", "--warehouse", none, "--log-format", "xml"}, exitcode.Usage, "", "status", "", `--log-format "xml": want json or text`},
+		{"gen's steps", []string{"gen", "--out", filepath.Join(dir, "gen"), "--shape", "design", "--events", "10000"}, 0, "", "gen", "", "gen: wrote raw events"},
 		{"text mode", []string{"status", "--warehouse", none, "--log-format", "text"}, exitcode.Usage, "", "", "engagement: status: no warehouse at " + none, ""},
 		{"text mode asked before a refused flag", []string{"gc", "--log-format=text", "--warehuse", none}, exitcode.Usage, "", "", "engagement: gc: unknown flag --warehuse; did you mean --warehouse?", ""},
 	} {
@@ -158,6 +159,12 @@ func TestLogOfOtherCommands(t *testing.T) {
 			recs := jsonLines(t, "stderr", r.stderr)
 			checkRunAttrs(t, recs, tc.jobID, tc.cmd)
 			last := recs[len(recs)-1]
+			if tc.code == 0 {
+				if recs[0]["level"] != "INFO" || !strings.Contains(recs[0]["msg"].(string), tc.errPart) {
+					t.Errorf("first record %v, want level INFO and a msg with %q", recs[0], tc.errPart)
+				}
+				return
+			}
 			if last["level"] != "ERROR" || last["exit_code"] != float64(tc.code) || !strings.Contains(last["msg"].(string), tc.errPart) {
 				t.Errorf("last record %v, want level ERROR, exit_code %d and a msg with %q", last, tc.code, tc.errPart)
 			}
