@@ -2,17 +2,21 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/version"
 )
 
@@ -281,5 +285,28 @@ func TestPublishOutputJSON(t *testing.T) {
 				t.Error("pointer.json changed")
 			}
 		})
+	}
+}
+
+// TestPublishOutputJSONAfterSignal: a publish cancelled by SIGTERM reports
+// the code the process exits with (143), not the cancelled command's 1, and
+// leaves the pointer as it was.
+func TestPublishOutputJSONAfterSignal(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	before := w.pointerBytes()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signals.Caught{Signal: syscall.SIGTERM})
+	var out, errb bytes.Buffer
+	code := cli.Main(ctx, w.publishArgs("doc-signalled", biGoodDates, "--output", "json"), &out, &errb)
+	if code == 0 {
+		t.Fatalf("a cancelled publish exited 0\n%s", errb.String())
+	}
+	d := oneDoc(t, out.String())
+	if want := exitcode.Signalled(int(syscall.SIGTERM)); d.Result != "error" || *d.ExitCode != want {
+		t.Errorf("document %s, want result error and exit_code %d", out.String(), want)
+	}
+	if !bytes.Equal(w.pointerBytes(), before) {
+		t.Error("pointer.json changed")
 	}
 }
