@@ -288,6 +288,14 @@ func TestPublishOutputJSON(t *testing.T) {
 	}
 }
 
+// publish --help asks for no publish: its help alone, whatever --output says.
+func TestPublishHelpHasNoDocument(t *testing.T) {
+	r := runEnv(t, nil, "publish", "--output", "json", "--help")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "publish computes") || strings.Contains(r.stdout, `"result"`) {
+		t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
 // TestPublishOutputJSONAfterSignal: a publish cancelled by SIGTERM reports
 // the code the process exits with (143), not the cancelled command's 1, and
 // leaves the pointer as it was.

@@ -78,10 +78,11 @@ type dateFigures struct {
 
 // print writes the document when the run was publish --output json: as
 // publish checked it, or, when the command line was refused before that,
-// as it read. The exit code is the process's (a signal's 128+signo).
+// as it read (publish --help, which succeeds, gets none). The exit code is
+// the process's (a signal's 128+signo).
 func (o *outcome) print(ctx context.Context, env Env, pre preParse, err error) {
 	output, jobID := o.output, o.jobID
-	if output == "" && pre.command == "publish" {
+	if output == "" && err != nil && pre.command == "publish" {
 		output, jobID = pre.output, pre.jobID
 	}
 	if output != outputJSON {
