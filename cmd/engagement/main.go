@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,8 +18,11 @@ func main() {
 	// (a publish that moved the pointer still exits 0) instead of killing
 	// the process with SIGPIPE.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signals.Notify(context.Background(), os.Stderr)
-	code := signals.ExitCode(ctx, cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
+	// The signal notices are log lines too, in the run's --log-format.
+	con := cli.NewConsole(os.Stderr)
+	notices := con.Lines(slog.LevelWarn)
+	ctx, stop := signals.Notify(context.Background(), notices)
+	code := signals.ExitCode(ctx, cli.MainEnv(ctx, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Console: con}, os.Args[1:]), notices)
 	stop()
 	os.Exit(code)
 }

@@ -209,7 +209,9 @@ type biResult struct {
 	stdout, stderr string
 }
 
-// errLine is the one "engagement: ..." line Main prints for an error.
+// errLine is the one error line Main prints, as text mode prints it
+// ("engagement: ..."): in json mode (the default off a terminal) it is the
+// record carrying the exit code, which must be the code Main returned.
 func (r biResult) errLine(t *testing.T) string {
 	t.Helper()
 	var lines []string
@@ -217,9 +219,19 @@ func (r biResult) errLine(t *testing.T) string {
 		if strings.HasPrefix(l, "engagement: ") {
 			lines = append(lines, l)
 		}
+		var rec struct {
+			Level, Msg string
+			Code       *int `json:"exit_code"`
+		}
+		if json.Unmarshal([]byte(l), &rec) == nil && rec.Code != nil {
+			if rec.Level != "ERROR" || *rec.Code != r.code {
+				t.Errorf("error record %s: want level ERROR and exit_code %d", l, r.code)
+			}
+			lines = append(lines, "engagement: "+rec.Msg)
+		}
 	}
 	if len(lines) != 1 {
-		t.Fatalf("stderr has %d 'engagement: ' lines, want 1:\n%s", len(lines), r.stderr)
+		t.Fatalf("stderr has %d error lines, want 1:\n%s", len(lines), r.stderr)
 	}
 	return lines[0]
 }

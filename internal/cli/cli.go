@@ -37,18 +37,32 @@ func init() {
 // Env is what a command may touch of the outside world.
 type Env struct {
 	Stdout, Stderr io.Writer
-	Log            *slog.Logger
+	// Console is Stderr as the run's log (--log-format); nil means
+	// NewConsole(Stderr). Main shares it with the signal handler.
+	Console *Console
+	// Log is the run's logger; nil means the Console's. One given is used
+	// as it is.
+	Log *slog.Logger
 	// Lookup reads an environment variable (ENGAGEMENT_<FLAG>); nil means
 	// os.LookupEnv. Tests inject their own.
 	Lookup func(name string) (string, bool)
+
+	// outcome is what publish --output json reports, shared by every copy.
+	outcome *outcome
 }
 
 func (e Env) withDefaults() Env {
+	if e.Console == nil {
+		e.Console = NewConsole(e.Stderr)
+	}
 	if e.Log == nil {
-		e.Log = slog.New(slog.NewJSONHandler(e.Stderr, nil))
+		e.Log = e.Console.Logger()
 	}
 	if e.Lookup == nil {
 		e.Lookup = os.LookupEnv
+	}
+	if e.outcome == nil {
+		e.outcome = &outcome{}
 	}
 	return e
 }
@@ -59,12 +73,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // MainEnv is Main with the whole Env (an injected environment lookup).
+// The error goes to stderr as the last log line; publish --output json
+// also reports it on stdout.
 func MainEnv(ctx context.Context, env Env, args []string) int {
+	env = env.withDefaults()
+	pre := readPreParse(args, env.Lookup)
+	env.Console.preset(pre)
 	err := Run(ctx, env, args)
+	code := exitcode.Code(err)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "engagement: %s\n", oneLine(err))
+		env.Console.fail(err, code)
 	}
-	return exitcode.Code(err)
+	env.outcome.print(ctx, env, pre, err)
+	return code
 }
 
 // Run runs one command. Help (--help, -h, help CMD) and --version print on
@@ -128,10 +149,16 @@ safe), 2 usage, 3 gate rejected, 4 job id already published, 5 date not publishe
 		SilenceUsage:  true,
 		// The environment fills the flags the command line left unset,
 		// after parsing and before the command runs.
+		// Then the log takes its format and the run's attributes.
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
-			return applyEnv(c.Flags(), env.Lookup)
+			err := applyEnv(c.Flags(), env.Lookup)
+			if lerr := setupLog(c, env.Console); err == nil {
+				err = lerr
+			}
+			return err
 		},
 	}
+	addLogFlag(root.PersistentFlags())
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.SetVersionTemplate(versionText(b))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,7 +126,9 @@ func TestEnvBadValueNamesVariable(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := MainEnv(context.Background(), Env{Stdout: &out, Stderr: &errb, Lookup: lookupOf(tc.vars),
+			vars := maps.Clone(tc.vars)
+			vars["ENGAGEMENT_LOG_FORMAT"] = "text" // the error line as a person reads it
+			code := MainEnv(context.Background(), Env{Stdout: &out, Stderr: &errb, Lookup: lookupOf(vars),
 				Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}, tc.args)
 			if code != exitcode.Usage {
 				t.Fatalf("exit %d, want 2\n%s", code, errb.String())

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -42,7 +43,7 @@ func runGen(ctx context.Context, env Env, opts *genOptions) error {
 		return exitcode.UsageError(fmt.Errorf("gen: --out is required"))
 	}
 	o = o.WithDefaults()
-	o.Log = env.Stderr
+	o.Log = env.Console.Lines(slog.LevelInfo) // one record per step in json mode
 	if err := o.Validate(); err != nil {
 		return exitcode.UsageError(err)
 	}

@@ -46,15 +46,13 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 		cancel()
 		if perr != nil {
 			run.ExportFailures["pushgateway"]++
-			env.Log.Warn("metrics were not pushed; the run's outcome stands", "job_id", run.Result.JobID,
-				"exit_code", run.Code, "error", perr.Error(), "metrics_failures", len(run.ExportFailures))
+			env.Log.Warn("metrics were not pushed; the run's outcome stands", "exit_code", run.Code, "error", perr.Error(), "metrics_failures", len(run.ExportFailures))
 		}
 	}
 	if f.file != "" {
 		if werr := metrics.WriteFile(f.file, metrics.Registry(run)); werr != nil {
 			run.ExportFailures["textfile"]++
-			env.Log.Warn("the metrics file was not written; the run's outcome stands", "job_id", run.Result.JobID,
-				"exit_code", run.Code, "error", werr.Error(), "metrics_failures", len(run.ExportFailures))
+			env.Log.Warn("the metrics file was not written; the run's outcome stands", "exit_code", run.Code, "error", werr.Error(), "metrics_failures", len(run.ExportFailures))
 		}
 	}
 }

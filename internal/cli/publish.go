@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -26,6 +25,7 @@ type publishOptions struct {
 	job     *jobFlags
 	metrics *metricsFlags
 	lineage *lineageFlags
+	output  string
 }
 
 func newPublishCmd(env *Env) *cobra.Command {
@@ -46,6 +46,7 @@ Each input and override flag can also be set in the config file; the flag wins.`
 	o.job = addJobFlags(c.Flags(), true)
 	o.metrics = addMetricsFlags(c.Flags())
 	o.lineage = addLineageFlags(c.Flags())
+	addOutputFlag(c.Flags(), &o.output)
 	return c
 }
 
@@ -60,6 +61,9 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 			o.metrics.export(ctx, env, run, err)
 		}()
 	}
+	if err := env.outcome.begin(o.output, o.job.jobID, o.job.origin); err != nil {
+		return err
+	}
 	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
 	if o.lineage.enabled() && j.JobID != "" {
 		// Runs before the metrics' defer, so they count its failures.
@@ -72,21 +76,22 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	run.UnknownCap, run.HaveCap = j.UnknownCap, true
 	defer eng.Close()
 	// Progress goes to stderr with the logs: a live line on a terminal, a
-	// line every few seconds otherwise, and one "phase" log record per phase.
-	prog := progress.New(env.Stderr, env.Log, progress.Options{})
+	// line every few seconds otherwise (a log record each in json mode), and
+	// one "phase" log record per phase.
+	prog := progress.New(env.Stderr, env.Log, progress.Options{Records: env.Console.json()})
 	defer prog.Close()
 	phases.Next = prog
 	if prog.Live() {
 		// On a terminal the log lines go through the printer, so they land
 		// above the live line instead of inside it.
-		env.Log = slog.New(slog.NewJSONHandler(prog, nil))
+		env.Log = env.Console.loggerTo(prog)
 		prog.SetLog(env.Log)
 	}
 	if d, ok := eng.(*duckdb.Engine); ok {
 		d.SetProgress(prog)
 	}
 	if len(j.ProhibitedColumns) == 0 {
-		env.Log.Warn("the prohibited-column check is off: engagement.prohibitedColumns is none", "job_id", j.JobID)
+		env.Log.Warn("the prohibited-column check is off: engagement.prohibitedColumns is none")
 	}
 	wh, store, err := warehouseStore(ctx, env, "--warehouse", j.Warehouse, j.LockTimeout)
 	if err != nil {
@@ -97,6 +102,10 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	res, err := p.Publish(ctx, j)
 	run.Result = res
 	prog.Close()
+	env.outcome.dates, env.outcome.res = j.Dates, &res
+	if o.output == outputJSON {
+		return err // MainEnv prints the document
+	}
 	printRejection(env, res, err)
 	if err != nil {
 		return err
@@ -112,7 +121,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	// closed stdout (a scheduler that stopped reading) only costs the
 	// summary, which the log says.
 	if _, err := io.WriteString(env.Stdout, out.String()); err != nil {
-		env.Log.Warn("published, but the summary could not be printed to stdout", "job_id", res.JobID,
+		env.Log.Warn("published, but the summary could not be printed to stdout",
 			"generation", res.Pointer.Generation, "error", err.Error())
 	}
 	return nil

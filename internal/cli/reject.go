@@ -16,6 +16,6 @@ func printRejection(env Env, res job.Result, err error) {
 		return
 	}
 	if werr := res.Rejection.WriteTable(env.Stdout); werr != nil {
-		env.Log.Warn("rejected, but the table of failed checks could not be printed to stdout", "job_id", res.JobID, "error", werr.Error())
+		env.Log.Warn("rejected, but the table of failed checks could not be printed to stdout", "error", werr.Error())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -222,7 +223,8 @@ func (w *world) watch(jobID string, ds []string, after string, phase chan<- stru
 	for sc.Scan() {
 		line := sc.Text()
 		errb.WriteString(line + "\n")
-		if after != "" && strings.Contains(line, `"msg":"phase","phase":"`+after+`"`) {
+		var rec struct{ Msg, Phase string }
+		if after != "" && json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "phase" && rec.Phase == after {
 			fire()
 		}
 	}

@@ -114,10 +114,12 @@ type Publisher struct {
 	Warehouse storage.Bucket
 	Store     pointer.Store
 	Inputs    *inputs.Source
-	Log       *slog.Logger
-	Clock     func() time.Time
-	Version   string
-	Progress  progress.Reporter
+	// Log is the run's logger; its records name no job: the command
+	// attaches job_id, command and version to the logger once.
+	Log      *slog.Logger
+	Clock    func() time.Time
+	Version  string
+	Progress progress.Reporter
 }
 
 func (p *Publisher) version() string {
@@ -292,18 +294,18 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	res.Published, res.Pointer, res.LandedDespite, res.Superseded = true, out.Pointer, out.LandedDespite, out.Superseded
 	if out.LandedDespite != nil {
 		p.Log.Warn("the pointer store reported an error for this job's write, and re-reading the pointer and its history shows the write landed: published",
-			"job_id", job.JobID, "generation", out.Pointer.Generation, "store_error", out.LandedDespite.Error())
+			"generation", out.Pointer.Generation, "store_error", out.LandedDespite.Error())
 	}
 	if len(out.Superseded) > 0 {
 		p.Log.Info("published; a concurrent job's later generation, built on this one, already replaced some of its dates",
-			"job_id", job.JobID, "generation", out.Pointer.Generation, "current_generation", out.Current, "dates", dates.Strings(out.Superseded))
+			"generation", out.Pointer.Generation, "current_generation", out.Current, "dates", dates.Strings(out.Superseded))
 	}
 	failpoint.HitCtx(ctx, failpoint.AfterPointer)
 	if err := context.Cause(ctx); err != nil {
 		// Published all the same: exit 0 promises that pointer.json names
 		// the job, and it does; the cancellation came too late to matter.
 		p.Log.Warn("a cancellation (a signal) arrived after the pointer write had landed: published",
-			"job_id", job.JobID, "generation", out.Pointer.Generation, "cause", err.Error())
+			"generation", out.Pointer.Generation, "cause", err.Error())
 	}
 	return res, nil
 }
@@ -445,7 +447,7 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 	}
 	if job.AllowOutsideHorizon {
 		log.Warn("restating dates outside the restatement horizon by explicit override",
-			"dates", outside, "horizon_from", oldest.String(), "horizon_to", newest.String(), "job_id", job.JobID)
+			"dates", outside, "horizon_from", oldest.String(), "horizon_to", newest.String())
 		return nil
 	}
 	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (newest ingest_date %s, %s %d); pass --allow-outside-horizon to restate them anyway",
@@ -506,7 +508,7 @@ func (p *Publisher) topUnknown(ctx context.Context, rej *Rejection, staged engin
 			return fmt.Errorf("list unknown lessons of job %s: %w", rej.JobID, ctx.Err())
 		}
 		rej.TopUnknownLessonsError = err.Error()
-		p.Log.Warn("rejected; the top unknown lessons could not be listed", "job_id", rej.JobID, "error", err.Error())
+		p.Log.Warn("rejected; the top unknown lessons could not be listed", "error", err.Error())
 		return nil
 	}
 	// The engines order in SQL; sorting again is free and keeps the record

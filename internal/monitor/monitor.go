@@ -1,11 +1,15 @@
 // Package monitor prints the signals of the capstone's monitoring table, one
-// JSON log line per signal, each naming the failure domain it pages for, so
-// an orchestrator can alert on a line instead of someone watching a UI.
+// log record per signal (a JSON line under --log-format json), each naming
+// the failure domain it pages for, so an orchestrator can alert on a line
+// instead of someone watching a UI. The records go through the command's
+// logger, so they carry its job_id, command and version like every other.
 package monitor
 
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 )
 
 // Status of a signal.
@@ -68,7 +72,13 @@ func Emit(ctx context.Context, log *slog.Logger, s Signal) {
 		attrs = append(attrs, slog.String("date", s.Date))
 	}
 	if len(s.Figures) > 0 {
-		attrs = append(attrs, slog.Any("figures", s.Figures))
+		// A group, in key order: the same object in JSON, and
+		// figures.name=value pairs in text rather than a Go map.
+		var figs []any
+		for _, k := range slices.Sorted(maps.Keys(s.Figures)) {
+			figs = append(figs, slog.Any(k, s.Figures[k]))
+		}
+		attrs = append(attrs, slog.Group("figures", figs...))
 	}
 	log.LogAttrs(ctx, level, "monitor", attrs...)
 }

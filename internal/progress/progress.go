@@ -39,11 +39,13 @@ func (nop) Step(int, int, int64, string) {}
 // Printer is the Reporter for a command: it writes progress to w and one
 // structured "phase" record per finished phase to log.
 type Printer struct {
-	w     io.Writer
-	log   *slog.Logger
-	live  bool
-	every time.Duration
-	now   func() time.Time
+	w    io.Writer
+	log  *slog.Logger
+	live bool
+	// records: each line is a "progress" log record, not text.
+	records bool
+	every   time.Duration
+	now     func() time.Time
 
 	mu                sync.Mutex
 	phase, what       string
@@ -63,21 +65,27 @@ type Options struct {
 	Live  *bool         // default: w is a terminal
 	Every time.Duration // non-live line interval, default 5 s
 	Now   func() time.Time
+	// Records makes every line a "progress" record of the log instead of
+	// text on w, and turns the live line off, so that a JSON log stays one
+	// object per line.
+	Records bool
 }
 
 // New returns a Printer writing to w. Call Close when the run ends.
 func New(w io.Writer, log *slog.Logger, o Options) *Printer {
-	p := &Printer{w: w, log: log, every: o.Every, now: o.Now, stop: make(chan struct{})}
+	p := &Printer{w: w, log: log, records: o.Records && log != nil, every: o.Every, now: o.Now, stop: make(chan struct{})}
 	if p.every <= 0 {
 		p.every = 5 * time.Second
 	}
 	if p.now == nil {
 		p.now = time.Now
 	}
-	if o.Live != nil {
+	switch {
+	case p.records:
+	case o.Live != nil:
 		p.live = *o.Live
-	} else {
-		p.live = isTerminal(w)
+	default:
+		p.live = IsTerminal(w)
 	}
 	p.start = p.now()
 	tick := p.every
@@ -89,7 +97,8 @@ func New(w io.Writer, log *slog.Logger, o Options) *Printer {
 	return p
 }
 
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -213,6 +222,12 @@ func (p *Printer) print(force bool) {
 		return
 	}
 	p.lastLine = now
+	if p.records {
+		// Not live, so the log does not write through p: safe under mu.
+		p.log.Info("progress", "phase", p.phase, "steps_done", p.done, "steps_total", p.total, "rows", p.rows,
+			"step", p.what, "seconds", roundSeconds(now.Sub(p.phaseStart)), "total_seconds", roundSeconds(now.Sub(p.start)))
+		return
+	}
 	line := p.line(now)
 	if p.live {
 		pad := ""

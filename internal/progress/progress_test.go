@@ -154,3 +154,44 @@ func TestLogLinesLandAboveTheLiveLine(t *testing.T) {
 		t.Errorf("live line not redrawn after the log record: %q", s)
 	}
 }
+
+// TestRecordsMakeEveryLineARecord: with Records, nothing is written to w,
+// even on what claims to be a terminal, and each line the interval lets
+// through is one "progress" record with the figures of that moment.
+func TestRecordsMakeEveryLineARecord(t *testing.T) {
+	out, logs := &syncBuf{}, &syncBuf{}
+	c := &clock{t: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)}
+	live := true
+	p := New(out, slog.New(slog.NewJSONHandler(logs, nil)), Options{Live: &live, Every: time.Hour, Now: c.now, Records: true})
+	if p.Live() {
+		t.Error("a Printer making records keeps a live line")
+	}
+	end := p.Phase("stage")
+	c.add(61 * time.Minute)
+	p.Step(3, 4, 3_000_000, "write 2026-03-03")
+	end()
+	p.Close()
+	if out.String() != "" {
+		t.Errorf("text written beside the records: %q", out.String())
+	}
+	var progress []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["msg"] == "progress" {
+			progress = append(progress, m)
+		}
+	}
+	if len(progress) != 2 {
+		t.Fatalf("%d progress records, want the phase start and one interval line: %v", len(progress), progress)
+	}
+	last := progress[1]
+	for k, want := range map[string]any{"phase": "stage", "steps_done": 3.0, "steps_total": 4.0, "rows": 3e6,
+		"step": "write 2026-03-03", "seconds": 3660.0, "total_seconds": 3660.0} {
+		if last[k] != want {
+			t.Errorf("progress record %s = %v, want %v (%v)", k, last[k], want, last)
+		}
+	}
+}

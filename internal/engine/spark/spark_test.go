@@ -212,7 +212,8 @@ func TestSparkErrorsAreOneLine(t *testing.T) {
 			if tc.extra[0] == "--spark-remote" {
 				hh.Args = tc.extra
 			}
-			code, _, stderr := hh.Run(t, nil, args...)
+			// Text logs: the error line as a person reads it.
+			code, _, stderr := hh.Run(t, []string{"ENGAGEMENT_LOG_FORMAT=text"}, args...)
 			if code != exitcode.Error {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitcode.Error, stderr)
 			}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"bytes"
+	"log/slog"
+	"testing"
+)
+
+// The lines printed outside the logger (the signal notices main hands the
+// console) pass through in text mode and become records of the run, at the
+// writer's level and without the "engagement: " prefix, in json mode.
+func TestConsoleLines(t *testing.T) {
+	notice := "engagement: SIGTERM received: cancelling; a second signal exits at once\n"
+	for _, tc := range []struct {
+		format, want string
+	}{
+		{logText, notice},
+		{logJSON, `{"level":"WARN","msg":"SIGTERM received: cancelling; a second signal exits at once","job_id":"j-1","command":"publish","version":"v9"}` + "\n"},
+	} {
+		var b bytes.Buffer
+		c := &Console{w: &b}
+		c.set(tc.format, []any{"job_id", "j-1", "command", "publish", "version", "v9"})
+		w := c.Lines(slog.LevelWarn)
+		// Written in two pieces: a record is made only of a whole line.
+		if _, err := w.Write([]byte(notice[:20])); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(notice[20:])); err != nil {
+			t.Fatal(err)
+		}
+		got := b.String()
+		if tc.format == logJSON {
+			// Drop the time, which is the wall clock's.
+			if i, j := bytes.Index(b.Bytes(), []byte(`"time":`)), bytes.Index(b.Bytes(), []byte(`"level"`)); i == 1 && j > i {
+				got = "{" + got[j:]
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.format, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,320 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/signals"
+	"github.com/techlearningpro/engagement/internal/version"
+)
+
+// jsonLines parses every line of s as one JSON object; any other line
+// fails the test.
+func jsonLines(t *testing.T, what, s string) []map[string]any {
+	t.Helper()
+	if s == "" {
+		t.Fatalf("no %s lines", what)
+	}
+	var recs []map[string]any
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		var m map[string]any
+		d := json.NewDecoder(strings.NewReader(l))
+		if err := d.Decode(&m); err != nil || d.More() {
+			t.Fatalf("%s line is not one JSON object (%v): %q", what, err, l)
+		}
+		recs = append(recs, m)
+	}
+	return recs
+}
+
+// checkRunAttrs fails unless every record names the run: its job id (none
+// when jobID is ""), its command and the tool's version.
+func checkRunAttrs(t *testing.T, recs []map[string]any, jobID, command string) {
+	t.Helper()
+	for _, r := range recs {
+		id, hasID := r["job_id"]
+		if jobID == "" && hasID || jobID != "" && id != jobID || r["command"] != command || r["version"] != version.String() {
+			t.Errorf("record does not name job_id %q, command %q and version %q: %v", jobID, command, version.String(), r)
+		}
+	}
+}
+
+// TestLogFormats publishes the fixture under each way of choosing the log
+// format. In json mode, the default off a terminal, every stderr line is
+// one JSON object naming the job, the command and the version, progress
+// included; in text mode no line is JSON, and the records carry the same
+// attributes as key=value pairs.
+func TestLogFormats(t *testing.T) {
+	w := biNewWS(t)
+	for i, tc := range []struct {
+		name  string
+		vars  map[string]string
+		extra []string
+		json  bool
+	}{
+		{"default off a terminal", nil, nil, true},
+		{"--log-format json", nil, []string{"--log-format", "json"}, true},
+		{"ENGAGEMENT_LOG_FORMAT=json", map[string]string{"ENGAGEMENT_LOG_FORMAT": "json"}, nil, true},
+		{"--log-format text", nil, []string{"--log-format", "text"}, false},
+		{"the flag wins over the variable", map[string]string{"ENGAGEMENT_LOG_FORMAT": "json"}, []string{"--log-format", "text"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "logs-" + string(rune('a'+i))
+			r := runEnv(t, tc.vars, w.publishArgs(id, biGoodDates, tc.extra...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if !tc.json {
+				checkTextLog(t, r.stderr, id)
+				return
+			}
+			recs := jsonLines(t, "stderr", r.stderr)
+			checkRunAttrs(t, recs, id, "publish")
+			msgs := map[string]int{}
+			for _, rec := range recs {
+				msgs[rec["msg"].(string)]++
+				if rec["msg"] == "progress" && (rec["phase"] == "" || rec["total_seconds"] == nil) {
+					t.Errorf("progress record without its phase and times: %v", rec)
+				}
+			}
+			// A phase's start always prints its progress line.
+			for _, m := range []string{"progress", "phase", "monitor"} {
+				if msgs[m] == 0 {
+					t.Errorf("no %q record among %v", m, msgs)
+				}
+			}
+		})
+	}
+}
+
+func checkTextLog(t *testing.T, stderr, jobID string) {
+	t.Helper()
+	var progress, records int
+	for _, l := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if json.Valid([]byte(l)) {
+			t.Errorf("a JSON line in text mode: %q", l)
+		}
+		switch {
+		case strings.HasPrefix(l, "progress: "):
+			progress++
+		case strings.HasPrefix(l, "time="):
+			records++
+			for _, want := range []string{" job_id=" + jobID + " ", " command=publish ", " version="} {
+				if !strings.Contains(l, want) {
+					t.Errorf("text record lacks %q: %q", want, l)
+				}
+			}
+		default:
+			t.Errorf("a stderr line neither progress nor a record: %q", l)
+		}
+	}
+	if progress == 0 || records == 0 {
+		t.Errorf("%d progress lines and %d records, want some of each:\n%s", progress, records, stderr)
+	}
+}
+
+// TestLogOfOtherCommands: a command without a job id names its command and
+// version, one with --job-id names that too, gen's step lines are records, a command line refused before
+// any command runs is reported in the format it asked for, and text mode
+// keeps the error line a person reads.
+func TestLogOfOtherCommands(t *testing.T) {
+	dir := t.TempDir()
+	none := filepath.Join(dir, "none")
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		code          int
+		jobID, cmd    string
+		text, errPart string
+	}{
+		{"status", []string{"status", "--warehouse", none}, exitcode.Usage, "", "status", "", "no warehouse at " + none},
+		{"rollback names its job", []string{"rollback", "--warehouse", none, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "rb-1"},
+			exitcode.Usage, "rb-1", "rollback", "", "no warehouse at " + none},
+		{"history", []string{"history", "--warehouse", none}, exitcode.Usage, "", "history", "", "no warehouse at " + none},
+		{"a refused flag", []string{"gc", "--warehuse", none}, exitcode.Usage, "", "gc", "", "unknown flag --warehuse"},
+		{"a bad --log-format", []string{"status", "--warehouse", none, "--log-format", "xml"}, exitcode.Usage, "", "status", "", `--log-format "xml": want json or text`},
+		{"gen's steps", []string{"gen", "--out", filepath.Join(dir, "gen"), "--shape", "design", "--events", "10000"}, 0, "", "gen", "", "gen: wrote raw events"},
+		{"text mode", []string{"status", "--warehouse", none, "--log-format", "text"}, exitcode.Usage, "", "", "engagement: status: no warehouse at " + none, ""},
+		{"text mode asked before a refused flag", []string{"gc", "--log-format=text", "--warehuse", none}, exitcode.Usage, "", "", "engagement: gc: unknown flag --warehuse; did you mean --warehouse?", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runEnv(t, nil, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			if tc.text != "" {
+				if !strings.HasPrefix(r.stderr, tc.text) || strings.Count(r.stderr, "\n") != 1 {
+					t.Errorf("stderr %q, want one line starting %q", r.stderr, tc.text)
+				}
+				return
+			}
+			recs := jsonLines(t, "stderr", r.stderr)
+			checkRunAttrs(t, recs, tc.jobID, tc.cmd)
+			last := recs[len(recs)-1]
+			if tc.code == 0 {
+				if recs[0]["level"] != "INFO" || !strings.Contains(recs[0]["msg"].(string), tc.errPart) {
+					t.Errorf("first record %v, want level INFO and a msg with %q", recs[0], tc.errPart)
+				}
+				return
+			}
+			if last["level"] != "ERROR" || last["exit_code"] != float64(tc.code) || !strings.Contains(last["msg"].(string), tc.errPart) {
+				t.Errorf("last record %v, want level ERROR, exit_code %d and a msg with %q", last, tc.code, tc.errPart)
+			}
+		})
+	}
+}
+
+// outputDoc is publish --output json's document as a scheduler reads it.
+type outputDoc struct {
+	JobID      string `json:"job_id"`
+	Command    string `json:"command"`
+	Version    string `json:"version"`
+	Result     string `json:"result"`
+	ExitCode   *int   `json:"exit_code"`
+	Error      string `json:"error"`
+	Generation int64  `json:"generation"`
+	Dates      []struct {
+		Date               string  `json:"date"`
+		EventCount         int64   `json:"event_count"`
+		UnknownLessonCount int64   `json:"unknown_lesson_count"`
+		UnknownLessonRate  float64 `json:"unknown_lesson_rate"`
+		FactFiles          int     `json:"fact_files"`
+		CourseDayFiles     int     `json:"course_day_files"`
+	} `json:"dates"`
+	FailedChecks []gate.Check `json:"failed_checks"`
+}
+
+// oneDoc is stdout as exactly one JSON document on one line.
+func oneDoc(t *testing.T, stdout string) outputDoc {
+	t.Helper()
+	if strings.Count(stdout, "\n") != 1 || !strings.HasSuffix(stdout, "\n") {
+		t.Fatalf("stdout is not one line:\n%s", stdout)
+	}
+	jsonLines(t, "stdout", stdout)
+	var d outputDoc
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Command != "publish" || d.Version != version.String() || d.ExitCode == nil {
+		t.Errorf("document lacks its command, version or exit code: %s", stdout)
+	}
+	return d
+}
+
+// TestPublishOutputJSON: publish --output json prints one JSON document on
+// one line of stdout, whatever the outcome. Published: the per-date figures
+// are the fixture's hand-counted ones and the generation the pointer's.
+// Rejected by the gate, refused as bad input, failed on an input, or
+// refused by the flag parser: the result, the exit code and the error (and
+// the failed checks), with the pointer unchanged.
+func TestPublishOutputJSON(t *testing.T) {
+	w := biNewWS(t)
+	exp := biReadExpected(t, w.src)
+	r := biRun(t, w.publishArgs("doc-ok", biGoodDates, "--output", "json")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	d := oneDoc(t, r.stdout)
+	if d.Result != "published" || *d.ExitCode != 0 || d.JobID != "doc-ok" || d.Error != "" || len(d.FailedChecks) != 0 {
+		t.Errorf("document of a publish: %s", r.stdout)
+	}
+	if p := publishtest.LoadPointer(t, w.warehouse); d.Generation != p.Generation || p.Generation == 0 {
+		t.Errorf("document names generation %d, the pointer is at %d", d.Generation, p.Generation)
+	}
+	var got []string
+	for _, f := range d.Dates {
+		got = append(got, f.Date)
+		want := exp.ByDate[dates.MustParse(f.Date)]
+		if f.EventCount != want.Events || f.UnknownLessonCount != want.Unknown ||
+			math.Abs(f.UnknownLessonRate-float64(want.Unknown)/float64(want.Events)) > 1e-12 || f.FactFiles < 1 || f.CourseDayFiles < 1 {
+			t.Errorf("%s: document says %+v, expected.json %d events, %d unknown", f.Date, f, want.Events, want.Unknown)
+		}
+	}
+	if want := strings.Split(biGoodDates, ","); !slices.Equal(got, want) {
+		t.Errorf("document dates %v, want %v", got, want)
+	}
+
+	before := w.pointerBytes()
+	overCap := publishtest.LoadFixture(t, "over-cap")
+	ds := strings.Split(biGoodDates, ",")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		result  string
+		errPart string
+		failed  []string
+	}{
+		{"gate rejected", append(overCap.Args(w.warehouse, "doc-cap", ds...), "--output", "json"), exitcode.GateRejected, "rejected",
+			"gate rejected", []string{gate.CheckUnknownLessonCap, gate.CheckUnknownLessonCap}},
+		{"bad input", w.publishArgs("doc-bad-date", "2026-02-30", "--output", "json"), exitcode.Usage, "error", "2026-02-30", nil},
+		{"an input missing", w.publishArgs("doc-no-raw", biGoodDates, "--output", "json", "--raw", filepath.Join(w.dir, "no-such-raw")),
+			exitcode.Error, "error", "no-such-raw", nil},
+		{"a flag refused before publish runs", w.publishArgs("doc-flag", biGoodDates, "--output=json", "--no-such-flag", "x"),
+			exitcode.Usage, "error", "unknown flag --no-such-flag", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			d := oneDoc(t, r.stdout)
+			var failed []string
+			for _, c := range d.FailedChecks {
+				failed = append(failed, c.Name)
+			}
+			if d.Result != tc.result || *d.ExitCode != tc.code || !strings.Contains(d.Error, tc.errPart) || !slices.Equal(failed, tc.failed) ||
+				d.Generation != 0 || len(d.Dates) != 0 || !strings.HasPrefix(d.JobID, "doc-") {
+				t.Errorf("document %s\nwant result %q, exit_code %d, an error with %q, failed checks %v, no generation or dates",
+					r.stdout, tc.result, tc.code, tc.errPart, tc.failed)
+			}
+			checkRunAttrs(t, jsonLines(t, "stderr", r.stderr), d.JobID, "publish")
+			if after := w.pointerBytes(); !bytes.Equal(after, before) {
+				t.Error("pointer.json changed")
+			}
+		})
+	}
+}
+
+// publish --help asks for no publish: its help alone, whatever --output says.
+func TestPublishHelpHasNoDocument(t *testing.T) {
+	r := runEnv(t, nil, "publish", "--output", "json", "--help")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "publish computes") || strings.Contains(r.stdout, `"result"`) {
+		t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
+// TestPublishOutputJSONAfterSignal: a publish cancelled by SIGTERM reports
+// the code the process exits with (143), not the cancelled command's 1, and
+// leaves the pointer as it was.
+func TestPublishOutputJSONAfterSignal(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	before := w.pointerBytes()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signals.Caught{Signal: syscall.SIGTERM})
+	var out, errb bytes.Buffer
+	code := cli.Main(ctx, w.publishArgs("doc-signalled", biGoodDates, "--output", "json"), &out, &errb)
+	if code == 0 {
+		t.Fatalf("a cancelled publish exited 0\n%s", errb.String())
+	}
+	d := oneDoc(t, out.String())
+	if want := exitcode.Signalled(int(syscall.SIGTERM)); d.Result != "error" || *d.ExitCode != want {
+		t.Errorf("document %s, want result error and exit_code %d", out.String(), want)
+	}
+	if !bytes.Equal(w.pointerBytes(), before) {
+		t.Error("pointer.json changed")
+	}
+}
