@@ -28,22 +28,25 @@ import (
 
 // Attempt is the content of _attempt.json.
 type Attempt struct {
-	JobID                string            `json:"job_id"`
-	WriterVersion        string            `json:"writer_version"`
-	Engine               string            `json:"engine"`
-	Dates                []string          `json:"dates"`
-	IngestFrom           string            `json:"ingest_from"`
-	IngestTo             string            `json:"ingest_to"`
-	Raw                  string            `json:"raw"`
-	Lessons              string            `json:"lessons"`
-	Enrollments          string            `json:"enrollments"`
-	ManifestID           string            `json:"manifest_id"`
-	EnrollmentSnapshotID string            `json:"enrollment_snapshot_id"`
-	UnknownCap           float64           `json:"unknown_cap"`
-	HotCourses           []string          `json:"hot_courses"`
-	OutsideHorizon       bool              `json:"outside_horizon_override"`
-	StartedAt            time.Time         `json:"started_at"`
-	Settings             map[string]string `json:"settings"`
+	JobID                string    `json:"job_id"`
+	WriterVersion        string    `json:"writer_version"`
+	Engine               string    `json:"engine"`
+	Dates                []string  `json:"dates"`
+	IngestFrom           string    `json:"ingest_from"`
+	IngestTo             string    `json:"ingest_to"`
+	Raw                  string    `json:"raw"`
+	Lessons              string    `json:"lessons"`
+	Enrollments          string    `json:"enrollments"`
+	ManifestID           string    `json:"manifest_id"`
+	EnrollmentSnapshotID string    `json:"enrollment_snapshot_id"`
+	UnknownCap           float64   `json:"unknown_cap"`
+	HotCourses           []string  `json:"hot_courses"`
+	OutsideHorizon       bool      `json:"outside_horizon_override"`
+	StartedAt            time.Time `json:"started_at"`
+	// BaseGeneration is the pointer generation the attempt started from: a
+	// rollback of one of its dates in a later generation refuses its write.
+	BaseGeneration int64             `json:"base_generation"`
+	Settings       map[string]string `json:"settings"`
 	// Inputs is the attempt's one listing: every file it read, with the
 	// size and modification time it was read at.
 	Inputs inputs.Listing `json:"inputs"`
@@ -226,6 +229,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// Claim the prefix by creating its attempt record only if absent, so
 	// two attempts racing on one job id cannot both write into it.
 	record := attemptRecord(job, spec, p.Engine.Name(), p.version(), now)
+	record.BaseGeneration = base.Generation
 	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.AttemptPath(job.JobID), record, storage.Cond{IfAbsent: true}); err != nil {
 		if errors.Is(err, storage.ErrPrecondition) {
 			return res, exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingURI))
