@@ -7,7 +7,9 @@
 # which scripts/s3.sh builds (versitygw) and starts on 127.0.0.1, and DuckDB's
 # httpfs extension, which scripts/httpfs.sh fetches from PyPI; the metrics
 # tests need a Pushgateway, which scripts/pushgateway.sh builds and starts on
-# 127.0.0.1) and fails
+# 127.0.0.1; the Airflow example's test needs apache-airflow and the reader
+# snippet's test pyarrow and pandas, which scripts/airflow.sh and
+# scripts/pyarrow.sh install from PyPI into virtual environments) and fails
 # loudly rather than skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +62,12 @@ unset ENGAGEMENT_SKIP_S3
 echo "== Pushgateway (scripts/pushgateway.sh), which publish's metrics tests push to"
 bash scripts/pushgateway.sh install
 eval "$(bash scripts/pushgateway.sh start)"
+
+echo "== Airflow (scripts/airflow.sh) and pyarrow with pandas (scripts/pyarrow.sh), for examples/"
+ENGAGEMENT_AIRFLOW=$(bash scripts/airflow.sh install)
+ENGAGEMENT_PYARROW_PYTHON=$(bash scripts/pyarrow.sh install)
+export ENGAGEMENT_AIRFLOW ENGAGEMENT_PYARROW_PYTHON
+unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 
 # The packages where goroutines or processes race (the pointer stores, the
 # job's publish and its unknown-outcome paths, progress, gc, the listing)
