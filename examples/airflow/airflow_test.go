@@ -319,4 +319,3 @@ func TestDAG(t *testing.T) {
 		}
 	})
 }
-
