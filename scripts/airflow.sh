@@ -7,18 +7,6 @@
 #   bash scripts/airflow.sh install   create the venv once; print the path of its `airflow`
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-# .cache may be a symlink: the venv is made at its real path.
-venv=$(realpath -m .cache)/airflow/venv
-requirements=examples/airflow/requirements.txt
-
-die() { echo "airflow.sh: $*" >&2; exit 1; }
+name=airflow requirements=examples/airflow/requirements.txt tool=airflow
 . scripts/lib/venv.sh
-
-case "${1:-}" in
-install)
-  venv_install
-  echo "$venv/bin/airflow"
-  ;;
-*) die "usage: bash scripts/airflow.sh install" ;;
-esac
+venv_main "$@"

@@ -6,18 +6,6 @@
 #   bash scripts/pyarrow.sh install   create the venv once; print the path of its `python`
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-# .cache may be a symlink: the venv is made at its real path.
-venv=$(realpath -m .cache)/pyarrow/venv
-requirements=examples/python/requirements.txt
-
-die() { echo "pyarrow.sh: $*" >&2; exit 1; }
+name=pyarrow requirements=examples/python/requirements.txt tool=python
 . scripts/lib/venv.sh
-
-case "${1:-}" in
-install)
-  venv_install
-  echo "$venv/bin/python"
-  ;;
-*) die "usage: bash scripts/pyarrow.sh install" ;;
-esac
+venv_main "$@"
