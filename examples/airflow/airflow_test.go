@@ -94,11 +94,14 @@ func (a *airflow) command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // taskTry is one try of a task, from Airflow's metadata database: the
-// current try in task_instance, earlier ones in task_instance_history.
+// current try in task_instance, earlier ones in task_instance_history;
+// Reschedules counts a sensor's pokes that found nothing (task_reschedule).
 type taskTry struct {
 	Task  string `json:"task_id"`
 	State string `json:"state"`
 	Try   int    `json:"try_number"`
+
+	Reschedules int `json:"reschedules"`
 }
 
 // tries reads every try of every task of the DAG's runs, earlier tries
@@ -107,10 +110,12 @@ func (a *airflow) tries(t *testing.T) (current, earlier []taskTry) {
 	t.Helper()
 	const query = `import json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-def rows(table):
-    return [dict(task_id=r[0], state=r[1], try_number=r[2]) for r in db.execute(
-        "SELECT task_id, state, try_number FROM " + table + " WHERE dag_id = ? ORDER BY task_id, try_number", (sys.argv[2],))]
-print(json.dumps([rows("task_instance"), rows("task_instance_history")]))`
+def rows(table, reschedules):
+    return [dict(task_id=r[0], state=r[1], try_number=r[2], reschedules=r[3]) for r in db.execute(
+        "SELECT task_id, state, try_number, " + reschedules + " FROM " + table + " t WHERE dag_id = ? ORDER BY task_id, try_number",
+        (sys.argv[2],))]
+print(json.dumps([rows("task_instance", "(SELECT count(*) FROM task_reschedule r WHERE r.ti_id = t.id)"),
+                  rows("task_instance_history", "0")]))`
 	py := filepath.Join(filepath.Dir(a.bin), "python")
 	out, err := exec.Command(py, "-c", query, filepath.Join(a.home, "airflow.db"), dagID).Output()
 	if err != nil {
@@ -125,11 +130,11 @@ print(json.dumps([rows("task_instance"), rows("task_instance_history")]))`
 
 // dagsTest runs `airflow dags test` for the logical date, calls onLine with
 // every line it prints, and returns its exit error and output.
-func (a *airflow) dagsTest(t *testing.T, extraEnv []string, onLine func(string)) (error, []byte) {
+func (a *airflow) dagsTest(t *testing.T, extraEnv, extraArgs []string, onLine func(string)) (error, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := a.command(ctx, "dags", "test", dagID, logicalDate)
+	cmd := a.command(ctx, append([]string{"dags", "test", dagID, logicalDate}, extraArgs...)...)
 	cmd.Env = append(append([]string{}, a.env...), extraEnv...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -201,7 +206,7 @@ func TestDAG(t *testing.T) {
 		released := false
 		release := func() { once.Do(func() { unlock(); released = true }) }
 		defer release()
-		err, out := a.dagsTest(t, []string{"ENGAGEMENT_LOCK_TIMEOUT=1s", "ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=3"}, func(line string) {
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_LOCK_TIMEOUT=1s", "ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=3"}, nil, func(line string) {
 			if strings.Contains(line, "new_state=up_for_retry") {
 				release()
 			}
@@ -261,11 +266,7 @@ func TestDAG(t *testing.T) {
 		wh := filepath.Join(dir, "warehouse")
 		// A generation is already published: the rejected run must leave it
 		// byte for byte.
-		seed := exec.Command(engagement, "publish", "--config", filepath.Join(publishtest.Root(), "config", "fixture.conf"),
-			"--raw", filepath.Join(fx.Dir, "raw"), "--lessons", filepath.Join(fx.Dir, "lessons"),
-			"--enrollments", filepath.Join(fx.Dir, "enrollments"), "--warehouse", wh,
-			"--job-id", "seed-001", "--dates", "2026-03-02,2026-03-03")
-		if out, err := seed.CombinedOutput(); err != nil {
+		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02,2026-03-03"); err != nil {
 			t.Fatalf("seed publish: %v\n%s", err, tail(out))
 		}
 		before, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
@@ -282,7 +283,7 @@ func TestDAG(t *testing.T) {
 			"ENGAGEMENT_LESSONS=" + filepath.Join(over.Dir, "lessons"),
 			"ENGAGEMENT_ENROLLMENTS=" + filepath.Join(over.Dir, "enrollments"),
 			"ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=1",
-		}, nil)
+		}, nil, nil)
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) {
 			t.Fatalf("airflow dags test: %v, want a failed run\n%s", err, tail(out))
@@ -318,4 +319,76 @@ func TestDAG(t *testing.T) {
 			t.Errorf("a second try ran")
 		}
 	})
+	t.Run("SensorWaitsForTheDate", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02"); err != nil {
+			t.Fatalf("seed publish: %v\n%s", err, tail(out))
+		}
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		// publish is marked successful without running, so the sensor finds
+		// 2026-03-03 unpublished (status exits 5) and is rescheduled; the
+		// test publishes the date then, and the next poke sees it.
+		var once sync.Once
+		started := false
+		lateDone := make(chan struct{})
+		var lateOut []byte
+		var lateErr error
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_DAG_POKE_SECONDS=2"}, []string{"--mark-success-pattern", "^publish$"},
+			func(line string) {
+				if strings.Contains(line, "new_state=up_for_reschedule") {
+					once.Do(func() {
+						started = true
+						go func() {
+							defer close(lateDone)
+							lateOut, lateErr = publishFixture(engagement, fx, wh, "late-001", "2026-03-03")
+						}()
+					})
+				}
+			})
+		if !started {
+			t.Fatalf("the sensor was never rescheduled: %v\n%s", err, tail(out))
+		}
+		<-lateDone
+		if lateErr != nil {
+			t.Fatalf("publish of 2026-03-03 during the run: %v\n%s", lateErr, tail(lateOut))
+		}
+		if err != nil {
+			t.Fatalf("airflow dags test: %v\n%s", err, tail(out))
+		}
+		current, _ := a.tries(t)
+		if got := find(current, "published"); len(got) != 1 || got[0].State != "success" || got[0].Reschedules < 1 {
+			t.Errorf("the sensor published: %+v, want success after at least one reschedule", got)
+		}
+		if got := jobOf(t, wh, "2026-03-03"); got != "late-001" {
+			t.Errorf("2026-03-03 names job %s, want late-001 (the DAG's publish must not have run)", got)
+		}
+	})
+}
+
+// publishFixture publishes the committed fixture's dates into wh with the
+// binary, as an earlier run would have.
+func publishFixture(engagement string, fx publishtest.Fixture, wh, jobID, dates string) ([]byte, error) {
+	return exec.Command(engagement, "publish", "--config", filepath.Join(publishtest.Root(), "config", "fixture.conf"),
+		"--raw", filepath.Join(fx.Dir, "raw"), "--lessons", filepath.Join(fx.Dir, "lessons"),
+		"--enrollments", filepath.Join(fx.Dir, "enrollments"), "--warehouse", wh,
+		"--job-id", jobID, "--dates", dates).CombinedOutput()
+}
+
+// jobOf is the job whose files readers see for date.
+func jobOf(t *testing.T, wh, date string) string {
+	t.Helper()
+	w, err := reader.Open(context.Background(), wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := w.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := snap.Date(date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.JobID
 }

@@ -36,11 +36,12 @@ FAIL_FAST = {
     3: "the gate rejected the attempt; see rejections/job_id=<id>.json; fix the input, do not raise the cap",
     4: "the job id is already published",
 }
-NOT_PUBLISHED = 5
-PINS = {"--manifest-id": "engagement_manifest_id", "--enrollment-snapshot-id": "engagement_enrollment_snapshot_id"}  # status --date: the date is not published (yet)
+NOT_PUBLISHED = 5  # status --date: the date is not published (yet)
+PINS = {"--manifest-id": "engagement_manifest_id", "--enrollment-snapshot-id": "engagement_enrollment_snapshot_id"}
 
-# Read when the DAG is parsed; the tests shorten it.
+# Read when the DAG is parsed; the tests shorten them.
 RETRY_DELAY = datetime.timedelta(seconds=int(os.environ.get("ENGAGEMENT_DAG_RETRY_DELAY_SECONDS", "300")))
+POKE_INTERVAL = int(os.environ.get("ENGAGEMENT_DAG_POKE_SECONDS", "300"))
 
 
 def engagement(*args):
@@ -88,18 +89,20 @@ def engagement_daily():
             raise AirflowFailException(f"engagement publish exited {code}: {FAIL_FAST[code]}")
         if code != 0:
             raise RuntimeError(f"engagement publish exited {code}; the pointer did not move, retrying with a new job id")
-        return dates
 
-    @task.sensor(poke_interval=300, timeout=6 * 3600, mode="reschedule")
-    def published(dates):
-        code = engagement("status", "--warehouse", Variable.get("engagement_warehouse"), "--date", dates[-1])
+    # The newest date a run publishes is the day before its logical date; a
+    # consumer's DAG can copy this task as it is to wait for that date.
+    @task.sensor(poke_interval=POKE_INTERVAL, timeout=6 * 3600, mode="reschedule")
+    def published(ds=None):
+        newest = event_dates(ds)[-1]
+        code = engagement("status", "--warehouse", Variable.get("engagement_warehouse"), "--date", newest)
         if code == NOT_PUBLISHED:
             return False
         if code != 0:
             raise AirflowFailException(f"engagement status exited {code}")
         return True
 
-    published(publish("{{ ts_nodash }}-try{{ ti.try_number }}"))
+    publish("{{ ts_nodash }}-try{{ ti.try_number }}") >> published()
 
 
 engagement_daily()
