@@ -5,11 +5,12 @@ or a glob of the warehouse: staging/ also holds rejected and abandoned attempts.
 The files carry no event_date column (it is the partition), so it is added from
 the pointer.
 
-    python read_date.py WAREHOUSE DATE [TABLE]
+    python read_date.py WAREHOUSE TABLE DATE...
 
 WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
 filesystem, credentials from the standard AWS chain); TABLE is
-fact_lesson_engagement (the default) or course_day.
+fact_lesson_engagement or course_day. It prints one JSON line of figures per
+date.
 """
 import datetime
 import json
@@ -68,10 +69,10 @@ def summary(df, table):
 
 
 if __name__ == "__main__":
-    warehouse, date = sys.argv[1], sys.argv[2]
-    table = sys.argv[3] if len(sys.argv) > 3 else "fact_lesson_engagement"
-    try:
-        entry, df = read_date(warehouse, date, table)
-    except LookupError as e:
-        sys.exit(f"read_date.py: {e}")
-    print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))
+    warehouse, table, *dates = sys.argv[1:]
+    for date in dates:
+        try:
+            entry, df = read_date(warehouse, date, table)
+        except LookupError as e:
+            sys.exit(f"read_date.py: {e}")
+        print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))

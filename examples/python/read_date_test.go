@@ -50,50 +50,60 @@ func TestReadDate(t *testing.T) {
 		t.Fatalf("publish: exit %d\n%s", code, stderr.String())
 	}
 	script := filepath.Join(publishtest.Root(), "examples", "python", "read_date.py")
+	var ds []string
 	for _, d := range fx.Expected.Dates {
+		ds = append(ds, d.String())
+	}
+	facts := readDates(t, python, script, wh, "fact_lesson_engagement", ds)
+	days := readDates(t, python, script, wh, "course_day", ds)
+	for i, d := range fx.Expected.Dates {
 		want := fx.Expected.ByDate[d]
-		t.Run(d.String(), func(t *testing.T) {
-			got := readDate(t, python, script, wh, d.String(), "fact_lesson_engagement")
-			if got.JobID != jobID || got.Rows != want.FactRows || got.Events != want.Events || got.Unknown != want.Unknown ||
-				got.Enrolled != want.Enrolled || got.Learners != want.Learners {
-				t.Errorf("fact_lesson_engagement: got %+v, want job %s and %+v", got, jobID, want)
-			}
-			wantCourses := map[string]int64{}
-			for c, f := range fx.Expected.ByDateCourse[d] {
-				wantCourses[c] = f.Events
-			}
-			got = readDate(t, python, script, wh, d.String(), "course_day")
-			if got.JobID != jobID || got.Events != want.Events || int(got.Rows) != len(wantCourses) ||
-				!reflect.DeepEqual(got.ByCourse, wantCourses) {
-				t.Errorf("course_day: got %+v, want %d events, by course %v", got, want.Events, wantCourses)
-			}
-		})
+		if got := facts[i]; got.JobID != jobID || got.Rows != want.FactRows || got.Events != want.Events ||
+			got.Unknown != want.Unknown || got.Enrolled != want.Enrolled || got.Learners != want.Learners {
+			t.Errorf("%s fact_lesson_engagement: got %+v, want job %s and %+v", d, got, jobID, want)
+		}
+		wantCourses := map[string]int64{}
+		for c, f := range fx.Expected.ByDateCourse[d] {
+			wantCourses[c] = f.Events
+		}
+		if got := days[i]; got.JobID != jobID || got.Events != want.Events || int(got.Rows) != len(wantCourses) ||
+			!reflect.DeepEqual(got.ByCourse, wantCourses) {
+			t.Errorf("%s course_day: got %+v, want %d events, by course %v", d, got, want.Events, wantCourses)
+		}
 	}
 
 	// A date the pointer does not hold is refused, not read as empty.
-	out, err := exec.Command(python, script, wh, "2026-03-05").CombinedOutput()
+	out, err := exec.Command(python, script, wh, "course_day", "2026-03-05").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "2026-03-05 is not published") {
 		t.Errorf("unpublished date: err %v, output %s", err, out)
 	}
 }
 
-func readDate(t *testing.T, python, script, wh, date, table string) summary {
+// readDates runs the snippet once for the table and dates and decodes its
+// line per date.
+func readDates(t *testing.T, python, script, wh, table string, dates []string) []summary {
 	t.Helper()
-	cmd := exec.Command(python, script, wh, date, table)
+	cmd := exec.Command(python, append([]string{script, wh, table}, dates...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("read_date.py %s %s: %v\n%s", date, table, err, stderr.String())
+		t.Fatalf("read_date.py %s %v: %v\n%s", table, dates, err, stderr.String())
 	}
-	var s summary
-	if err := json.Unmarshal(out, &s); err != nil {
-		t.Fatalf("read_date.py %s %s printed %q: %v", date, table, out, err)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(dates) {
+		t.Fatalf("read_date.py %s %v printed %d lines, want %d:\n%s", table, dates, len(lines), len(dates), out)
 	}
-	if s.Date != date || s.Table != table {
-		t.Fatalf("read_date.py %s %s printed %+v", date, table, s)
+	sums := make([]summary, len(dates))
+	for i, line := range lines {
+		if err := json.Unmarshal([]byte(line), &sums[i]); err != nil {
+			t.Fatalf("read_date.py printed %q: %v", line, err)
+		}
+		if sums[i].Date != dates[i] || sums[i].Table != table {
+			t.Fatalf("read_date.py %s %s printed %+v", table, dates[i], sums[i])
+		}
 	}
-	return s
+	return sums
 }
 
 // TestDocShowsTheSnippet keeps docs/readers.md and the file the test runs
