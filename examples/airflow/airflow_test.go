@@ -234,14 +234,7 @@ func TestDAG(t *testing.T) {
 
 		// Readers see try 2's job, with the fixture's figures; try 1's
 		// staging is there, named by nothing.
-		w, err := reader.Open(context.Background(), wh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := w.Current(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		snap := snapshot(t, wh)
 		for _, d := range fx.Expected.Dates {
 			want := fx.Expected.ByDate[d]
 			got, err := snap.Date(d.String())
@@ -266,7 +259,7 @@ func TestDAG(t *testing.T) {
 		wh := filepath.Join(dir, "warehouse")
 		// A generation is already published: the rejected run must leave it
 		// byte for byte.
-		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02,2026-03-03"); err != nil {
+		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02", "2026-03-03"); err != nil {
 			t.Fatalf("seed publish: %v\n%s", err, tail(out))
 		}
 		before, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
@@ -360,23 +353,20 @@ func TestDAG(t *testing.T) {
 		if got := find(current, "published"); len(got) != 1 || got[0].State != "success" || got[0].Reschedules < 1 {
 			t.Errorf("the sensor published: %+v, want success after at least one reschedule", got)
 		}
-		if got := jobOf(t, wh, "2026-03-03"); got != "late-001" {
-			t.Errorf("2026-03-03 names job %s, want late-001 (the DAG's publish must not have run)", got)
+		if got, err := snapshot(t, wh).Date("2026-03-03"); err != nil || got.JobID != "late-001" {
+			t.Errorf("2026-03-03: %+v, %v; want job late-001 (the DAG's publish must not have run)", got, err)
 		}
 	})
 }
 
 // publishFixture publishes the committed fixture's dates into wh with the
 // binary, as an earlier run would have.
-func publishFixture(engagement string, fx publishtest.Fixture, wh, jobID, dates string) ([]byte, error) {
-	return exec.Command(engagement, "publish", "--config", filepath.Join(publishtest.Root(), "config", "fixture.conf"),
-		"--raw", filepath.Join(fx.Dir, "raw"), "--lessons", filepath.Join(fx.Dir, "lessons"),
-		"--enrollments", filepath.Join(fx.Dir, "enrollments"), "--warehouse", wh,
-		"--job-id", jobID, "--dates", dates).CombinedOutput()
+func publishFixture(engagement string, fx publishtest.Fixture, wh, jobID string, dates ...string) ([]byte, error) {
+	return exec.Command(engagement, fx.Args(wh, jobID, dates...)...).CombinedOutput()
 }
 
-// jobOf is the job whose files readers see for date.
-func jobOf(t *testing.T, wh, date string) string {
+// snapshot is the pointer generation readers of wh see now.
+func snapshot(t *testing.T, wh string) *reader.Snapshot {
 	t.Helper()
 	w, err := reader.Open(context.Background(), wh)
 	if err != nil {
@@ -386,9 +376,5 @@ func jobOf(t *testing.T, wh, date string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := snap.Date(date)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.JobID
+	return snap
 }

@@ -41,11 +41,7 @@ func TestReadDate(t *testing.T) {
 	wh := filepath.Join(t.TempDir(), "w h?#[x]%20*")
 	const jobID = "python-001"
 	var stderr strings.Builder
-	code := cli.Main(context.Background(), []string{"publish",
-		"--config", filepath.Join(publishtest.Root(), "config", "fixture.conf"),
-		"--raw", filepath.Join(fx.Dir, "raw"), "--lessons", filepath.Join(fx.Dir, "lessons"),
-		"--enrollments", filepath.Join(fx.Dir, "enrollments"), "--warehouse", wh,
-		"--job-id", jobID, "--dates", "2026-03-02,2026-03-03"}, io.Discard, &stderr)
+	code := cli.Main(context.Background(), fx.Args(wh, jobID, "2026-03-02", "2026-03-03"), io.Discard, &stderr)
 	if code != 0 {
 		t.Fatalf("publish: exit %d\n%s", code, stderr.String())
 	}
