@@ -8,7 +8,10 @@
 # httpfs extension, which scripts/httpfs.sh fetches from PyPI; the metrics
 # tests need a Pushgateway, which scripts/pushgateway.sh builds and starts on
 # 127.0.0.1; the report's browser test needs Chromium, which
-# scripts/chromium.sh installs from Debian's packages) and fails
+# scripts/chromium.sh installs from Debian's packages; the Airflow example's
+# test needs apache-airflow and the reader snippet's test pyarrow and pandas,
+# which scripts/airflow.sh and scripts/pyarrow.sh install from PyPI into
+# virtual environments) and fails
 # loudly rather than skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +71,12 @@ export ENGAGEMENT_CHROMIUM
 unset ENGAGEMENT_SKIP_CHROMIUM
 # The browser test's screenshot of the report lands here.
 export ENGAGEMENT_ARTIFACTS=${ENGAGEMENT_ARTIFACTS:-$PWD/.cache/artifacts}
+
+echo "== Airflow (scripts/airflow.sh) and pyarrow with pandas (scripts/pyarrow.sh), for examples/"
+ENGAGEMENT_AIRFLOW=$(bash scripts/airflow.sh install)
+ENGAGEMENT_PYARROW_PYTHON=$(bash scripts/pyarrow.sh install)
+export ENGAGEMENT_AIRFLOW ENGAGEMENT_PYARROW_PYTHON
+unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 
 # The packages where goroutines or processes race (the pointer stores, the
 # job's publish and its unknown-outcome paths, progress, gc, the listing)

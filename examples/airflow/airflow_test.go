@@ -1,0 +1,380 @@
+// Package airflow_test runs engagement_daily.py with Airflow's own
+// `airflow dags test` (the pinned Airflow of scripts/airflow.sh, its metadata
+// database in SQLite under a temporary AIRFLOW_HOME) against the real binary
+// and the committed fixture, and reads the outcome back from Airflow's
+// metadata database and from the warehouse, never from the DAG's own prints.
+package airflow_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/venvtest"
+	"github.com/techlearningpro/engagement/reader"
+)
+
+const (
+	dagID = "engagement_daily"
+	// The logical date whose run publishes the fixture's two event dates
+	// (2026-03-02 and 2026-03-03, with engagement_restate_days 2); the fixture
+	// config's run date for freshness is the same day.
+	logicalDate = "2026-03-04"
+	// The job id template {{ ts_nodash }}-try{{ ti.try_number }} of that run.
+	jobIDPrefix = "20260304T000000-try"
+)
+
+// airflow is one AIRFLOW_HOME with a migrated SQLite metadata database.
+type airflow struct {
+	bin  string // the venv's airflow
+	home string
+	env  []string
+}
+
+// newAirflow makes an AIRFLOW_HOME under dir whose DAG folder is this
+// directory and whose Variables point the DAG at bin, the fixture config
+// and warehouse. A copy of template's migrated database saves a migration.
+func newAirflow(t *testing.T, bin, dir, engagement, warehouse, template string) *airflow {
+	t.Helper()
+	home := filepath.Join(dir, "airflow-home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		// None of the caller's engagement or Airflow settings may leak in.
+		if !strings.HasPrefix(kv, "ENGAGEMENT_") && !strings.HasPrefix(kv, "AIRFLOW") {
+			env = append(env, kv)
+		}
+	}
+	root := publishtest.Root()
+	env = append(env,
+		"AIRFLOW_HOME="+home,
+		"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=sqlite:///"+filepath.Join(home, "airflow.db"),
+		"AIRFLOW__CORE__DAGS_FOLDER="+filepath.Join(root, "examples", "airflow"),
+		"AIRFLOW__CORE__LOAD_EXAMPLES=False",
+		"AIRFLOW_VAR_ENGAGEMENT_BIN="+engagement,
+		"AIRFLOW_VAR_ENGAGEMENT_CONFIG="+filepath.Join(root, "config", "fixture.conf"),
+		"AIRFLOW_VAR_ENGAGEMENT_WAREHOUSE="+warehouse,
+		"AIRFLOW_VAR_ENGAGEMENT_RESTATE_DAYS=2",
+	)
+	a := &airflow{bin: bin, home: home, env: env}
+	if template == "" {
+		if out, err := a.command(context.Background(), "db", "migrate").CombinedOutput(); err != nil {
+			t.Fatalf("airflow db migrate: %v\n%s", err, tail(out))
+		}
+		return a
+	}
+	db, err := os.ReadFile(filepath.Join(template, "airflow.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "airflow.db"), db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (a *airflow) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, a.bin, args...)
+	cmd.Env = a.env
+	cmd.Dir = a.home
+	return cmd
+}
+
+// taskTry is one try of a task, from Airflow's metadata database: the
+// current try in task_instance, earlier ones in task_instance_history;
+// Reschedules counts a sensor's pokes that found nothing (task_reschedule).
+type taskTry struct {
+	Task  string `json:"task_id"`
+	State string `json:"state"`
+	Try   int    `json:"try_number"`
+
+	Reschedules int `json:"reschedules"`
+}
+
+// tries reads every try of every task of the DAG's runs, earlier tries
+// first, with the venv's own Python (sqlite3 is in its standard library).
+func (a *airflow) tries(t *testing.T) (current, earlier []taskTry) {
+	t.Helper()
+	const query = `import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+def rows(table, reschedules):
+    return [dict(task_id=r[0], state=r[1], try_number=r[2], reschedules=r[3]) for r in db.execute(
+        "SELECT task_id, state, try_number, " + reschedules + " FROM " + table + " t WHERE dag_id = ? ORDER BY task_id, try_number",
+        (sys.argv[2],))]
+print(json.dumps([rows("task_instance", "(SELECT count(*) FROM task_reschedule r WHERE r.ti_id = t.id)"),
+                  rows("task_instance_history", "0")]))`
+	py := filepath.Join(filepath.Dir(a.bin), "python")
+	out, err := exec.Command(py, "-c", query, filepath.Join(a.home, "airflow.db"), dagID).Output()
+	if err != nil {
+		t.Fatalf("read Airflow's metadata database: %v", err)
+	}
+	var got [2][]taskTry
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("read Airflow's metadata database: %v: %s", err, out)
+	}
+	return got[0], got[1]
+}
+
+// dagsTest runs `airflow dags test` for the logical date, calls onLine with
+// every line it prints, and returns its exit error and output.
+func (a *airflow) dagsTest(t *testing.T, extraEnv, extraArgs []string, onLine func(string)) (error, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := a.command(ctx, append([]string{"dags", "test", dagID, logicalDate}, extraArgs...)...)
+	cmd.Env = append(append([]string{}, a.env...), extraEnv...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			out.Write(sc.Bytes())
+			out.WriteByte('\n')
+			if onLine != nil {
+				onLine(sc.Text())
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	return err, out.Bytes()
+}
+
+func tail(out []byte) string {
+	const n = 6000
+	if len(out) > n {
+		return "...\n" + string(out[len(out)-n:])
+	}
+	return string(out)
+}
+
+func find(tries []taskTry, task string) []taskTry {
+	var out []taskTry
+	for _, tt := range tries {
+		if tt.Task == task {
+			out = append(out, tt)
+		}
+	}
+	return out
+}
+
+// TestDAG: one run whose first try exits 1 and whose retry publishes under
+// the next try's job id, and one over the over-cap fixture that the gate
+// rejects (exit 3): the task fails on its first try, without a retry.
+func TestDAG(t *testing.T) {
+	bin := venvtest.Tool(t, "ENGAGEMENT_AIRFLOW", "ENGAGEMENT_SKIP_AIRFLOW", "scripts/airflow.sh")
+	engagement := publishtest.Binary(t)
+	fx := publishtest.LoadFixture(t, "")
+	template := newAirflow(t, bin, t.TempDir(), engagement, "", "")
+
+	t.Run("RetriesExit1ThenPublishes", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		if err := os.MkdirAll(wh, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		// The test holds the pointer lock, so try 1 stages, passes its gate
+		// and then gives up on the lock: exit 1, nothing published. The lock
+		// is let go when Airflow marks the try up for retry; try 2 starts
+		// after the retry delay and publishes.
+		_, store := publishtest.Warehouse(wh)
+		unlock, err := store.Lock(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		released := false
+		release := func() { once.Do(func() { unlock(); released = true }) }
+		defer release()
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_LOCK_TIMEOUT=1s", "ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=3"}, nil, func(line string) {
+			if strings.Contains(line, "new_state=up_for_retry") {
+				release()
+			}
+		})
+		if err != nil {
+			t.Fatalf("airflow dags test: %v\n%s", err, tail(out))
+		}
+		if !released {
+			t.Fatalf("no try was marked up for retry\n%s", tail(out))
+		}
+		if !strings.Contains(string(out), "gave up waiting for the pointer lock") {
+			t.Errorf("try 1 did not fail on the held lock\n%s", tail(out))
+		}
+
+		current, earlier := a.tries(t)
+		if got := find(current, "publish"); len(got) != 1 || got[0].State != "success" || got[0].Try != 2 {
+			t.Errorf("publish in task_instance: %+v, want success on try 2", got)
+		}
+		if got := find(earlier, "publish"); len(got) != 1 || got[0].Try != 1 || got[0].State != "failed" {
+			t.Errorf("publish in task_instance_history: %+v, want try 1 failed", got)
+		}
+		if got := find(current, "published"); len(got) != 1 || got[0].State != "success" {
+			t.Errorf("the sensor published: %+v, want success", got)
+		}
+
+		// Readers see try 2's job, with the fixture's figures; try 1's
+		// staging is there, named by nothing.
+		snap := snapshot(t, wh)
+		for _, d := range fx.Expected.Dates {
+			want := fx.Expected.ByDate[d]
+			got, err := snap.Date(d.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.JobID != jobIDPrefix+"2" || got.EventCount != want.Events || got.UnknownLessonCount != want.Unknown {
+				t.Errorf("%s: job %s, %d events, %d unknown; want job %s2, %d, %d",
+					d, got.JobID, got.EventCount, got.UnknownLessonCount, jobIDPrefix, want.Events, want.Unknown)
+			}
+		}
+		for try, want := range map[string]bool{"1": true, "2": true, "3": false} {
+			_, err := os.Stat(filepath.Join(wh, "staging", "job_id="+jobIDPrefix+try))
+			if (err == nil) != want {
+				t.Errorf("staging of try %s: exists=%v, want %v", try, err == nil, want)
+			}
+		}
+	})
+
+	t.Run("OverCapFailsWithoutRetry", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		// A generation is already published: the rejected run must leave it
+		// byte for byte.
+		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02", "2026-03-03"); err != nil {
+			t.Fatalf("seed publish: %v\n%s", err, tail(out))
+		}
+		before, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := publishtest.LoadFixture(t, "over-cap")
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		// The inputs come from engagement's own ENGAGEMENT_<FLAG> variables,
+		// which the task's process passes on; a retry delay of 1 s would let
+		// a retry happen within the run if the task allowed one.
+		err, out := a.dagsTest(t, []string{
+			"ENGAGEMENT_RAW=" + filepath.Join(over.Dir, "raw"),
+			"ENGAGEMENT_LESSONS=" + filepath.Join(over.Dir, "lessons"),
+			"ENGAGEMENT_ENROLLMENTS=" + filepath.Join(over.Dir, "enrollments"),
+			"ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=1",
+		}, nil, nil)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("airflow dags test: %v, want a failed run\n%s", err, tail(out))
+		}
+
+		current, earlier := a.tries(t)
+		if got := find(current, "publish"); len(got) != 1 || got[0].State != "failed" || got[0].Try != 1 {
+			t.Errorf("publish in task_instance: %+v, want failed on try 1", got)
+		}
+		if got := find(earlier, "publish"); len(got) != 0 {
+			t.Errorf("publish in task_instance_history: %+v, want no earlier try", got)
+		}
+		if got := find(current, "published"); len(got) != 1 || got[0].State != "upstream_failed" {
+			t.Errorf("the sensor published: %+v, want upstream_failed", got)
+		}
+
+		after, err := os.ReadFile(filepath.Join(wh, "pointer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, after) {
+			t.Errorf("pointer.json changed")
+		}
+		// The gate's own record says why: the cap, on try 1's job id.
+		rec, err := os.ReadFile(filepath.Join(wh, "rejections", "job_id="+jobIDPrefix+"1.json"))
+		if err != nil {
+			t.Fatalf("no rejection record of try 1: %v\n%s", err, tail(out))
+		}
+		if !strings.Contains(string(rec), "unknown_lesson_cap") {
+			t.Errorf("rejection record does not name the cap:\n%s", rec)
+		}
+		if _, err := os.Stat(filepath.Join(wh, "staging", "job_id="+jobIDPrefix+"2")); err == nil {
+			t.Errorf("a second try ran")
+		}
+	})
+	t.Run("SensorWaitsForTheDate", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02"); err != nil {
+			t.Fatalf("seed publish: %v\n%s", err, tail(out))
+		}
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		// publish is marked successful without running, so the sensor finds
+		// 2026-03-03 unpublished (status exits 5) and is rescheduled; the
+		// test publishes the date then, and the next poke sees it.
+		var once sync.Once
+		started := false
+		lateDone := make(chan struct{})
+		var lateOut []byte
+		var lateErr error
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_DAG_POKE_SECONDS=2"}, []string{"--mark-success-pattern", "^publish$"},
+			func(line string) {
+				if strings.Contains(line, "new_state=up_for_reschedule") {
+					once.Do(func() {
+						started = true
+						go func() {
+							defer close(lateDone)
+							lateOut, lateErr = publishFixture(engagement, fx, wh, "late-001", "2026-03-03")
+						}()
+					})
+				}
+			})
+		if !started {
+			t.Fatalf("the sensor was never rescheduled: %v\n%s", err, tail(out))
+		}
+		<-lateDone
+		if lateErr != nil {
+			t.Fatalf("publish of 2026-03-03 during the run: %v\n%s", lateErr, tail(lateOut))
+		}
+		if err != nil {
+			t.Fatalf("airflow dags test: %v\n%s", err, tail(out))
+		}
+		current, _ := a.tries(t)
+		if got := find(current, "published"); len(got) != 1 || got[0].State != "success" || got[0].Reschedules < 1 {
+			t.Errorf("the sensor published: %+v, want success after at least one reschedule", got)
+		}
+		if got, err := snapshot(t, wh).Date("2026-03-03"); err != nil || got.JobID != "late-001" {
+			t.Errorf("2026-03-03: %+v, %v; want job late-001 (the DAG's publish must not have run)", got, err)
+		}
+	})
+}
+
+// publishFixture publishes the committed fixture's dates into wh with the
+// binary, as an earlier run would have.
+func publishFixture(engagement string, fx publishtest.Fixture, wh, jobID string, dates ...string) ([]byte, error) {
+	return exec.Command(engagement, fx.Args(wh, jobID, dates...)...).CombinedOutput()
+}
+
+// snapshot is the pointer generation readers of wh see now.
+func snapshot(t *testing.T, wh string) *reader.Snapshot {
+	t.Helper()
+	w, err := reader.Open(context.Background(), wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := w.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}

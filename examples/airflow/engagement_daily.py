@@ -1,0 +1,108 @@
+"""engagement's daily publish as an Airflow 3 DAG.
+
+Each run publishes the event dates that end the day before its logical date
+(`engagement_restate_days` of them, the config's restatementHorizonDays, so
+late events are restated), then waits until readers see the newest one.
+
+* The job id is `{{ ts_nodash }}-try{{ ti.try_number }}`: every try gets a new
+  one, as engagement requires (a published id exits 4, an id with an earlier
+  attempt's staging exits 2).
+* Exit 1 (and a signal, 130 or 143) is retried: the pointer did not move and
+  a retry with a new job id is safe. Exits 2, 3 and 4 fail the task at once,
+  with no retry: a bad command, a gate rejection or a published job id gets
+  the same answer however often it is tried.
+* The sensor runs `engagement status --date D`: exit 5 means D is not
+  published yet (poke again), 0 that readers see it; anything else fails.
+
+Settings are Airflow Variables (or AIRFLOW_VAR_<NAME> environment variables):
+engagement_bin (default `engagement` on PATH), engagement_config (required),
+engagement_warehouse (required), engagement_restate_days (default 3), and the
+pins engagement_manifest_id and engagement_enrollment_snapshot_id (passed as
+--manifest-id and --enrollment-snapshot-id when set; else the config's). Any
+other flag can be set on the worker as ENGAGEMENT_<FLAG>, which engagement
+reads itself (ENGAGEMENT_RAW, ENGAGEMENT_ENGINE, ...).
+"""
+
+import datetime
+import os
+import subprocess
+
+from airflow.sdk import Variable, dag, task
+from airflow.sdk.exceptions import AirflowFailException
+
+# engagement's exit codes that no retry can change (README, exit codes).
+FAIL_FAST = {
+    2: "usage: fix the command, config or date list; nothing was published",
+    3: "the gate rejected the attempt; see rejections/job_id=<id>.json; fix the input, do not raise the cap",
+    4: "the job id is already published",
+}
+NOT_PUBLISHED = 5  # status --date: the date is not published (yet)
+PINS = {"--manifest-id": "engagement_manifest_id", "--enrollment-snapshot-id": "engagement_enrollment_snapshot_id"}
+
+# Read when the DAG is parsed; the tests shorten them.
+RETRY_DELAY = datetime.timedelta(seconds=int(os.environ.get("ENGAGEMENT_DAG_RETRY_DELAY_SECONDS", "300")))
+POKE_INTERVAL = int(os.environ.get("ENGAGEMENT_DAG_POKE_SECONDS", "300"))
+
+
+def engagement(*args):
+    """Run the engagement binary; its stdout and stderr go to the task log."""
+    cmd = [Variable.get("engagement_bin", default="engagement"), *args]
+    print("running:", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=False).returncode
+
+
+def event_dates(ds):
+    """The restated event dates: the N days before the logical date, oldest first."""
+    n = int(Variable.get("engagement_restate_days", default="3"))
+    day = datetime.date.fromisoformat(ds)
+    return [(day - datetime.timedelta(days=i)).isoformat() for i in range(n, 0, -1)]
+
+
+@dag(
+    schedule="0 6 * * *",
+    start_date=datetime.datetime(2026, 3, 1, tzinfo=datetime.timezone.utc),
+    catchup=False,
+    max_active_runs=1,  # two runs would race for the same dates
+    default_args={"retries": 2, "retry_delay": RETRY_DELAY},
+    tags=["engagement"],
+)
+def engagement_daily():
+    @task
+    def publish(job_id, ds=None):
+        dates = event_dates(ds)
+        args = [
+            "publish",
+            "--config", Variable.get("engagement_config"),
+            "--warehouse", Variable.get("engagement_warehouse"),
+            "--job-id", job_id,
+            "--dates", ",".join(dates),
+            # freshness is judged as of the run's own date, so a rerun of an
+            # old run is judged as that run was
+            "--as-of", ds,
+        ]
+        for flag, name in PINS.items():
+            pin = Variable.get(name, default=None)
+            if pin:
+                args += [flag, pin]
+        code = engagement(*args)
+        if code in FAIL_FAST:
+            raise AirflowFailException(f"engagement publish exited {code}: {FAIL_FAST[code]}")
+        if code != 0:
+            raise RuntimeError(f"engagement publish exited {code}; the pointer did not move, retrying with a new job id")
+
+    # The newest date a run publishes is the day before its logical date; a
+    # consumer's DAG can copy this task as it is to wait for that date.
+    @task.sensor(poke_interval=POKE_INTERVAL, timeout=6 * 3600, mode="reschedule")
+    def published(ds=None):
+        newest = event_dates(ds)[-1]
+        code = engagement("status", "--warehouse", Variable.get("engagement_warehouse"), "--date", newest)
+        if code == NOT_PUBLISHED:
+            return False
+        if code != 0:
+            raise AirflowFailException(f"engagement status exited {code}")
+        return True
+
+    publish("{{ ts_nodash }}-try{{ ti.try_number }}") >> published()
+
+
+engagement_daily()

@@ -1,0 +1,78 @@
+"""Read one published date of engagement's tables with pyarrow and pandas.
+
+Follows pointer.json to the exact files it names for the date, never a listing
+or a glob of the warehouse: staging/ also holds rejected and abandoned attempts.
+The files carry no event_date column (it is the partition), so it is added from
+the pointer.
+
+    python read_date.py WAREHOUSE TABLE DATE...
+
+WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
+filesystem, credentials from the standard AWS chain); TABLE is
+fact_lesson_engagement or course_day. It prints one JSON line of figures per
+date.
+"""
+import datetime
+import json
+import os
+import sys
+
+import pyarrow as pa
+import pyarrow.fs
+import pyarrow.parquet as pq
+
+FILES = {"fact_lesson_engagement": "fact_files", "course_day": "course_day_files"}
+NEWEST_FORMAT = 3  # the newest pointer format this reader knows
+
+
+def read_date(warehouse, date, table="fact_lesson_engagement"):
+    """Return (pointer entry, pandas DataFrame) of one published date."""
+    if "://" not in warehouse:
+        warehouse = os.path.abspath(warehouse)
+    fs, root = pyarrow.fs.FileSystem.from_uri(warehouse)
+    root = root.rstrip("/")
+    with fs.open_input_stream(root + "/pointer.json") as f:
+        pointer = json.loads(f.read())
+    # A newer format may mean something this code does not know: refuse it.
+    if pointer["format_version"] > NEWEST_FORMAT:
+        raise ValueError(f"{warehouse}/pointer.json: format {pointer['format_version']} is newer than {NEWEST_FORMAT}")
+    entry = pointer["dates"].get(date)
+    if entry is None:
+        raise LookupError(f"{date} is not published in {warehouse} (generation {pointer['generation']})")
+    parts = []
+    for f in entry[FILES[table]] or []:
+        # ParquetFile reads exactly this file: no partition discovery, no glob.
+        with fs.open_input_file(root + "/" + f["path"]) as src:
+            part = pq.ParquetFile(src).read()
+        if part.num_rows != f["rows"]:
+            raise ValueError(f"{f['path']}: {part.num_rows} rows, the pointer says {f['rows']}")
+        parts.append(part)
+    if not parts:
+        raise ValueError(f"{warehouse}: {date} names no {table} files")
+    t = pa.concat_tables(parts)
+    day = datetime.date.fromisoformat(date)
+    t = t.append_column("event_date", pa.array([day] * t.num_rows, pa.date32()))
+    return entry, t.to_pandas()
+
+
+def summary(df, table):
+    """The figures the tests compare with the fixture's expected.json."""
+    s = {"rows": len(df), "event_count": int(df["event_count"].sum())}
+    if table == "fact_lesson_engagement":
+        # a lesson the pinned manifest did not know has a null manifest_id
+        s["unknown_lesson_count"] = int(df.loc[df["manifest_id"].isna(), "event_count"].sum())
+        s["enrolled_event_count"] = int(df.loc[df["enrolled"], "event_count"].sum())
+        s["learner_count"] = int(df["learner_key"].nunique())
+    else:
+        s["by_course"] = {c: int(n) for c, n in df.groupby("course_id")["event_count"].sum().items()}
+    return s
+
+
+if __name__ == "__main__":
+    warehouse, table, *dates = sys.argv[1:]
+    for date in dates:
+        try:
+            entry, df = read_date(warehouse, date, table)
+        except LookupError as e:
+            sys.exit(f"read_date.py: {e}")
+        print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))

@@ -1,0 +1,120 @@
+// Package python_test runs read_date.py, the pyarrow and pandas reader that
+// docs/readers.md shows, with the pinned pyarrow and pandas of
+// scripts/pyarrow.sh, over a real publish of the fixture.
+package python_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/venvtest"
+)
+
+// summary is what read_date.py prints for one table of one date.
+type summary struct {
+	Date     string           `json:"date"`
+	JobID    string           `json:"job_id"`
+	Table    string           `json:"table"`
+	Rows     int64            `json:"rows"`
+	Events   int64            `json:"event_count"`
+	Unknown  int64            `json:"unknown_lesson_count"`
+	Enrolled int64            `json:"enrolled_event_count"`
+	Learners int64            `json:"learner_count"`
+	ByCourse map[string]int64 `json:"by_course"`
+}
+
+// TestReadDate publishes the fixture into a warehouse whose path holds a
+// space, URI and glob characters, and runs the snippet for each date and
+// table: its figures must be the fixture's hand-counted expected.json.
+func TestReadDate(t *testing.T) {
+	python := venvtest.Tool(t, "ENGAGEMENT_PYARROW_PYTHON", "ENGAGEMENT_SKIP_PYARROW", "scripts/pyarrow.sh")
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "w h?#[x]%20*")
+	const jobID = "python-001"
+	var stderr strings.Builder
+	code := cli.Main(context.Background(), fx.Args(wh, jobID, "2026-03-02", "2026-03-03"), io.Discard, &stderr)
+	if code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, stderr.String())
+	}
+	script := filepath.Join(publishtest.Root(), "examples", "python", "read_date.py")
+	var ds []string
+	for _, d := range fx.Expected.Dates {
+		ds = append(ds, d.String())
+	}
+	facts := readDates(t, python, script, wh, "fact_lesson_engagement", ds)
+	days := readDates(t, python, script, wh, "course_day", ds)
+	for i, d := range fx.Expected.Dates {
+		want := fx.Expected.ByDate[d]
+		if got := facts[i]; got.JobID != jobID || got.Rows != want.FactRows || got.Events != want.Events ||
+			got.Unknown != want.Unknown || got.Enrolled != want.Enrolled || got.Learners != want.Learners {
+			t.Errorf("%s fact_lesson_engagement: got %+v, want job %s and %+v", d, got, jobID, want)
+		}
+		wantCourses := map[string]int64{}
+		for c, f := range fx.Expected.ByDateCourse[d] {
+			wantCourses[c] = f.Events
+		}
+		if got := days[i]; got.JobID != jobID || got.Events != want.Events || int(got.Rows) != len(wantCourses) ||
+			!reflect.DeepEqual(got.ByCourse, wantCourses) {
+			t.Errorf("%s course_day: got %+v, want %d events, by course %v", d, got, want.Events, wantCourses)
+		}
+	}
+
+	// A date the pointer does not hold is refused, not read as empty.
+	out, err := exec.Command(python, script, wh, "course_day", "2026-03-05").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "2026-03-05 is not published") {
+		t.Errorf("unpublished date: err %v, output %s", err, out)
+	}
+}
+
+// readDates runs the snippet once for the table and dates and decodes its
+// line per date.
+func readDates(t *testing.T, python, script, wh, table string, dates []string) []summary {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{script, wh, table}, dates...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("read_date.py %s %v: %v\n%s", table, dates, err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(dates) {
+		t.Fatalf("read_date.py %s %v printed %d lines, want %d:\n%s", table, dates, len(lines), len(dates), out)
+	}
+	sums := make([]summary, len(dates))
+	for i, line := range lines {
+		if err := json.Unmarshal([]byte(line), &sums[i]); err != nil {
+			t.Fatalf("read_date.py printed %q: %v", line, err)
+		}
+		if sums[i].Date != dates[i] || sums[i].Table != table {
+			t.Fatalf("read_date.py %s %s printed %+v", table, dates[i], sums[i])
+		}
+	}
+	return sums
+}
+
+// TestDocShowsTheSnippet keeps docs/readers.md and the file the test runs
+// the same: the doc must hold read_date.py verbatim.
+func TestDocShowsTheSnippet(t *testing.T) {
+	root := publishtest.Root()
+	code, err := os.ReadFile(filepath.Join(root, "examples", "python", "read_date.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "readers.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```python\n"+string(code)+"```\n") {
+		t.Errorf("docs/readers.md does not show examples/python/read_date.py verbatim in a ```python block; copy the file into it")
+	}
+}
