@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
-	"github.com/techlearningpro/engagement/internal/venvtest"
+	"github.com/techlearningpro/engagement/internal/testenv"
 	"github.com/techlearningpro/engagement/reader"
 )
 
@@ -181,7 +181,7 @@ func find(tries []taskTry, task string) []taskTry {
 // the next try's job id, and one over the over-cap fixture that the gate
 // rejects (exit 3): the task fails on its first try, without a retry.
 func TestDAG(t *testing.T) {
-	bin := venvtest.Tool(t, "ENGAGEMENT_AIRFLOW", "ENGAGEMENT_SKIP_AIRFLOW", "scripts/airflow.sh")
+	bin := testenv.Tool(t, "ENGAGEMENT_AIRFLOW", "ENGAGEMENT_SKIP_AIRFLOW", "scripts/airflow.sh")
 	engagement := publishtest.Binary(t)
 	fx := publishtest.LoadFixture(t, "")
 	template := newAirflow(t, bin, t.TempDir(), engagement, "", "")

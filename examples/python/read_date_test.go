@@ -16,7 +16,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
-	"github.com/techlearningpro/engagement/internal/venvtest"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // summary is what read_date.py prints for one table of one date.
@@ -36,7 +36,7 @@ type summary struct {
 // space, URI and glob characters, and runs the snippet for each date and
 // table: its figures must be the fixture's hand-counted expected.json.
 func TestReadDate(t *testing.T) {
-	python := venvtest.Tool(t, "ENGAGEMENT_PYARROW_PYTHON", "ENGAGEMENT_SKIP_PYARROW", "scripts/pyarrow.sh")
+	python := testenv.Tool(t, "ENGAGEMENT_PYARROW_PYTHON", "ENGAGEMENT_SKIP_PYARROW", "scripts/pyarrow.sh")
 	fx := publishtest.LoadFixture(t, "")
 	wh := filepath.Join(t.TempDir(), "w h?#[x]%20*")
 	const jobID = "python-001"

@@ -20,6 +20,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // ChromiumEnv names the browser the test drives; scripts/test.sh installs
@@ -36,15 +37,8 @@ const ArtifactsEnv = "ENGAGEMENT_ARTIFACTS"
 
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv(ChromiumEnv); p != "" {
-		return p
-	}
-	if os.Getenv(SkipChromiumEnv) == "1" && os.Getenv("CI") == "" {
-		t.Skipf("%s=1: the browser test skipped on purpose", SkipChromiumEnv)
-	}
-	t.Fatalf("%s is not set: run the tests with scripts/test.sh, which installs Chromium, "+
-		"or run `export %s=$(bash scripts/chromium.sh install)`", ChromiumEnv, ChromiumEnv)
-	return ""
+	return testenv.Require(t, ChromiumEnv, SkipChromiumEnv,
+		"run the tests with scripts/test.sh, which installs Chromium, or run `export "+ChromiumEnv+"=$(bash scripts/chromium.sh install)`")
 }
 
 // artifacts is the directory the browser test writes its screenshot to.

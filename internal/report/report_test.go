@@ -160,7 +160,9 @@ func TestReportRefusals(t *testing.T) {
 		{"runs", []string{"--warehouse", wh, "--out", filepath.Join(dir, "out"), "--runs", "0"}, "engagement: report: --runs 0: want at least 1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runReport(t, tc.args...)
+			// The error line as people read it; the JSON record form is
+			// internal/cli's test.
+			code, stdout, stderr := runReport(t, append([]string{"--log-format", "text"}, tc.args...)...)
 			if code != exitcode.Usage || stderr != tc.want || stdout != "" {
 				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d, stderr %q", code, stderr, stdout, exitcode.Usage, tc.want)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/open"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // BucketEnv names the test bucket; scripts/test.sh starts a server
@@ -31,11 +32,8 @@ func Location(t testing.TB) storage.Location {
 	t.Helper()
 	bucket := os.Getenv(BucketEnv)
 	if bucket == "" || os.Getenv("AWS_ENDPOINT_URL") == "" {
-		if os.Getenv(SkipEnv) == "1" && os.Getenv("CI") == "" {
-			t.Skipf("%s=1: S3 tests skipped on purpose", SkipEnv)
-		}
-		t.Fatalf("%s or AWS_ENDPOINT_URL is not set: run the tests with scripts/test.sh, which starts an S3 server, "+
-			"or run `eval \"$(bash scripts/s3.sh start)\"` first", BucketEnv)
+		testenv.Missing(t, BucketEnv+" or AWS_ENDPOINT_URL is not set", SkipEnv,
+			"run the tests with scripts/test.sh, which starts an S3 server, or run `eval \"$(bash scripts/s3.sh start)\"` first")
 	}
 	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
 	// Unique across processes and runs against one server: the test

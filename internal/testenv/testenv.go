@@ -1,0 +1,45 @@
+// Package testenv holds the repo's one rule for the external parts tests
+// talk to (the Spark Connect server, the S3 server, Chromium, the Python
+// virtual environments): scripts/test.sh starts or installs each and
+// exports where it is; a test that finds it missing fails, never skips
+// silently, so CI cannot pass without running it. A developer without the
+// part may skip on purpose with its ENGAGEMENT_SKIP_* variable, which is
+// ignored under CI.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Require returns the value of env, or fails the test saying how to get
+// one. With skipEnv=1 outside CI it skips instead.
+func Require(t testing.TB, env, skipEnv, how string) string {
+	t.Helper()
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	Missing(t, env+" is not set", skipEnv, how)
+	return ""
+}
+
+// Missing fails the test for a missing part (what), or skips it when the
+// developer set skipEnv=1 outside CI.
+func Missing(t testing.TB, what, skipEnv, how string) {
+	t.Helper()
+	if os.Getenv(skipEnv) == "1" && os.Getenv("CI") == "" {
+		t.Skipf("%s=1: skipped on purpose", skipEnv)
+	}
+	t.Fatalf("%s: %s", what, how)
+}
+
+// Tool returns the path of a tool that script installs into .cache and
+// scripts/test.sh exports as env, or fails the test.
+func Tool(t testing.TB, env, skipEnv, script string) string {
+	t.Helper()
+	p := Require(t, env, skipEnv, "run the tests with scripts/test.sh, which installs it, or export "+env+"=$(bash "+script+" install)")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s=%s: %v (run `bash %s install`)", env, p, err, script)
+	}
+	return p
+}
