@@ -46,6 +46,7 @@ func failedPublish(t *testing.T, h publishtest.Harness, wrap func(engine.Engine)
 	if err == nil {
 		t.Fatal("published; want a failure")
 	}
+	t.Logf("refused: %v", err)
 	if code := exitcode.Code(err); code != exitcode.Error {
 		t.Errorf("exit %d (%v), want 1", code, err)
 	}

@@ -25,7 +25,7 @@ import (
 // is the only thing that differs.
 func TestSkewRisesWithoutSalt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "generated")
-	exp, err := gen.Generate(context.Background(), gen.Options{Out: dir, Events: 1_000_000})
+	exp, err := gen.Generate(context.Background(), gen.Options{Out: dir, Events: 500_000})
 	if err != nil {
 		t.Fatal(err)
 	}
