@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job"
@@ -17,6 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/monitor"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 type line struct {
@@ -141,5 +143,69 @@ func TestMonitorLinesOnRejection(t *testing.T) {
 	}
 	if l := seen[monitor.DatesInPointer]; l.Status != monitor.Page {
 		t.Errorf("dates_in_pointer status %s, want page", l.Status)
+	}
+}
+
+// withTasks is the DuckDB engine with the enrollment stage's task figures
+// an engine that runs tasks (Spark, on a cluster) would report.
+type withTasks struct {
+	*duckdb.Engine
+	tasks *engine.StageTasks
+}
+
+func (w withTasks) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, dir string) (engine.Staged, error) {
+	st, err := w.Engine.Stage(ctx, spec, wh, dir)
+	st.Tasks = w.tasks
+	return st, err
+}
+
+// TestTaskMonitors: the skew and spill signals judge the task figures the
+// engine reports (pages above a ratio of 10 and when every task spilled),
+// and say unavailable, with the reason, when it reports none.
+func TestTaskMonitors(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tasks       *engine.StageTasks
+		skew, spill string
+	}{
+		{"even", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 2}, monitor.OK, monitor.OK},
+		{"skewed", &engine.StageTasks{Tasks: 8, MaxMillis: 1200, MedianMilli: 100, SkewRatio: 12}, monitor.Page, monitor.OK},
+		{"spill everywhere", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 8, DiskBytesSpilled: 1 << 30}, monitor.OK, monitor.Page},
+		{"none", nil, monitor.Unavailable, monitor.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, "")
+			j := fx.Job(t, t.TempDir(), "tasks-1", "2026-03-02")
+			e, err := duckdb.Open(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var buf bytes.Buffer
+			wh, store := publishtest.Warehouse(j.Warehouse)
+			p := &job.Publisher{Engine: withTasks{e, tc.tasks}, Warehouse: wh, Store: store, Inputs: publishtest.Source(),
+				Log: slog.New(slog.NewJSONHandler(&buf, nil)), Clock: func() time.Time { return publishtest.Now }}
+			if _, err := p.Publish(context.Background(), j); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]line{}
+			sc := bufio.NewScanner(&buf)
+			for sc.Scan() {
+				var l line
+				if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "monitor" {
+					got[l.Signal] = l
+				}
+			}
+			skew, spill := got[monitor.EnrollmentSkew], got[monitor.EnrollmentSpill]
+			if skew.Status != tc.skew || spill.Status != tc.spill {
+				t.Errorf("skew %s %v, spill %s %v; want %s, %s", skew.Status, skew.Figures, spill.Status, spill.Figures, tc.skew, tc.spill)
+			}
+			if tc.tasks != nil && (skew.Figures["ratio"] != tc.tasks.SkewRatio || spill.Figures["tasks_spilled"] != float64(tc.tasks.TasksSpilled)) {
+				t.Errorf("figures: skew %v, spill %v", skew.Figures, spill.Figures)
+			}
+			if tc.tasks == nil && skew.Figures["reason"] == "" {
+				t.Errorf("unavailable without a reason: %v", skew.Figures)
+			}
+		})
 	}
 }
