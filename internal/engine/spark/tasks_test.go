@@ -17,12 +17,14 @@ import (
 
 // TestSkewRisesWithoutSalt reads the enrollment join stage's tasks from the
 // cluster's REST API on a generated day whose hot course is one hot join
-// key: every event of course-k8s (20% of the day) is given one learner, so
-// (learner_key, course_id) of the hot course is a single key. Salted into
-// 16 buckets it spreads over the 16 shuffle partitions; unsalted it lands
-// in one task, which then runs far longer than the median: the skew ratio
-// must rise. AQE's skew join and partition coalescing are off, so the salt
-// is the only thing that differs.
+// key: every event of course-k8s (20% of the day) and of one other course
+// (10%) is given course-k8s and one learner, so (learner_key, course_id) of
+// the hot course is a single key holding 30% of the events. Salted into
+// 64 buckets it spreads over the 16 shuffle partitions (four buckets each,
+// give or take the hash); unsalted it lands in one task, which then runs
+// far longer than the median: the skew ratio must rise. AQE's skew join
+// and partition coalescing are off, so the salt is the only thing that
+// differs.
 func TestSkewRisesWithoutSalt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "generated")
 	exp, err := gen.Generate(context.Background(), gen.Options{Out: dir, Events: 500_000})
@@ -35,8 +37,14 @@ func TestSkewRisesWithoutSalt(t *testing.T) {
 			return err
 		}
 		hot := p + ".hot"
-		if _, err := db.Exec(fmt.Sprintf(`COPY (SELECT * REPLACE (CASE WHEN course_id = '%s' THEN 'learner-hot' ELSE learner_key END AS learner_key)
-			FROM read_parquet('%s')) TO '%s' (FORMAT parquet)`, exp.HotCourse, p, hot)); err != nil {
+		// The hot course and one other (30% of the day) become the one key.
+		if _, err := db.Exec(fmt.Sprintf(`COPY (
+			WITH t AS (SELECT * FROM read_parquet('%[2]s')),
+			     hot AS (SELECT course_id FROM t WHERE course_id = '%[1]s'
+			             UNION ALL SELECT min(course_id) FROM t WHERE course_id <> '%[1]s')
+			SELECT * REPLACE (CASE WHEN course_id IN (SELECT course_id FROM hot) THEN 'learner-hot' ELSE learner_key END AS learner_key,
+			                  CASE WHEN course_id IN (SELECT course_id FROM hot) THEN '%[1]s' ELSE course_id END AS course_id)
+			FROM t) TO '%[3]s' (FORMAT parquet)`, exp.HotCourse, p, hot)); err != nil {
 			return err
 		}
 		return os.Rename(hot, p)
@@ -58,7 +66,7 @@ func TestSkewRisesWithoutSalt(t *testing.T) {
 		defer e.Close()
 		wh := t.TempDir()
 		j := fx.Job(t, wh, fmt.Sprintf("skew-salted-%v", salted), mon)
-		j.SaltBuckets = 16
+		j.SaltBuckets = 64
 		if !salted {
 			j.HotCourses = nil
 		}
