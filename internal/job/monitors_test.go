@@ -63,14 +63,24 @@ func localStore(dir string) *objstore.Store {
 
 func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
 	t.Helper()
+	return publishWrapped(t, store, j, nil)
+}
+
+// publishWrapped is publishWith with the DuckDB engine wrapped by wrap.
+func publishWrapped(t *testing.T, store pointer.Store, j config.Job, wrap func(*duckdb.Engine) engine.Engine) published {
+	t.Helper()
 	e, err := duckdb.Open(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	var eng engine.Engine = e
+	if wrap != nil {
+		eng = wrap(e)
+	}
 	var buf bytes.Buffer
 	wh, _ := publishtest.Warehouse(j.Warehouse)
-	p := &job.Publisher{Engine: e, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
 		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
 	res, perr := p.Publish(context.Background(), j)
 	out := published{result: res, err: perr, log: buf.String()}
@@ -176,25 +186,13 @@ func TestTaskMonitors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := publishtest.LoadFixture(t, "")
 			j := fx.Job(t, t.TempDir(), "tasks-1", "2026-03-02")
-			e, err := duckdb.Open(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			var buf bytes.Buffer
-			wh, store := publishtest.Warehouse(j.Warehouse)
-			p := &job.Publisher{Engine: withTasks{e, tc.tasks}, Warehouse: wh, Store: store, Inputs: publishtest.Source(),
-				Log: slog.New(slog.NewJSONHandler(&buf, nil)), Clock: func() time.Time { return publishtest.Now }}
-			if _, err := p.Publish(context.Background(), j); err != nil {
-				t.Fatal(err)
+			r := publishWrapped(t, localStore(j.Warehouse), j, func(e *duckdb.Engine) engine.Engine { return withTasks{e, tc.tasks} })
+			if r.err != nil {
+				t.Fatal(r.err)
 			}
 			got := map[string]line{}
-			sc := bufio.NewScanner(&buf)
-			for sc.Scan() {
-				var l line
-				if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "monitor" {
-					got[l.Signal] = l
-				}
+			for _, l := range r.lines {
+				got[l.Signal] = l
 			}
 			skew, spill := got[monitor.EnrollmentSkew], got[monitor.EnrollmentSpill]
 			if skew.Status != tc.skew || spill.Status != tc.spill {
