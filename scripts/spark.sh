@@ -1,26 +1,44 @@
 #!/usr/bin/env bash
-# The Spark Connect server the tests run against: Spark 4.0.x as carried by the
-# pyspark package from PyPI (its sdist holds Spark's jars, spark-connect included,
-# and bin/spark-submit), run on Java 17, bound to 127.0.0.1 only, local[2].
+# The Spark cluster the tests run against: Spark 4.0.x as carried by the
+# pyspark package from PyPI (its sdist holds Spark's jars, spark-connect
+# included, and bin/), run on Java 17, bound to 127.0.0.1 only. It is a
+# standalone cluster, not local[*]: a master, one worker (2 cores, bounded
+# memory) whose executors run in their own JVMs with their own working
+# directory, and the Spark Connect server attached to the master as its
+# driver. The server carries the Hadoop S3A connector (hadoop-aws of the
+# Hadoop version inside the distribution and the AWS SDK v2 bundle its POM
+# names, fetched from Maven Central and checked against their .sha1), and
+# reads its S3 endpoint and credentials from the standard AWS_* variables.
 #
-#   bash scripts/spark.sh install   fetch pyspark into .cache/spark once (a second run reuses it)
-#   bash scripts/spark.sh start     start the server, wait until it answers, print its sc:// URL
-#   bash scripts/spark.sh stop      stop the server this script started
-#   bash scripts/spark.sh log       print the server log (kept as .cache/spark/run/server.log)
+#   bash scripts/spark.sh install   fetch pyspark and the S3A jars into .cache/spark once
+#   bash scripts/spark.sh start     start master, worker and server, wait until the server
+#                                   answers, print its sc:// URL
+#   bash scripts/spark.sh ui        print the driver's UI URL (its REST API is /api/v1)
+#   bash scripts/spark.sh pids      print the worker's and its executors' process ids
+#   bash scripts/spark.sh worker    start the worker again if it died (the worker-loss test)
+#   bash scripts/spark.sh stop      stop everything this script started
+#   bash scripts/spark.sh log       print the logs (kept under .cache/spark/run/)
 #
-# Environment: ENGAGEMENT_SPARK_PORT (default: a free port), ENGAGEMENT_SPARK_MEMORY
-# (driver memory, default 2g), PYSPARK_VERSION (default 4.0.5).
+# Environment: ENGAGEMENT_SPARK_PORT (the Connect port, default: a free one),
+# ENGAGEMENT_SPARK_MEMORY (driver memory, default 2g), ENGAGEMENT_SPARK_WORKER_MEMORY
+# (the worker's and its executor's memory, default 2g), ENGAGEMENT_SPARK_S3A=0 (start
+# without the S3A connector), PYSPARK_VERSION (default 4.0.5); AWS_ENDPOINT_URL
+# (or AWS_ENDPOINT_URL_S3), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
+# for S3A, read when the server starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version=${PYSPARK_VERSION:-4.0.5}
 cache=$PWD/.cache/spark
 spark_home=$cache/pyspark-$version/deps
+s3a_jars=$cache/jars-s3a
 run=$cache/run
 pidfile=$run/server.pid
 portfile=$run/server.port
+uifile=$run/ui.url
 log=$run/server.log
 server_class=org.apache.spark.sql.connect.service.SparkConnectServer
+maven=https://repo1.maven.org/maven2
 
 die() { echo "spark.sh: $*" >&2; exit 1; }
 
@@ -37,7 +55,7 @@ java17() {
   return 1
 }
 
-install() {
+install_spark() {
   if ! java17; then
     echo "spark.sh: installing Java 17 (openjdk-17-jre-headless)" >&2
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >&2 ||
@@ -60,7 +78,62 @@ install() {
     die "pyspark $version has no spark-connect jar under $spark_home/jars"
 }
 
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# hadoop_version is the Hadoop inside the distribution, from its client jar's name.
+hadoop_version() {
+  local j
+  j=$(ls "$spark_home"/jars/hadoop-client-api-*.jar 2>/dev/null | head -n 1)
+  [ -n "$j" ] || die "no hadoop-client-api-*.jar under $spark_home/jars"
+  j=${j##*/hadoop-client-api-}
+  echo "${j%.jar}"
+}
+
+# fetch GROUP ARTIFACT VERSION: one jar from Maven Central into $s3a_jars,
+# checked against the .sha1 published beside it.
+fetch() {
+  local path="${1//.//}/$2/$3/$2-$3.jar" out="$s3a_jars/$2-$3.jar"
+  [ -f "$out" ] && return 0
+  echo "spark.sh: fetching $1:$2:$3 from Maven Central" >&2
+  curl -fsSL --retry 3 -o "$out.part" "$maven/$path" || die "download $maven/$path failed"
+  local want got
+  want=$(curl -fsSL --retry 3 "$maven/$path.sha1" | cut -c1-40) || die "download $maven/$path.sha1 failed"
+  got=$(sha1sum "$out.part" | cut -c1-40)
+  [ "$want" = "$got" ] || { rm -f "$out.part"; die "$2-$3.jar: sha1 $got, Maven Central says $want"; }
+  mv "$out.part" "$out"
+}
+
+# install_s3a fetches hadoop-aws of the distribution's Hadoop version and the
+# exact AWS SDK v2 bundle that hadoop-aws's build names (hadoop-project's
+# aws-java-sdk-v2.version), once.
+install_s3a() {
+  local hv sdk
+  hv=$(hadoop_version)
+  mkdir -p "$s3a_jars"
+  if [ ! -f "$s3a_jars/sdk-$hv.version" ]; then
+    sdk=$(curl -fsSL --retry 3 "$maven/org/apache/hadoop/hadoop-project/$hv/hadoop-project-$hv.pom" |
+      sed -n 's:.*<aws-java-sdk-v2.version>\(.*\)</aws-java-sdk-v2.version>.*:\1:p' | head -n 1)
+    [ -n "$sdk" ] || die "hadoop-project-$hv.pom names no aws-java-sdk-v2.version"
+    echo "$sdk" >"$s3a_jars/sdk-$hv.version"
+  fi
+  sdk=$(cat "$s3a_jars/sdk-$hv.version")
+  fetch org.apache.hadoop hadoop-aws "$hv"
+  fetch software.amazon.awssdk bundle "$sdk"
+}
+
+install() {
+  install_spark
+  install_s3a
+}
+
+# s3a_jar_list is the --jars value: hadoop-aws and its SDK bundle.
+s3a_jar_list() {
+  local hv
+  hv=$(hadoop_version)
+  echo "$s3a_jars/hadoop-aws-$hv.jar,$s3a_jars/bundle-$(cat "$s3a_jars/sdk-$hv.version").jar"
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+running() { alive "$pidfile"; }
 
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -68,30 +141,138 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+# await NAME PORT PIDFILE LOG: wait (120 s at most) for a JVM started in the
+# background to answer on PORT.
+await() {
+  local name=$1 port=$2 pf=$3 lg=$4
+  for _ in $(seq 1 240); do
+    answers "$port" && return 0
+    if ! alive "$pf"; then
+      tail -n 50 "$lg" >&2
+      stop
+      die "the Spark $name exited while starting (log: $lg)"
+    fi
+    sleep 0.5
+  done
+  tail -n 50 "$lg" >&2
+  stop
+  die "the Spark $name did not answer on 127.0.0.1:$port within 120s (log: $lg)"
+}
+
+# daemon NAME CLASS ARGS...: start a Spark JVM of its own process group
+# from .cache/spark/run, recording its pid as run/NAME.pid.
+daemon() {
+  local name=$1
+  shift
+  (
+    cd "$run"
+    export SPARK_HOME=$spark_home SPARK_DAEMON_MEMORY=512m
+    exec setsid "$spark_home/bin/spark-class" "$@"
+  ) >"$run/$name.log" 2>&1 </dev/null &
+  echo $! >"$run/$name.pid"
+}
+
+worker_mem=${ENGAGEMENT_SPARK_WORKER_MEMORY:-2g}
+
+# start_worker PORT: start the worker (2 cores, bounded memory) and register
+# it with the master. Its executors run in JVMs of their own, with a working
+# directory of their own (run/worker/<app>/<id>): a path only the CLI's
+# process can see fails there, as on a real cluster.
+start_worker() {
+  echo "$1" >"$run/worker.port"
+  daemon worker org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port "$1" --webui-port 0 \
+    --cores 2 --memory "$worker_mem" --work-dir "$run/worker" "spark://127.0.0.1:$(cat "$run/master.port")"
+}
+
+# worker starts the worker again after it died (the worker-loss test kills
+# it), and waits until it answers.
+worker() {
+  java17 || die "no Java 17"
+  alive "$run/master.pid" || die "no master is running (bash scripts/spark.sh start)"
+  alive "$run/worker.pid" && return 0
+  start_worker "$(free_port)"
+  await worker "$(cat "$run/worker.port")" "$run/worker.pid" "$run/worker.log"
+}
+
+# s3a_properties writes the S3A settings from the AWS_* variables into a
+# properties file of mode 600, so the keys never appear in a process list.
+s3a_properties() {
+  local out=$1 endpoint=${AWS_ENDPOINT_URL_S3:-${AWS_ENDPOINT_URL:-}}
+  (
+    umask 077
+    {
+      if [ -n "$endpoint" ]; then
+        echo "spark.hadoop.fs.s3a.endpoint=$endpoint"
+        # An S3-compatible server on a private address takes path-style
+        # requests; so does AWS, so this is safe everywhere.
+        echo "spark.hadoop.fs.s3a.path.style.access=true"
+        case $endpoint in
+        https://*) echo "spark.hadoop.fs.s3a.connection.ssl.enabled=true" ;;
+        *) echo "spark.hadoop.fs.s3a.connection.ssl.enabled=false" ;;
+        esac
+      fi
+      echo "spark.hadoop.fs.s3a.endpoint.region=${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
+      if [ -n "${AWS_ACCESS_KEY_ID:-}" ]; then
+        echo "spark.hadoop.fs.s3a.access.key=$AWS_ACCESS_KEY_ID"
+        echo "spark.hadoop.fs.s3a.secret.key=${AWS_SECRET_ACCESS_KEY:-}"
+        echo "spark.hadoop.fs.s3a.aws.credentials.provider=org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+      fi
+      # Fail a request in seconds, not after S3A's default of minutes of
+      # retries: the job reports the failure and a rerun is safe.
+      echo "spark.hadoop.fs.s3a.attempts.maximum=3"
+      echo "spark.hadoop.fs.s3a.retry.limit=3"
+      echo "spark.hadoop.fs.s3a.connection.establish.timeout=15s"
+      echo "spark.hadoop.fs.s3a.connection.timeout=60s"
+    } >"$out"
+  )
+}
+
 start() {
-  install
+  install_spark
+  [ "${ENGAGEMENT_SPARK_S3A:-1}" = 0 ] || install_s3a
   java17 || die "no Java 17"
   if running && answers "$(cat "$portfile")"; then
     echo "sc://127.0.0.1:$(cat "$portfile")"
     return 0
   fi
-  mkdir -p "$run/tmp"
-  local port=${ENGAGEMENT_SPARK_PORT:-$(free_port)}
-  echo "$port" >"$portfile"
+  stop
+  rm -rf "$run/worker" "$run/tmp"
+  mkdir -p "$run/tmp" "$run/worker" "$run/events"
   local began=$SECONDS
+  local master_port web_port worker_port ui_port port
+  master_port=$(free_port)
+  web_port=$(free_port)
+  worker_port=$(free_port)
+  ui_port=$(free_port)
+  port=${ENGAGEMENT_SPARK_PORT:-$(free_port)}
+  daemon master org.apache.spark.deploy.master.Master --host 127.0.0.1 --port "$master_port" --webui-port "$web_port"
+  await master "$master_port" "$run/master.pid" "$run/master.log"
+  echo "$master_port" >"$run/master.port"
+  # The worker and the server start side by side (each JVM takes seconds):
+  # the server needs the worker only once it runs a job.
+  start_worker "$worker_port"
+  echo "$port" >"$portfile"
+  echo "http://127.0.0.1:$ui_port" >"$uifile"
+  local props=$run/server.properties jars=()
+  s3a_properties "$props"
+  [ "${ENGAGEMENT_SPARK_S3A:-1}" = 0 ] || jars=(--jars "$(s3a_jar_list)")
   # Run from .cache/spark/run so nothing the server creates (spark-warehouse,
   # temp files) lands in the work tree. Static settings the job's config
   # files name (spark.speculation) are given here: Spark refuses to change
-  # them on a running session, and the engine checks their values.
+  # them on a running session, and the engine checks their values. The UI
+  # stays on for its REST API, which the skew and spill monitors read.
   (
     cd "$run"
     export SPARK_HOME=$spark_home
     exec setsid "$spark_home/bin/spark-submit" --class "$server_class" --name engagement-spark-connect \
-      --master 'local[2]' --driver-memory "${ENGAGEMENT_SPARK_MEMORY:-2g}" \
+      --master "spark://127.0.0.1:$master_port" --driver-memory "${ENGAGEMENT_SPARK_MEMORY:-2g}" \
+      --properties-file "$props" "${jars[@]}" \
+      --conf spark.executor.memory="$worker_mem" --conf spark.executor.cores=2 --conf spark.cores.max=2 \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
       --conf spark.connect.grpc.binding.port="$port" \
       --conf spark.driver.bindAddress=127.0.0.1 --conf spark.driver.host=127.0.0.1 \
-      --conf spark.ui.enabled=false \
+      --conf spark.ui.enabled=true --conf spark.ui.port="$ui_port" --conf spark.port.maxRetries=0 \
+      --conf spark.ui.retainedStages=2000 --conf spark.ui.retainedTasks=200000 \
       --conf spark.speculation=false \
       --conf spark.sql.catalogImplementation=in-memory \
       --conf spark.sql.warehouse.dir="$run/spark-warehouse" \
@@ -99,41 +280,50 @@ start() {
       --conf spark.sql.session.timeZone=UTC
   ) >"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"
-  for _ in $(seq 1 240); do
-    if answers "$port"; then
-      echo "spark.sh: Spark Connect server ready on 127.0.0.1:$port after $((SECONDS - began))s (log: $log)" >&2
-      echo "sc://127.0.0.1:$port"
-      return 0
-    fi
-    if ! running; then
-      tail -n 50 "$log" >&2
-      die "the Spark Connect server exited while starting (log: $log)"
-    fi
-    sleep 0.5
-  done
-  tail -n 50 "$log" >&2
-  stop
-  die "the Spark Connect server did not answer on 127.0.0.1:$port within 120s (log: $log)"
+  await worker "$(cat "$run/worker.port")" "$run/worker.pid" "$run/worker.log"
+  await "Connect server" "$port" "$pidfile" "$log"
+  echo "spark.sh: Spark cluster ready after $((SECONDS - began))s: master spark://127.0.0.1:$master_port, Connect server on 127.0.0.1:$port, UI $(cat "$uifile") (logs: $run)" >&2
+  echo "sc://127.0.0.1:$port"
 }
 
-stop() {
-  running || { rm -f "$pidfile"; return 0; }
-  local pid
-  pid=$(cat "$pidfile")
-  # setsid made the server its own process group: stop the group it leads.
+# halt PIDFILE: stop the process group a pid file names.
+halt() {
+  local pf=$1 pid
+  alive "$pf" || { rm -f "$pf"; return 0; }
+  pid=$(cat "$pf")
+  # setsid made each JVM its own process group: stop the group it leads
+  # (the worker's group holds its executors).
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 40); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; return 0; }
+    kill -0 "$pid" 2>/dev/null || { rm -f "$pf"; return 0; }
     sleep 0.5
   done
   kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$pidfile"
+  rm -f "$pf"
+}
+
+stop() {
+  halt "$pidfile"
+  halt "$run/worker.pid"
+  halt "$run/master.pid"
+}
+
+# pids prints the worker's pid, then its executors' (the worker's children).
+pids() {
+  alive "$run/worker.pid" || die "no worker is running"
+  local w
+  w=$(cat "$run/worker.pid")
+  echo "$w"
+  pgrep -P "$w" 2>/dev/null || true
 }
 
 case "${1:-}" in
 install) install ;;
 start) start ;;
 stop) stop ;;
-log) cat "$log" 2>/dev/null || echo "spark.sh: no server log at $log" >&2 ;;
-*) die "usage: scripts/spark.sh install|start|stop|log" ;;
+ui) cat "$uifile" 2>/dev/null || die "no server started (no $uifile)" ;;
+pids) pids ;;
+worker) worker ;;
+log) for f in master worker server; do echo "== $run/$f.log"; cat "$run/$f.log" 2>/dev/null || true; done ;;
+*) die "usage: scripts/spark.sh install|start|stop|ui|pids|worker|log" ;;
 esac

@@ -238,7 +238,10 @@ func (r biResult) errLine(t *testing.T) string {
 
 func biRun(t *testing.T, args ...string) biResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound against a hang, not a speed test: a Spark publish on the
+	// cluster, beside the other parallel cases on 2 shared cores, can take
+	// minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out, errb bytes.Buffer
 	code := cli.Main(ctx, args, &out, &errb)

@@ -44,12 +44,17 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 		}
 		return e, nil
 	case "spark":
-		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
-			return nil, exitcode.UsageError(fmt.Errorf("%s: %s spark: s3:// locations are read and written by the duckdb engine only for now; run with --engine duckdb", url, config.KeyEngine))
-		}
+		// s3:// locations reach the cluster as s3a:// URLs: the cluster
+		// reads and writes them with its own S3A connector and credentials
+		// (docs/spark.md), and the job moves the pointer itself.
 		// A server that is down or refuses a setting is an error (exit 1),
 		// not a usage error: the same command works once the server is up.
-		return spark.Open(ctx, j.SparkRemote, j.Spark)
+		e, err := spark.Open(ctx, j.SparkRemote, j.Spark)
+		if err != nil {
+			return nil, err
+		}
+		e.SetUI(j.SparkUI)
+		return e, nil
 	}
 	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
 }

@@ -23,6 +23,7 @@ type Job struct {
 
 	Engine      string // duckdb or spark
 	SparkRemote string
+	SparkUI     string // the Spark driver's UI (http://host:port); "" asks the server
 	Warehouse   string
 	Raw         string
 	Lessons     string
@@ -55,6 +56,7 @@ type Job struct {
 const (
 	KeyEngine                 = "engagement.engine"
 	KeySparkRemote            = "engagement.sparkRemote"
+	KeySparkUI                = "engagement.sparkUI"
 	KeyWarehouse              = "engagement.warehouse"
 	KeyRaw                    = "engagement.raw"
 	KeyLessons                = "engagement.lessons"
@@ -99,7 +101,7 @@ var pathKeys = map[string]bool{KeyWarehouse: true, KeyRaw: true, KeyLessons: tru
 
 // KnownKeys lists every engagement.* key, sorted.
 func KnownKeys() []string {
-	keys := []string{KeyEngine, KeySparkRemote, KeyWarehouse, KeyRaw, KeyLessons, KeyEnrollments,
+	keys := []string{KeyEngine, KeySparkRemote, KeySparkUI, KeyWarehouse, KeyRaw, KeyLessons, KeyEnrollments,
 		KeyManifestID, KeyEnrollmentSnapshotID, KeyUnknownCap, KeyHotCourses, KeySaltBuckets,
 		KeyRestatementHorizonDays, KeyLatenessDays, KeyTargetFileBytes, KeyProhibitedColumns,
 		KeyFreshnessMaxDays, KeyAsOfDate, KeyLockTimeout, KeyDuckDBExtensions, KeyS3PathStyle}
@@ -170,6 +172,10 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	j.SparkRemote = values[KeySparkRemote]
 	if !strings.HasPrefix(j.SparkRemote, "sc://") {
 		bad(KeySparkRemote, "%q: want sc://HOST:PORT", j.SparkRemote)
+	}
+	j.SparkUI = values[KeySparkUI]
+	if j.SparkUI != "" && !strings.HasPrefix(j.SparkUI, "http://") && !strings.HasPrefix(j.SparkUI, "https://") {
+		bad(KeySparkUI, "%q: want http://HOST:PORT (the Spark driver's UI)", j.SparkUI)
 	}
 	j.Warehouse, j.Raw, j.Lessons, j.Enrollments = values[KeyWarehouse], values[KeyRaw], values[KeyLessons], values[KeyEnrollments]
 	j.ManifestID, j.EnrollmentSnapshotID = values[KeyManifestID], values[KeyEnrollmentSnapshotID]

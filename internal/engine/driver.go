@@ -213,6 +213,11 @@ func (t tableStager) dataFiles(ctx context.Context, dir string) (map[dates.Date]
 	}
 	out := map[dates.Date][]storage.Object{}
 	for _, o := range objs {
+		if strings.HasSuffix(o.Key, "/") {
+			// A directory marker, which Hadoop's S3A connector may leave
+			// on S3 for a directory it made: no file of the table.
+			continue
+		}
 		elems := strings.Split(strings.TrimPrefix(o.Key, dir+"/"), "/")
 		if inputs.Hidden(elems[len(elems)-1]) {
 			if err := t.wh.Delete(ctx, o.Key); err != nil {

@@ -60,6 +60,26 @@ type Staged struct {
 	Stage          map[dates.Date]gate.StageFigures
 	FactFiles      map[dates.Date][]pointer.File
 	CourseDayFiles map[dates.Date][]pointer.File
+	// Tasks are the enrollment join stage's task metrics, where the engine
+	// runs tasks and can read them (Spark, from its UI's REST API); nil
+	// otherwise, with the reason in TasksUnavailable.
+	Tasks            *StageTasks
+	TasksUnavailable string
+}
+
+// StageTasks are one stage's per-task figures: what the skew and spill
+// monitors judge.
+type StageTasks struct {
+	StageID     int     `json:"stage_id"`
+	Attempt     int     `json:"attempt"`
+	Tasks       int     `json:"tasks"`
+	MaxMillis   int64   `json:"max_task_ms"`
+	MedianMilli float64 `json:"median_task_ms"`
+	// SkewRatio is MaxMillis / MedianMilli (0 when the median is 0).
+	SkewRatio          float64 `json:"skew_ratio"`
+	MemoryBytesSpilled int64   `json:"memory_bytes_spilled"`
+	DiskBytesSpilled   int64   `json:"disk_bytes_spilled"`
+	TasksSpilled       int     `json:"tasks_spilled"`
 }
 
 // Engine runs the job. Implementations must be deterministic: the same Spec

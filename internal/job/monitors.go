@@ -94,14 +94,48 @@ func (m *monitors) staged(st engine.Staged, figures map[dates.Date]gate.StagedFi
 			"target_files": engine.TargetFiles(total, m.job.TargetFileBytes), "course_day_files": len(st.CourseDayFiles[d]),
 		}})
 	}
-	// DuckDB runs no tasks, so the max/median task ratio and per-task spill
-	// of the capstone's table do not exist there; say so rather than print a
-	// made-up zero.
-	for _, name := range []string{monitor.EnrollmentSkew, monitor.EnrollmentSpill} {
-		m.add(monitor.Signal{Name: name, Status: monitor.Unavailable, Figures: map[string]any{
-			"engine": m.job.Engine, "reason": "the engine exposes no per-task durations or spill for the enrollment stage",
-		}})
+	m.tasks(st)
+}
+
+// skewRatioPage is the max/median task time of the enrollment stage above
+// which the skew monitor pages (contract.md, monitors).
+const skewRatioPage = 10
+
+// tasks judges the enrollment join stage's tasks. DuckDB runs no tasks, so
+// the max/median task ratio and per-task spill of the capstone's table do
+// not exist there, and a Spark server whose UI the job cannot reach does
+// not show them: the signals say so rather than print a made-up zero.
+func (m *monitors) tasks(st engine.Staged) {
+	t := st.Tasks
+	if t == nil {
+		reason := st.TasksUnavailable
+		if reason == "" {
+			reason = "the engine exposes no per-task durations or spill for the enrollment stage"
+		}
+		for _, name := range []string{monitor.EnrollmentSkew, monitor.EnrollmentSpill} {
+			m.add(monitor.Signal{Name: name, Status: monitor.Unavailable, Figures: map[string]any{
+				"engine": m.job.Engine, "reason": reason,
+			}})
+		}
+		return
 	}
+	status := monitor.OK
+	if t.SkewRatio > skewRatioPage {
+		status = monitor.Page
+	}
+	m.add(monitor.Signal{Name: monitor.EnrollmentSkew, Status: status, Figures: map[string]any{
+		"stage_id": t.StageID, "attempt": t.Attempt, "tasks": t.Tasks, "max_task_ms": t.MaxMillis,
+		"median_task_ms": t.MedianMilli, "ratio": t.SkewRatio, "page_above": skewRatioPage,
+	}})
+	// Spill on every task is memory, not skew (contract.md).
+	status = monitor.OK
+	if t.Tasks > 0 && t.TasksSpilled == t.Tasks {
+		status = monitor.Page
+	}
+	m.add(monitor.Signal{Name: monitor.EnrollmentSpill, Status: status, Figures: map[string]any{
+		"stage_id": t.StageID, "tasks": t.Tasks, "tasks_spilled": t.TasksSpilled,
+		"memory_bytes_spilled": t.MemoryBytesSpilled, "disk_bytes_spilled": t.DiskBytesSpilled,
+	}})
 }
 
 func (m *monitors) finish(ctx context.Context, res Result, err error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job"
@@ -17,6 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/monitor"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 type line struct {
@@ -61,14 +63,24 @@ func localStore(dir string) *objstore.Store {
 
 func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
 	t.Helper()
+	return publishWrapped(t, store, j, nil)
+}
+
+// publishWrapped is publishWith with the DuckDB engine wrapped by wrap.
+func publishWrapped(t *testing.T, store pointer.Store, j config.Job, wrap func(*duckdb.Engine) engine.Engine) published {
+	t.Helper()
 	e, err := duckdb.Open(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	var eng engine.Engine = e
+	if wrap != nil {
+		eng = wrap(e)
+	}
 	var buf bytes.Buffer
 	wh, _ := publishtest.Warehouse(j.Warehouse)
-	p := &job.Publisher{Engine: e, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
+	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
 		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
 	res, perr := p.Publish(context.Background(), j)
 	out := published{result: res, err: perr, log: buf.String()}
@@ -141,5 +153,57 @@ func TestMonitorLinesOnRejection(t *testing.T) {
 	}
 	if l := seen[monitor.DatesInPointer]; l.Status != monitor.Page {
 		t.Errorf("dates_in_pointer status %s, want page", l.Status)
+	}
+}
+
+// withTasks is the DuckDB engine with the enrollment stage's task figures
+// an engine that runs tasks (Spark, on a cluster) would report.
+type withTasks struct {
+	*duckdb.Engine
+	tasks *engine.StageTasks
+}
+
+func (w withTasks) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, dir string) (engine.Staged, error) {
+	st, err := w.Engine.Stage(ctx, spec, wh, dir)
+	st.Tasks = w.tasks
+	return st, err
+}
+
+// TestTaskMonitors: the skew and spill signals judge the task figures the
+// engine reports (pages above a ratio of 10 and when every task spilled),
+// and say unavailable, with the reason, when it reports none.
+func TestTaskMonitors(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tasks       *engine.StageTasks
+		skew, spill string
+	}{
+		{"even", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 2}, monitor.OK, monitor.OK},
+		{"skewed", &engine.StageTasks{Tasks: 8, MaxMillis: 1200, MedianMilli: 100, SkewRatio: 12}, monitor.Page, monitor.OK},
+		{"spill everywhere", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 8, DiskBytesSpilled: 1 << 30}, monitor.OK, monitor.Page},
+		{"none", nil, monitor.Unavailable, monitor.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, "")
+			j := fx.Job(t, t.TempDir(), "tasks-1", "2026-03-02")
+			r := publishWrapped(t, localStore(j.Warehouse), j, func(e *duckdb.Engine) engine.Engine { return withTasks{e, tc.tasks} })
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			got := map[string]line{}
+			for _, l := range r.lines {
+				got[l.Signal] = l
+			}
+			skew, spill := got[monitor.EnrollmentSkew], got[monitor.EnrollmentSpill]
+			if skew.Status != tc.skew || spill.Status != tc.spill {
+				t.Errorf("skew %s %v, spill %s %v; want %s, %s", skew.Status, skew.Figures, spill.Status, spill.Figures, tc.skew, tc.spill)
+			}
+			if tc.tasks != nil && (skew.Figures["ratio"] != tc.tasks.SkewRatio || spill.Figures["tasks_spilled"] != float64(tc.tasks.TasksSpilled)) {
+				t.Errorf("figures: skew %v, spill %v", skew.Figures, spill.Figures)
+			}
+			if tc.tasks == nil && skew.Figures["reason"] == "" {
+				t.Errorf("unavailable without a reason: %v", skew.Figures)
+			}
+		})
 	}
 }

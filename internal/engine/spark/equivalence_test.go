@@ -20,35 +20,47 @@ import (
 // and every gate figure. Only the file layout may differ. Both sides run
 // config/fixture.conf, so Spark salts the hot course (course-k8s, 4 salts)
 // and DuckDB does not: equal rows show the salt changes nothing but the
-// plan. The generated day has a million events.
+// plan. The generated day has a million events. The inputs and both
+// warehouses are in the test S3 server's bucket alone (the local copy is
+// deleted once uploaded), and Spark runs on the cluster.
 func TestEnginesPublishTheSameTables(t *testing.T) {
-	duck := publishtest.Harness{Engine: "duckdb", Open: func(t *testing.T) engine.Engine {
+	duck := publishtest.Harness{Engine: "duckdb", Backend: publishtest.S3, Open: func(t *testing.T) engine.Engine {
 		e, err := duckdb.Open(context.Background(), map[string]string{"threads": "2"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := e.EnableAWS(context.Background(), ""); err != nil {
+			e.Close()
+			t.Fatal(err)
+		}
 		return e
 	}}
+	onS3 := func(t *testing.T, fx publishtest.Fixture) publishtest.Fixture {
+		fx.Root = publishtest.S3.Root(t)
+		publishtest.Upload(t, fx.Dir, fx.Root)
+		publishtest.DropLocalCopy(t, &fx)
+		return fx
+	}
 	cases := []struct {
 		name string
 		load func(t *testing.T) publishtest.Fixture
 	}{
-		{"fixture", func(t *testing.T) publishtest.Fixture { return publishtest.LoadFixture(t, "") }},
+		{"fixture", func(t *testing.T) publishtest.Fixture { return onS3(t, publishtest.LoadFixture(t, "")) }},
 		{"generated 1M events", func(t *testing.T) publishtest.Fixture {
 			dir := filepath.Join(t.TempDir(), "generated")
 			exp, err := gen.Generate(context.Background(), gen.Options{Out: dir, Events: 1_000_000})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return publishtest.Fixture{Dir: dir, Expected: exp}
+			return onS3(t, publishtest.Fixture{Dir: dir, Expected: exp})
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := tc.load(t)
 			got := map[string]published{}
-			for _, h := range []publishtest.Harness{duck, harness(t)} {
-				wh := t.TempDir()
+			for _, h := range []publishtest.Harness{duck, s3Harness(t)} {
+				wh := h.NewWarehouse(t)
 				res := h.MustPublish(t, fx.Job(t, wh, "equivalence", mon, tue))
 				checks, err := json.Marshal(res.Report.Checks)
 				if err != nil {

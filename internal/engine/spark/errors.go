@@ -21,11 +21,45 @@ type Error struct {
 	Step   string
 	Class  string // Spark's error class, or the gRPC status (UNAVAILABLE) when Spark never answered
 	Msg    string
-	cause  error
+	// Cause names, for the failures a cluster adds (no S3A connector, an
+	// S3A credential refused, the session gone, every executor lost), what
+	// the person on call must fix; "" when Spark's own line says it.
+	Cause string
+	cause error
 }
 
 func (e *Error) Error() string {
+	if e.Cause != "" {
+		return fmt.Sprintf("spark %s: %s: %s: [%s] %s", e.Remote, e.Step, e.Cause, e.Class, e.Msg)
+	}
 	return fmt.Sprintf("spark %s: %s: [%s] %s", e.Remote, e.Step, e.Class, e.Msg)
+}
+
+// Causes of the cluster's own failures, as Error.Cause names them.
+const (
+	CauseNoS3A        = "the Spark cluster has no S3A connector (start it with hadoop-aws and the AWS SDK v2 bundle on its classpath, docs/spark.md)"
+	CauseS3ACreds     = "the Spark cluster's S3A credentials were refused (its fs.s3a.access.key and fs.s3a.secret.key, or credential provider)"
+	CauseSessionGone  = "the Spark Connect session is gone on the server (it timed out idle, or the server restarted)"
+	CauseExecutorLost = "the Spark cluster lost every executor of the application (a worker died) and granted no other"
+)
+
+// causeOf recognizes the cluster failures of Cause from Spark's class and
+// first line.
+func causeOf(class, msg string) string {
+	switch {
+	case strings.Contains(msg, `No FileSystem for scheme "s3a"`), strings.Contains(msg, "S3AFileSystem not found"),
+		strings.Contains(msg, "org/apache/hadoop/fs/s3a/"), strings.Contains(msg, "software/amazon/awssdk/"):
+		return CauseNoS3A
+	case strings.Contains(msg, "s3a://") && (class == "AccessDeniedException" || strings.Contains(msg, "403") ||
+		strings.Contains(msg, "InvalidAccessKeyId") || strings.Contains(msg, "SignatureDoesNotMatch") ||
+		strings.Contains(msg, "NoAuthWithAWSException")):
+		return CauseS3ACreds
+	case strings.HasPrefix(class, "INVALID_HANDLE.SESSION"), class == "INVALID_HANDLE.OPERATION_ABANDONED",
+		class == "INVALID_CURSOR.DISCONNECTED":
+		// A statement running when the session ends loses its cursor.
+		return CauseSessionGone
+	}
+	return ""
 }
 
 func (e *Error) Unwrap() error { return e.cause }
@@ -55,6 +89,7 @@ func wrap(remote, step string, err error) error {
 		out.Class = strings.ToUpper(codeName(se.Code))
 		out.Msg = firstLine(se.Message)
 	}
+	out.Cause = causeOf(out.Class, out.Msg)
 	return out
 }
 

@@ -25,7 +25,12 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	}
 	st, err := df.Schema(ctx)
 	if err != nil {
-		return nil, nil, wrap(e.remote, step+": not a readable Parquet file", err)
+		werr := wrap(e.remote, step, err)
+		if se, ok := werr.(*Error); ok && se.Cause == "" {
+			// Not the cluster's failure: the file's.
+			se.Step += ": not a readable Parquet file"
+		}
+		return nil, nil, werr
 	}
 	types := map[string]string{}
 	var names []string

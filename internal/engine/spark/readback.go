@@ -17,15 +17,18 @@ import (
 // under and joined with UNION ALL. It never scans a directory, so nothing
 // else under staging can leak into the figures, and the date comes from
 // the list, not from parsing a path.
-func listed(wh storage.Bucket, byDate map[dates.Date][]pointer.File, ds []dates.Date, cols string) string {
+func listed(wh storage.Bucket, byDate map[dates.Date][]pointer.File, ds []dates.Date, cols string) (string, error) {
 	var parts []string
 	for _, d := range ds {
 		for _, f := range byDate[d] {
-			parts = append(parts, fmt.Sprintf("SELECT %s AS listed_date, %s FROM %s",
-				quote(d.String()), cols, pathRef(serverPath(wh.Location().Join(f.Path).String()))))
+			p, err := serverPath(wh.Location().Join(f.Path).String())
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, fmt.Sprintf("SELECT %s AS listed_date, %s FROM %s", quote(d.String()), cols, pathRef(p)))
 		}
 	}
-	return strings.Join(parts, "\nUNION ALL\n")
+	return strings.Join(parts, "\nUNION ALL\n"), nil
 }
 
 // ReadBack implements engine.Engine: Spark computes the gate's figures from
@@ -35,8 +38,12 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 	for _, d := range spec.Dates {
 		out[d] = gate.StagedFigures{}
 	}
-	if files := listed(wh, staged.FactFiles, spec.Dates,
-		"learner_key, lesson_id, course_id, CAST(event_count AS BIGINT) AS event_count"); files != "" {
+	files, err := listed(wh, staged.FactFiles, spec.Dates,
+		"learner_key, lesson_id, course_id, CAST(event_count AS BIGINT) AS event_count")
+	if err != nil {
+		return nil, err
+	}
+	if files != "" {
 		if err := e.byDate(ctx, "read back "+engine.FactTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
 			count_if(learner_key IS NULL OR lesson_id IS NULL OR course_id IS NULL)
 			FROM (%s) GROUP BY listed_date`, files), func(d dates.Date, n []int64) {
@@ -47,9 +54,13 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 			return nil, err
 		}
 	}
-	if files := listed(wh, staged.CourseDayFiles, spec.Dates, `CAST(event_count AS BIGINT) AS event_count,
+	files, err = listed(wh, staged.CourseDayFiles, spec.Dates, `CAST(event_count AS BIGINT) AS event_count,
 		CAST(matched_lesson_count AS BIGINT) AS matched_lesson_count, CAST(unknown_lesson_count AS BIGINT) AS unknown_lesson_count,
-		CAST(enrolled_event_count AS BIGINT) AS enrolled_event_count`); files != "" {
+		CAST(enrolled_event_count AS BIGINT) AS enrolled_event_count`)
+	if err != nil {
+		return nil, err
+	}
+	if files != "" {
 		if err := e.byDate(ctx, "read back "+engine.CourseDayTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
 			coalesce(sum(matched_lesson_count), 0), coalesce(sum(unknown_lesson_count), 0),
 			coalesce(sum(enrolled_event_count), 0),
@@ -73,7 +84,10 @@ func (e *Engine) UnknownLessons(ctx context.Context, wh storage.Bucket, staged e
 	for _, d := range ds {
 		out[d] = []gate.LessonCount{}
 	}
-	files := listed(wh, staged.FactFiles, ds, "lesson_id, manifest_id, CAST(event_count AS BIGINT) AS event_count")
+	files, err := listed(wh, staged.FactFiles, ds, "lesson_id, manifest_id, CAST(event_count AS BIGINT) AS event_count")
+	if err != nil {
+		return nil, err
+	}
 	if files == "" {
 		return out, nil
 	}

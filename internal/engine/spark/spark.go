@@ -9,11 +9,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/spark-connect-go/spark/client/channel"
 	"github.com/apache/spark-connect-go/spark/sparkerrors"
@@ -35,7 +37,18 @@ import (
 type Engine struct {
 	remote  string
 	session sql.SparkSession
+	uiBase  string // engagement.sparkUI; "" derives it from the server's settings
+	restUI  *ui    // the application's REST API, once found
+	noUI    string // why the REST API cannot be reached, once tried
+	// executorWait bounds a statement's wait with no live executor
+	// (DefaultExecutorWait when 0).
+	executorWait time.Duration
 }
+
+// SetUI names the driver's UI (http://host:port), whose REST API gives the
+// enrollment stage's task metrics (engagement.sparkUI). Unset, the engine
+// asks the server for spark.driver.host and spark.ui.port.
+func (e *Engine) SetUI(base string) { e.uiBase = base }
 
 var _ engine.Engine = (*Engine)(nil)
 
@@ -129,39 +142,44 @@ func (e *Engine) Close() error { return e.session.Stop() }
 
 // exec runs one statement for its side effect.
 func (e *Engine) exec(ctx context.Context, what, q string) error {
-	df, err := e.session.Sql(ctx, q)
-	if err != nil {
-		return wrap(e.remote, what, err)
-	}
-	// Sql runs commands eagerly; a query is only planned until collected.
-	if _, err := df.Collect(ctx); err != nil {
-		return wrap(e.remote, what, err)
-	}
-	return nil
+	_, err := e.rows(ctx, what, q)
+	return err
 }
 
-// rows runs a query and returns its rows.
+// rows runs a query and returns its rows, watching the cluster's
+// executors while it runs (watch).
 func (e *Engine) rows(ctx context.Context, what, q string) ([]types.Row, error) {
-	df, err := e.session.Sql(ctx, q)
+	var rows []types.Row
+	err := e.watch(ctx, func(ctx context.Context) error {
+		// Sql runs commands eagerly; a query is only planned until collected.
+		df, err := e.session.Sql(ctx, q)
+		if err != nil {
+			return err
+		}
+		rows, err = df.Collect(ctx)
+		return err
+	})
 	if err != nil {
-		return nil, wrap(e.remote, what, err)
-	}
-	rows, err := df.Collect(ctx)
-	if err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			se.Step = what
+			return nil, se
+		}
 		return nil, wrap(e.remote, what, err)
 	}
 	return rows, nil
 }
 
-// absSpec makes the input paths and the listed files absolute. Paths reach
-// the Spark server as text, and the server resolves a relative one against
-// its own working directory, not the job's.
+// absSpec names every input path and listed file as the Spark cluster
+// must be given it (serverPath): paths reach the driver and the executors
+// as text, and they share no working directory, and maybe no disk, with
+// the job.
 func absSpec(spec engine.Spec) (engine.Spec, error) {
 	abs := func(p *string) error {
 		if *p == "" {
 			return nil
 		}
-		a, err := filepath.Abs(*p)
+		a, err := serverPath(*p)
 		if err != nil {
 			return fmt.Errorf("input path %s: %w", *p, err)
 		}
@@ -190,6 +208,25 @@ func absSpec(spec engine.Spec) (engine.Spec, error) {
 	}
 	spec.Inputs = l
 	return spec, nil
+}
+
+// serverPath is where the Spark cluster reads or writes p, a local path or
+// an s3:// URL as the storage seam names it. An s3:// URL becomes s3a://,
+// the scheme of Hadoop's S3A connector (Hadoop has no s3:// filesystem of
+// its own); a local path is made absolute, because the driver resolves a
+// relative one against its own working directory, not the job's.
+func serverPath(p string) (string, error) {
+	if scheme, rest, ok := strings.Cut(p, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "s3", "s3a":
+			return "s3a://" + rest, nil
+		case "file":
+			p = rest
+		default:
+			return "", fmt.Errorf("%s: unsupported URL scheme %q", p, scheme)
+		}
+	}
+	return filepath.Abs(p)
 }
 
 // quote makes a Spark SQL string literal. Spark's string literals take

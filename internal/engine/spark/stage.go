@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -24,14 +23,18 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 	if err != nil {
 		return engine.Staged{}, err
 	}
-	return engine.RunStage(ctx, runner{e: e, events: events}, spec, wh, stagingDir)
+	r := runner{e: e, events: events, probe: &taskProbe{why: "the fact grain was not built"}}
+	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir)
+	st.Tasks, st.TasksUnavailable = r.probe.tasks, r.probe.why
+	return st, err
 }
 
 // runner is the Spark side of engine.Runner. It writes a table's dates in
 // one partitioned write, and counts staged rows in one query.
 type runner struct {
 	e      *Engine
-	events string // the raw relation over exactly the listed files
+	events string     // the raw relation over exactly the listed files
+	probe  *taskProbe // the enrollment join stage's tasks, read after BuildFacts
 }
 
 // CountInputs implements engine.Runner.
@@ -49,7 +52,12 @@ func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), error
 	release := func() {
 		r.e.exec(context.WithoutCancel(ctx), "uncache fact_lesson_engagement", "UNCACHE TABLE IF EXISTS "+factView)
 	}
+	probe := r.e.startProbe(ctx)
 	err := r.e.exec(ctx, "build fact_lesson_engagement", fmt.Sprintf("CACHE TABLE %s AS %s", factView, factQuery(spec, r.events)))
+	if err == nil {
+		probe.finish(ctx)
+	}
+	*r.probe = *probe
 	return release, err
 }
 
@@ -108,7 +116,11 @@ func (r runner) CountRows(ctx context.Context, uris []string) ([]int64, error) {
 	}
 	parts := make([]string, len(uris))
 	for i, u := range uris {
-		parts[i] = fmt.Sprintf("SELECT %d AS f, count(*) AS n FROM %s", i, pathRef(serverPath(u)))
+		p, err := serverPath(u)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = fmt.Sprintf("SELECT %d AS f, count(*) AS n FROM %s", i, pathRef(p))
 	}
 	rows, err := r.e.rows(ctx, "count staged rows", strings.Join(parts, "\nUNION ALL\n"))
 	if err != nil {
@@ -127,19 +139,6 @@ func (r runner) CountRows(ctx context.Context, uris []string) ([]int64, error) {
 	return out, nil
 }
 
-// serverPath is where the Spark server reads or writes uri: a local path
-// made absolute (the server resolves a relative one against its own
-// directory), an s3:// URL as it is.
-func serverPath(uri string) string {
-	if strings.Contains(uri, "://") {
-		return uri
-	}
-	if a, err := filepath.Abs(uri); err == nil {
-		return a
-	}
-	return uri
-}
-
 // ctas writes query under the directory uri with CREATE TABLE …
 // PARTITIONED BY … LOCATION, the SQL form of a partitioned write
 // (spark-connect-go's writer has no partitionBy). The table is external
@@ -147,7 +146,10 @@ func serverPath(uri string) string {
 // files in place. Its name carries a hash of the job and the directory, so
 // concurrent jobs on one server never share one.
 func (r runner) ctas(ctx context.Context, spec engine.Spec, uri, what, partitionBy, query string) error {
-	uri = serverPath(uri)
+	uri, err := serverPath(uri)
+	if err != nil {
+		return err
+	}
 	h := fnv.New64a()
 	h.Write([]byte(spec.JobID + "\x00" + uri))
 	name := fmt.Sprintf("engagement_stage_%016x", h.Sum64())

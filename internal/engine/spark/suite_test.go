@@ -44,4 +44,19 @@ func harness(t *testing.T) publishtest.Harness {
 	}
 }
 
-func TestPublishSuite(t *testing.T) { publishtest.Run(t, harness(t)) }
+// s3Harness keeps the warehouse and every input in the test S3 server's
+// bucket alone: the cluster reads and writes them as s3a:// URLs, the job
+// moves the pointer by conditional writes, and each fixture's local copy
+// is deleted before anything is published, so nothing under the test's
+// directories can be read by Spark.
+func s3Harness(t *testing.T) publishtest.Harness {
+	h := harness(t)
+	h.Backend = publishtest.S3
+	h.NoLocalCopy = true
+	return h
+}
+
+// TestPublishSuite runs the shared suite on the cluster with S3. The same
+// engine on local disk is covered by TestRelativePaths, the hostile cases
+// that have no S3 form and the test command's fixture publish.
+func TestPublishSuite(t *testing.T) { publishtest.Run(t, s3Harness(t)) }

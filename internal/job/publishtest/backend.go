@@ -59,8 +59,24 @@ func (h Harness) LoadFixture(t *testing.T, name string) Fixture {
 	if h.Backend.OnS3() {
 		fx.Root = h.Backend.Root(t)
 		Upload(t, fx.Dir, fx.Root)
+		if h.NoLocalCopy {
+			DropLocalCopy(t, &fx)
+		}
 	}
 	return fx
+}
+
+// DropLocalCopy deletes the local copy of an uploaded fixture, so nothing
+// under the test's temp directory holds an input any more.
+func DropLocalCopy(t *testing.T, fx *Fixture) {
+	t.Helper()
+	if fx.Root == "" {
+		t.Fatal("DropLocalCopy: the fixture was not uploaded")
+	}
+	if err := os.RemoveAll(fx.Dir); err != nil {
+		t.Fatal(err)
+	}
+	fx.Dir = ""
 }
 
 // Join names rel (slash-separated) under root, a path or an s3:// URL.

@@ -46,6 +46,10 @@ type Harness struct {
 	Args []string
 	// Backend is where warehouses and inputs live (the zero value: local disk).
 	Backend Backend
+	// NoLocalCopy, on S3, deletes every fixture's local copy once it is
+	// uploaded: an engine on a cluster must read the bucket alone, and a
+	// path only the test's process can see fails the test.
+	NoLocalCopy bool
 }
 
 // Root is the module root, found from this source file.

@@ -39,10 +39,11 @@ func (e aroundStage) Stage(ctx context.Context, spec engine.Spec, wh storage.Buc
 
 // RedeliveryFile writes, at path, 100 events whose event_ids repeat those
 // of the fixture's raw partition of ingest date tue: an at-least-once
-// producer's redelivery, the file the listing race moves into raw.
+// producer's redelivery, the file the listing race moves into raw. db must
+// reach where the fixture's inputs are (DBFor(t, fx.In())).
 func RedeliveryFile(t *testing.T, db *sql.DB, fx Fixture, path string) {
 	t.Helper()
-	src := filepath.Join(fx.Dir, "raw", "ingest_date="+tue, "part-0.parquet")
+	src := fx.Input("raw/ingest_date=" + tue + "/part-0.parquet")
 	if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM read_parquet('%s', hive_partitioning=false) ORDER BY event_id LIMIT 100) TO '%s' (FORMAT parquet)", src, path)); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 		{"Added", func(t *testing.T, fx Fixture) aroundStage {
 			return aroundStage{before: func() {
 				tmp := filepath.Join(t.TempDir(), "part-late.parquet")
-				RedeliveryFile(t, DB(t), fx, tmp)
+				RedeliveryFile(t, DBFor(t, fx.In()), fx, tmp)
 				data, err := os.ReadFile(tmp)
 				if err != nil {
 					t.Error(err)

@@ -1,0 +1,43 @@
+package spark
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// rawCodec sends and receives already-encoded protobuf bytes: the Spark
+// Connect messages of spark-connect-go are in an internal package.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// ReleaseOnServer ends e's session on the server, as the server does to a
+// session that timed out: the session's next request is refused.
+func ReleaseOnServer(ctx context.Context, e *Engine) error {
+	cb, err := newChannel(e.remote)
+	if err != nil {
+		return err
+	}
+	conn, err := cb.Build(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// ReleaseSessionRequest: session_id = 1, user_context = 2 (user_id = 1).
+	user := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), cb.User())
+	req := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), e.sessionID())
+	req = protowire.AppendBytes(protowire.AppendTag(req, 2, protowire.BytesType), user)
+	var resp []byte
+	if err := conn.Invoke(ctx, "/spark.connect.SparkConnectService/ReleaseSession", &req, &resp, grpc.ForceCodec(rawCodec{})); err != nil {
+		return fmt.Errorf("release session %s: %w", e.sessionID(), err)
+	}
+	return nil
+}

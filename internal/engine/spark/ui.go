@@ -1,0 +1,385 @@
+package spark
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+)
+
+// The Spark application's REST API (/api/v1 on the driver's UI port) is
+// where a cluster keeps what Spark Connect does not tell its client: each
+// task's duration and spill, and which executors are alive. The engine
+// reads the enrollment join stage's tasks from it for the skew and spill
+// monitors, and watches the executors while a statement runs, so that a
+// worker lost for good fails the run instead of leaving it waiting.
+
+// ui is a client of one application's REST API.
+type ui struct {
+	base string // http://host:port, without /api/v1
+	app  string // the application id
+	http *http.Client
+}
+
+// uiURL decides where the driver's UI is: the URL the job names
+// (engagement.sparkUI), else the server's own spark.driver.host and
+// spark.ui.port. "" when the server runs without a UI.
+func (e *Engine) uiURL(ctx context.Context) string {
+	if e.uiBase != "" {
+		return strings.TrimRight(e.uiBase, "/")
+	}
+	if v, err := e.session.Config().Get(ctx, "spark.ui.enabled"); err == nil && v == "false" {
+		return ""
+	}
+	host, err := e.session.Config().Get(ctx, "spark.driver.host")
+	if err != nil || host == "" {
+		return ""
+	}
+	port, err := e.session.Config().Get(ctx, "spark.ui.port")
+	if err != nil || port == "" {
+		port = "4040"
+	}
+	return "http://" + host + ":" + port
+}
+
+// openUI finds the application behind the driver's UI, or says why not.
+func (e *Engine) openUI(ctx context.Context) (*ui, string) {
+	if e.restUI != nil || e.noUI != "" {
+		return e.restUI, e.noUI
+	}
+	c, why := e.findUI(ctx)
+	e.restUI, e.noUI = c, why
+	return c, why
+}
+
+func (e *Engine) findUI(ctx context.Context) (*ui, string) {
+	base := e.uiURL(ctx)
+	if base == "" {
+		return nil, "the Spark server runs without its UI (spark.ui.enabled=false) and engagement.sparkUI is not set"
+	}
+	c := &ui{base: base, http: &http.Client{Timeout: 10 * time.Second}}
+	var apps []struct {
+		ID string `json:"id"`
+	}
+	if err := c.get(ctx, "/applications", &apps); err != nil {
+		return nil, err.Error()
+	}
+	if len(apps) == 0 {
+		return nil, base + " lists no application"
+	}
+	c.app = apps[0].ID
+	return c, ""
+}
+
+func (c *ui) get(ctx context.Context, path string, out any) error {
+	u := c.base + "/api/v1" + path
+	if c.app != "" && path != "/applications" {
+		u = c.base + "/api/v1/applications/" + url.PathEscape(c.app) + path
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("spark UI %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("spark UI %s: GET %s: %s", c.base, u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("spark UI %s: GET %s: %w", c.base, u, err)
+	}
+	return nil
+}
+
+type restJob struct {
+	JobID       int    `json:"jobId"`
+	Description string `json:"description"`
+	StageIDs    []int  `json:"stageIds"`
+	Status      string `json:"status"`
+}
+
+type restStage struct {
+	StageID             int    `json:"stageId"`
+	AttemptID           int    `json:"attemptId"`
+	Status              string `json:"status"`
+	NumTasks            int    `json:"numTasks"`
+	NumCompleteTasks    int    `json:"numCompleteTasks"`
+	ShuffleReadRecords  int64  `json:"shuffleReadRecords"`
+	ShuffleWriteRecords int64  `json:"shuffleWriteRecords"`
+}
+
+type restTask struct {
+	Status      string `json:"status"`
+	Duration    int64  `json:"duration"`
+	TaskMetrics *struct {
+		ExecutorRunTime    int64 `json:"executorRunTime"`
+		MemoryBytesSpilled int64 `json:"memoryBytesSpilled"`
+		DiskBytesSpilled   int64 `json:"diskBytesSpilled"`
+	} `json:"taskMetrics"`
+}
+
+// sessionID is this engine's Spark Connect session id, which the server
+// writes into the description of every job the session runs.
+// spark-connect-go keeps it unexported, so it is read by reflection (a
+// read of a string field, nothing set).
+func (e *Engine) sessionID() string {
+	v := reflect.ValueOf(e.session)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	f := v.FieldByName("sessionId")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return ""
+	}
+	return f.String()
+}
+
+// lastJob is the newest job id the application has run, -1 for none.
+func (c *ui) lastJob(ctx context.Context) (int, error) {
+	var jobs []restJob
+	if err := c.get(ctx, "/jobs", &jobs); err != nil {
+		return 0, err
+	}
+	last := -1
+	for _, j := range jobs {
+		last = max(last, j.JobID)
+	}
+	return last, nil
+}
+
+// taskProbe measures the enrollment join stage of BuildFacts.
+type taskProbe struct {
+	c       *ui
+	session string
+	after   int // jobs up to this id ran before BuildFacts
+	tasks   *engine.StageTasks
+	why     string
+}
+
+// startProbe notes where the application's jobs stand before BuildFacts.
+func (e *Engine) startProbe(ctx context.Context) *taskProbe {
+	p := &taskProbe{}
+	c, why := e.openUI(ctx)
+	if c == nil {
+		p.why = why
+		return p
+	}
+	p.session = e.sessionID()
+	if p.session == "" {
+		p.why = "the Spark Connect session id is unknown, so its jobs cannot be told from others"
+		return p
+	}
+	last, err := c.lastJob(ctx)
+	if err != nil {
+		p.why = err.Error()
+		return p
+	}
+	p.c, p.after = c, last
+	return p
+}
+
+// finish finds the enrollment join stage among the session's jobs since
+// the probe started and reads its tasks. The join stage is the one that
+// reads a shuffle (the events and the enrollments, partitioned by the
+// join key) and writes one (the partial aggregate, for the fact grain):
+// of those, the one reading the most records.
+func (p *taskProbe) finish(ctx context.Context) {
+	if p.c == nil {
+		return
+	}
+	marker := fmt.Sprintf("session_id: %q", p.session)
+	var stage restStage
+	// The UI's store is fed by a listener and can trail the statement's
+	// end by a moment: wait until the stage shows all its tasks done.
+	for try := 0; ; try++ {
+		var jobs []restJob
+		if err := p.c.get(ctx, "/jobs", &jobs); err != nil {
+			p.why = err.Error()
+			return
+		}
+		var ids []int
+		for _, j := range jobs {
+			if j.JobID > p.after && strings.Contains(j.Description, marker) {
+				ids = append(ids, j.StageIDs...)
+			}
+		}
+		stage = restStage{StageID: -1}
+		for _, id := range ids {
+			var attempts []restStage
+			if err := p.c.get(ctx, fmt.Sprintf("/stages/%d", id), &attempts); err != nil {
+				continue // a stage the UI no longer retains
+			}
+			for _, a := range attempts {
+				if a.Status == "COMPLETE" && a.ShuffleReadRecords > 0 && a.ShuffleWriteRecords > 0 &&
+					(stage.StageID < 0 || a.ShuffleReadRecords > stage.ShuffleReadRecords) {
+					stage = a
+				}
+			}
+		}
+		if stage.StageID >= 0 && stage.NumCompleteTasks >= stage.NumTasks {
+			break
+		}
+		if try == 20 {
+			p.why = fmt.Sprintf("the application %s shows no completed enrollment join stage for this session", p.c.app)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p.why = ctx.Err().Error()
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	var tasks []restTask
+	if err := p.c.get(ctx, fmt.Sprintf("/stages/%d/%d/taskList?length=1000000", stage.StageID, stage.AttemptID), &tasks); err != nil {
+		p.why = err.Error()
+		return
+	}
+	p.tasks = stageTasks(stage, tasks)
+	if p.tasks == nil {
+		p.why = fmt.Sprintf("stage %d lists no successful task", stage.StageID)
+	}
+}
+
+// stageTasks reduces a stage's successful tasks to the monitors' figures.
+func stageTasks(stage restStage, tasks []restTask) *engine.StageTasks {
+	out := &engine.StageTasks{StageID: stage.StageID, Attempt: stage.AttemptID}
+	var durations []int64
+	for _, t := range tasks {
+		if t.Status != "SUCCESS" {
+			continue
+		}
+		durations = append(durations, t.Duration)
+		if m := t.TaskMetrics; m != nil {
+			out.MemoryBytesSpilled += m.MemoryBytesSpilled
+			out.DiskBytesSpilled += m.DiskBytesSpilled
+			if m.MemoryBytesSpilled > 0 || m.DiskBytesSpilled > 0 {
+				out.TasksSpilled++
+			}
+		}
+	}
+	if len(durations) == 0 {
+		return nil
+	}
+	slices.Sort(durations)
+	out.Tasks = len(durations)
+	out.MaxMillis = durations[len(durations)-1]
+	n := len(durations)
+	if n%2 == 1 {
+		out.MedianMilli = float64(durations[n/2])
+	} else {
+		out.MedianMilli = float64(durations[n/2-1]+durations[n/2]) / 2
+	}
+	if out.MedianMilli > 0 {
+		out.SkewRatio = float64(out.MaxMillis) / out.MedianMilli
+	}
+	return out
+}
+
+// restExecutor is one executor of the application (/allexecutors).
+type restExecutor struct {
+	ID           string `json:"id"`
+	IsActive     bool   `json:"isActive"`
+	RemoveReason string `json:"removeReason"`
+}
+
+// DefaultExecutorWait is how long a statement may wait with no live
+// executor, after the application had some, before the engine gives up.
+const DefaultExecutorWait = 60 * time.Second
+
+// SetExecutorWait changes DefaultExecutorWait for this engine.
+func (e *Engine) SetExecutorWait(d time.Duration) { e.executorWait = d }
+
+// errExecutorsLost is the cancel cause the watch sets.
+type errExecutorsLost struct{ reason string }
+
+func (e errExecutorsLost) Error() string { return e.reason }
+
+// watch runs op while a goroutine watches the application's executors. On
+// a standalone cluster a statement whose worker died waits for an executor
+// forever; when every executor the application had is gone for longer than
+// the executor wait, op's context is cancelled and the error says why.
+// Without a reachable UI there is nothing to watch, and op runs as it is.
+func (e *Engine) watch(ctx context.Context, op func(context.Context) error) error {
+	c, _ := e.openUI(ctx)
+	if c == nil {
+		return op(ctx)
+	}
+	wait := e.executorWait
+	if wait <= 0 {
+		wait = DefaultExecutorWait
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		// Counted in ticks, not read from the clock: the watch is only
+		// about how long the statement waited.
+		quiet := 0
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			var execs []restExecutor
+			if err := c.get(ctx, "/allexecutors", &execs); err != nil {
+				continue
+			}
+			live, had, reason := 0, 0, ""
+			for _, x := range execs {
+				if x.ID == "driver" {
+					continue
+				}
+				had++
+				if x.IsActive {
+					live++
+				} else if x.RemoveReason != "" {
+					reason = fmt.Sprintf("executor %s: %s", x.ID, x.RemoveReason)
+				}
+			}
+			if live > 0 || had == 0 {
+				quiet = 0
+				continue
+			}
+			quiet++
+			if time.Duration(quiet)*time.Second >= wait {
+				cancel(errExecutorsLost{fmt.Sprintf("no executor for %s (last removed: %s)", wait, firstLine(reason))})
+				return
+			}
+		}
+	}()
+	err := op(ctx)
+	var lost errExecutorsLost
+	if err != nil && errors.As(context.Cause(ctx), &lost) {
+		return &Error{Remote: e.remote, Class: "EXECUTOR_LOST", Msg: lost.reason, Cause: CauseExecutorLost, cause: err}
+	}
+	return err
+}
+
+// UI returns the base of the application's REST API
+// (http://host:port/api/v1/applications/<id>), or why it cannot be reached.
+func (e *Engine) UI(ctx context.Context) (string, error) {
+	c, why := e.openUI(ctx)
+	if c == nil {
+		return "", errors.New(why)
+	}
+	return c.base + "/api/v1/applications/" + url.PathEscape(c.app), nil
+}

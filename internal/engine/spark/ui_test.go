@@ -1,0 +1,44 @@
+package spark
+
+import (
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+)
+
+// TestStageTasks: the skew and spill figures from a stage's task list, by
+// hand: only successful tasks count, the median of an even count is the
+// mean of the middle two, a task spilled to memory or disk counts once.
+func TestStageTasks(t *testing.T) {
+	task := func(status string, ms, mem, disk int64) restTask {
+		r := restTask{Status: status, Duration: ms}
+		r.TaskMetrics = &struct {
+			ExecutorRunTime    int64 `json:"executorRunTime"`
+			MemoryBytesSpilled int64 `json:"memoryBytesSpilled"`
+			DiskBytesSpilled   int64 `json:"diskBytesSpilled"`
+		}{ms, mem, disk}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		tasks []restTask
+		want  *engine.StageTasks
+	}{
+		{"odd", []restTask{task("SUCCESS", 100, 0, 0), task("SUCCESS", 900, 5, 0), task("SUCCESS", 300, 0, 7), task("FAILED", 5000, 9, 9)},
+			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 3, MaxMillis: 900, MedianMilli: 300, SkewRatio: 3,
+				MemoryBytesSpilled: 5, DiskBytesSpilled: 7, TasksSpilled: 2}},
+		{"even", []restTask{task("SUCCESS", 100, 0, 0), task("SUCCESS", 200, 0, 0), task("SUCCESS", 400, 0, 0), task("SUCCESS", 1000, 0, 0)},
+			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 4, MaxMillis: 1000, MedianMilli: 300, SkewRatio: 1000.0 / 300}},
+		{"none succeeded", []restTask{task("FAILED", 10, 0, 0)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := stageTasks(restStage{StageID: 4, AttemptID: 1}, tc.tasks)
+			switch {
+			case tc.want == nil && got != nil:
+				t.Fatalf("got %+v, want nil", *got)
+			case tc.want != nil && (got == nil || *got != *tc.want):
+				t.Errorf("got %+v, want %+v", got, *tc.want)
+			}
+		})
+	}
+}
