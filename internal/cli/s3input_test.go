@@ -61,7 +61,8 @@ func TestS3BadInput(t *testing.T) {
 				proxy.SetRule(tc.rule)
 				defer proxy.SetRule(func(s3test.Request) s3test.Fault { return s3test.Pass })
 			}
-			code, stdout, stderr := publishtest.Harness{}.Run(t, tc.env, args...)
+			// Text logs: the error line as a person reads it.
+			code, stdout, stderr := publishtest.Harness{}.Run(t, slices.Concat(tc.env, []string{"ENGAGEMENT_LOG_FORMAT=text"}), args...)
 			var lines []string
 			for _, l := range strings.Split(stderr, "\n") {
 				if strings.HasPrefix(l, "engagement: ") {
