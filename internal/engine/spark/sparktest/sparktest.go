@@ -4,8 +4,9 @@
 package sparktest
 
 import (
-	"os"
 	"testing"
+
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // RemoteEnv names the Spark Connect server the tests use; scripts/test.sh
@@ -21,13 +22,6 @@ const SkipEnv = "ENGAGEMENT_SKIP_SPARK"
 // silently skipped would let CI pass without ever running Spark.
 func Remote(t testing.TB) string {
 	t.Helper()
-	if r := os.Getenv(RemoteEnv); r != "" {
-		return r
-	}
-	if os.Getenv(SkipEnv) == "1" && os.Getenv("CI") == "" {
-		t.Skipf("%s=1: Spark tests skipped on purpose", SkipEnv)
-	}
-	t.Fatalf("%s is not set: run the tests with scripts/test.sh, which starts a Spark Connect server, "+
-		"or start one with `bash scripts/spark.sh start` and export %s=<the sc:// URL it prints>", RemoteEnv, RemoteEnv)
-	return ""
+	return testenv.Require(t, RemoteEnv, SkipEnv, "run the tests with scripts/test.sh, which starts a Spark cluster, "+
+		"or start one with `bash scripts/spark.sh start` and export "+RemoteEnv+"=<the sc:// URL it prints>")
 }
