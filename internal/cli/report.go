@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/report"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // reportOptions are report's flags.
@@ -97,15 +97,10 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 // file no generation names.
 func outsideWarehouse(out, wh string) error {
 	loc, err := storage.Parse(wh)
-	if err != nil || loc.IsS3() {
+	if err != nil {
 		return nil // warehouseStore reports a bad location
 	}
-	a, err1 := filepath.Abs(out)
-	w, err2 := filepath.Abs(loc.Path)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	if rel, err := filepath.Rel(w, a); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if inside, err := warehouse.Holds(loc, out); err == nil && inside {
 		return fmt.Errorf("lies inside the warehouse %s, which report only reads; write the page elsewhere", wh)
 	}
 	return nil

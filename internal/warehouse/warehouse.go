@@ -109,6 +109,24 @@ func Overlap(warehouse storage.Location, inputs map[string]storage.Location) err
 	return nil
 }
 
+// Holds reports whether the local directory dir is the warehouse or lies
+// inside it, symlinks resolved as Overlap resolves them; a warehouse on S3
+// holds no local directory.
+func Holds(warehouse storage.Location, dir string) (bool, error) {
+	if warehouse.IsS3() {
+		return false, nil
+	}
+	wh, err := comparable(warehouse)
+	if err != nil {
+		return false, err
+	}
+	d, err := realPath(dir)
+	if err != nil {
+		return false, err
+	}
+	return d == wh || within(d, wh), nil
+}
+
 // comparable is a location as one string that shares a prefix with another
 // exactly when one lies inside the other.
 func comparable(l storage.Location) (string, error) {
