@@ -11,18 +11,32 @@
 #   bash bench/run.sh --with-s3 --events 6000000 --repeat 3
 #       also publishes each day with inputs and warehouse on a local S3 server
 #       (scripts/s3.sh, started and stopped here), right after each local publish
+#   bash bench/run.sh --with-s3 --with-spark --events 6000000 --repeat 3 --low-memory-limit ""
+#       also publishes each day on the Spark engine, on the standalone cluster of
+#       scripts/spark.sh (started and stopped here, reading S3 through S3A), right
+#       after each DuckDB publish on S3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache/bench/bin
 extra=()
+stop=()
+trap 'for s in "${stop[@]}"; do bash "scripts/$s.sh" stop || true; done' EXIT
 if [ "${1:-}" = "--with-s3" ]; then
   shift
   bash scripts/s3.sh install >&2
   eval "$(bash scripts/s3.sh start)"
-  trap 'bash scripts/s3.sh stop || true' EXIT
+  stop+=(s3)
   ENGAGEMENT_DUCKDB_EXTENSIONS=$(bash scripts/httpfs.sh install)
   export ENGAGEMENT_DUCKDB_EXTENSIONS
   extra=(--s3 "s3://$ENGAGEMENT_S3_BUCKET/bench")
+  if [ "${1:-}" = "--with-spark" ]; then
+    shift
+    # After the S3 server: the cluster's S3A connector reads the AWS_*
+    # variables s3.sh exported.
+    bash scripts/spark.sh install >&2
+    stop=(spark "${stop[@]}")
+    extra+=(--spark "$(bash scripts/spark.sh start)")
+  fi
 fi
 echo "bench: building" >&2
 go build -o .cache/bench/bin/engagement ./cmd/engagement

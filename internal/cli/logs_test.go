@@ -13,6 +13,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
@@ -316,5 +317,65 @@ func TestPublishOutputJSONAfterSignal(t *testing.T) {
 	}
 	if !bytes.Equal(w.pointerBytes(), before) {
 		t.Error("pointer.json changed")
+	}
+}
+
+// TestServerTime: a Spark publish logs, for each phase, the part of it spent
+// waiting on the Spark Connect server, which the benchmark subtracts from
+// the wall time; it cannot exceed the phase, and staging runs on Spark. A
+// DuckDB publish, which has no server, logs none.
+func TestServerTime(t *testing.T) {
+	remote := sparktest.Remote(t)
+	w := biNewWS(t)
+	for _, tc := range []struct {
+		engine string
+		extra  []string
+	}{
+		{"duckdb", nil},
+		{"spark", []string{"--engine", "spark", "--spark-remote", remote}},
+	} {
+		t.Run(tc.engine, func(t *testing.T) {
+			r := runEnv(t, nil, w.publishArgs("server-time-"+tc.engine, biGoodDates, tc.extra...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			phase, server := map[string]float64{}, map[string]float64{}
+			var total float64
+			for _, rec := range jsonLines(t, "stderr", r.stderr) {
+				switch rec["msg"] {
+				case "phase":
+					phase[rec["phase"].(string)] += rec["seconds"].(float64)
+				case "server time":
+					if rec["engine"] != tc.engine {
+						t.Errorf("server time of engine %v, want %s: %v", rec["engine"], tc.engine, rec)
+					}
+					server[rec["phase"].(string)] += rec["seconds"].(float64)
+					total = math.Max(total, rec["total_seconds"].(float64))
+				}
+			}
+			if tc.engine == "duckdb" {
+				if len(server) != 0 {
+					t.Fatalf("an embedded engine logged server time: %v", server)
+				}
+				return
+			}
+			if len(phase) == 0 || len(server) != len(phase) {
+				t.Fatalf("server time for phases %v, want one record for each of %v", server, phase)
+			}
+			var sum float64
+			for p, s := range server {
+				// Both are rounded to the millisecond.
+				if s < 0 || s > phase[p]+0.002 {
+					t.Errorf("phase %s: %.3f s on the server of its %.3f s", p, s, phase[p])
+				}
+				sum += s
+			}
+			if server["stage"] <= 0 {
+				t.Errorf("staging spent %.3f s on Spark, want more than none", server["stage"])
+			}
+			if total < sum-0.01 {
+				t.Errorf("total server time %.3f s is less than the phases' %.3f s", total, sum)
+			}
+		})
 	}
 }

@@ -34,6 +34,7 @@ import (
 
 type runFlags struct {
 	bin, cache, events, memoryLimit, lowMemoryLimit, s3 string
+	spark, sparkRun                                     string
 	seed                                                uint64
 	threads, repeat                                     int
 }
@@ -48,6 +49,13 @@ type measurement struct {
 	phases      map[string]float64
 	steps       []string // "step: seconds" of the stage, in order
 	verified    string
+	// server is each phase's time waiting on the Spark Connect server and
+	// serverTotal all of it, Open's settings included (Spark publishes).
+	server      map[string]float64
+	serverTotal float64
+	// clusterRSS is the Spark driver's and executors' peak RSS (VmHWM)
+	// after a Spark publish, by process.
+	clusterRSS map[string]int64
 }
 
 func runAll(ctx context.Context, args []string) error {
@@ -62,11 +70,16 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&f.lowMemoryLimit, "low-memory-limit", "2GB", "a second publish of the largest day at this limit, which must spill and give the same figures (empty: skip)")
 	fs.IntVar(&f.repeat, "repeat", 2, "publishes of the largest day at --memory-limit (the first is the one compared)")
 	fs.StringVar(&f.s3, "s3", "", "an s3://bucket/prefix: each day's inputs are uploaded there once, and each local publish is followed by the same publish with inputs and warehouse on S3 (the server of AWS_ENDPOINT_URL)")
+	fs.StringVar(&f.spark, "spark", "", "a Spark Connect URL (sc://...): with --s3, each S3 publish is followed by the same publish on the Spark engine, inputs and warehouse on S3")
+	fs.StringVar(&f.sparkRun, "spark-run", ".cache/spark/run", "scripts/spark.sh's run directory, whose pid files name the driver and the worker (for the cluster's peak RSS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if f.bin == "" {
 		return errors.New("run: --bin is required")
+	}
+	if f.spark != "" && f.s3 == "" {
+		return errors.New("run: --spark needs --s3: the Spark engine is measured on S3, against DuckDB on S3")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -135,9 +148,17 @@ func runAll(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			if m, err = publishAt(ctx, f, in, f.s3+"/warehouse-"+fmt.Sprintf("%d-%d", n, r), exp, n, f.memoryLimit, name+" (S3)", fmt.Sprintf("%d-%d-s3", n, r)); err != nil {
+			if m, err = publishAt(ctx, f, "duckdb", in, f.s3+"/warehouse-"+fmt.Sprintf("%d-%d", n, r), exp, n, f.memoryLimit, name+" (S3)", fmt.Sprintf("%d-%d-s3", n, r)); err != nil {
 				return err
 			}
+			all = append(all, m)
+			if f.spark == "" {
+				continue
+			}
+			if m, err = publishAt(ctx, f, "spark", in, f.s3+"/warehouse-"+fmt.Sprintf("%d-%d-spark", n, r), exp, n, f.memoryLimit, name+" (Spark, S3)", fmt.Sprintf("%d-%d-spark", n, r)); err != nil {
+				return err
+			}
+			m.clusterRSS = clusterRSS(f.sparkRun)
 			all = append(all, m)
 		}
 		if i == len(sizes)-1 && f.lowMemoryLimit != "" {
@@ -194,7 +215,7 @@ func measure(ctx context.Context, name string, n int, limit, bin string, args []
 	if err != nil {
 		return m, fmt.Errorf("%s (%d events): %w", name, n, err)
 	}
-	m.phases, m.steps = phases(errb.Bytes())
+	m.phases, m.steps, m.server, m.serverTotal = phases(errb.Bytes())
 	return m, nil
 }
 
@@ -230,18 +251,25 @@ func maxrssBytes(v int64) int64 {
 	return v * 1024
 }
 
-// phases reads the publish's structured "phase" and "step" records.
-func phases(stderr []byte) (map[string]float64, []string) {
-	var out map[string]float64
-	var steps []string
+// phases reads the publish's structured "phase", "step" and "server time"
+// records.
+func phases(stderr []byte) (out map[string]float64, steps []string, server map[string]float64, serverTotal float64) {
 	sc := bufio.NewScanner(bytes.NewReader(stderr))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var rec struct {
-			Msg     string  `json:"msg"`
-			Phase   string  `json:"phase"`
-			Step    string  `json:"step"`
-			Seconds float64 `json:"seconds"`
+			Msg          string  `json:"msg"`
+			Phase        string  `json:"phase"`
+			Step         string  `json:"step"`
+			Seconds      float64 `json:"seconds"`
+			TotalSeconds float64 `json:"total_seconds"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "server time" {
+			if server == nil {
+				server = map[string]float64{}
+			}
+			server[rec.Phase] += rec.Seconds
+			serverTotal = max(serverTotal, rec.TotalSeconds)
 		}
 		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "step" {
 			steps = append(steps, fmt.Sprintf("%s / %s: %.2fs", rec.Phase, rec.Step, rec.Seconds))
@@ -253,11 +281,11 @@ func phases(stderr []byte) (map[string]float64, []string) {
 			out[rec.Phase] += rec.Seconds
 		}
 	}
-	return out, steps
+	return out, steps, server, serverTotal
 }
 
 const confTemplate = `# written by bench run: the design day under production's job settings
-engagement.engine                  duckdb
+engagement.engine                  %s
 engagement.warehouse               %s
 engagement.raw                     %s
 engagement.lessons                 %s
@@ -275,19 +303,19 @@ duckdb.threads                     %d
 duckdb.memory_limit                %s
 duckdb.temp_directory              %s
 duckdb.preserve_insertion_order    false
-`
+%s`
 
 // publish measures one publish of the day in data into a fresh local
 // warehouse.
 func publish(ctx context.Context, f runFlags, data string, exp gen.Expected, n int, limit, name, tag string) (measurement, error) {
 	abs, _ := filepath.Abs(data)
-	return publishAt(ctx, f, abs, filepath.Join(f.cache, "warehouse-"+tag), exp, n, limit, name, tag)
+	return publishAt(ctx, f, "duckdb", abs, filepath.Join(f.cache, "warehouse-"+tag), exp, n, limit, name, tag)
 }
 
 // publishAt measures one publish of the day whose inputs are under in (a
 // directory or an s3:// prefix) into the fresh warehouse wh (either kind),
 // checks its figures through the pointer, and removes the warehouse.
-func publishAt(ctx context.Context, f runFlags, in, wh string, exp gen.Expected, n int, limit, name, tag string) (measurement, error) {
+func publishAt(ctx context.Context, f runFlags, eng, in, wh string, exp gen.Expected, n int, limit, name, tag string) (measurement, error) {
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	whLoc, err := storage.Parse(wh)
 	if err != nil {
@@ -311,8 +339,12 @@ func publishAt(ctx context.Context, f runFlags, in, wh string, exp gen.Expected,
 		return measurement{}, err
 	}
 	conf := filepath.Join(f.cache, "publish-"+tag+".conf")
-	body := fmt.Sprintf(confTemplate, wh, in+"/raw", in+"/lessons", in+"/enrollments", exp.ManifestID, exp.EnrollmentSnapshotID, exp.RestatementHorizonDays,
-		exp.NewestIngestDate.AddDays(1), f.threads, limit, abs(filepath.Join(f.cache, "tmp")))
+	sparkConf := ""
+	if eng == "spark" {
+		sparkConf = "engagement.sparkRemote             " + f.spark + "\n"
+	}
+	body := fmt.Sprintf(confTemplate, eng, wh, in+"/raw", in+"/lessons", in+"/enrollments", exp.ManifestID, exp.EnrollmentSnapshotID, exp.RestatementHorizonDays,
+		exp.NewestIngestDate.AddDays(1), f.threads, limit, abs(filepath.Join(f.cache, "tmp")), sparkConf)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return measurement{}, err
 	}
@@ -493,6 +525,9 @@ func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, to
 				median(wall), slices.Min(wall), slices.Max(wall), median(cpu), median(rss), slices.Max(rss))
 		}
 	}
+	if f.spark != "" {
+		sparkReport(w, sizes, all)
+	}
 	if len(sizes) > 1 {
 		lo, hi := find(sizes[0], "publish", f.memoryLimit), find(sizes[len(sizes)-1], "publish", f.memoryLimit)
 		if lo != nil && hi != nil {
@@ -535,4 +570,75 @@ func memTotal() string {
 		}
 	}
 	return "memory unknown"
+}
+
+// sparkReport sets each Spark publish on S3 against the DuckDB publish on S3
+// just before it, and splits its wall time into the time spent waiting on
+// the Spark Connect server and the rest: process start, listing, the
+// pointer and the gate's own work, all on the machine that runs engagement.
+func sparkReport(w io.Writer, sizes []int, all []measurement) {
+	fmt.Fprintln(w, "\n| events | pair | DuckDB on S3 wall s | Spark on S3 wall s | Spark / DuckDB | Spark: waiting on the server s | outside Spark s | outside share | engagement peak RSS (Spark) | Spark driver, executor peak RSS |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, n := range sizes {
+		pair := 0
+		for i, m := range all {
+			if m.events != n || !strings.HasSuffix(m.name, "(Spark, S3)") || i == 0 {
+				continue
+			}
+			d := all[i-1] // the DuckDB publish on S3 of the same day
+			pair++
+			out := m.wall.Seconds() - m.serverTotal
+			fmt.Fprintf(w, "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %s | %s, %s |\n", progress.Count(int64(n)), pair,
+				d.wall.Seconds(), m.wall.Seconds(), m.wall.Seconds()/d.wall.Seconds(), m.serverTotal, out, 100*out/m.wall.Seconds(),
+				gib(m.rssBytes), gib(m.clusterRSS["driver"]), gib(m.clusterRSS["executor"]))
+		}
+	}
+	for _, m := range all {
+		if !strings.HasSuffix(m.name, "(Spark, S3)") {
+			continue
+		}
+		fmt.Fprintf(w, "\nphases of %s, %s events (wall from the phase records; on the server from the engine's count):\n\n", m.name, progress.Count(int64(m.events)))
+		fmt.Fprintln(w, "| phase | wall s | waiting on the Spark server s | outside Spark s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|")
+		var inPhases float64
+		for _, p := range []string{"inspect", "stage", "gate", "pointer"} {
+			inPhases += m.phases[p]
+			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", p, m.phases[p], m.server[p], m.phases[p]-m.server[p])
+		}
+		fmt.Fprintf(w, "| before and after the phases (process, session, settings, exit) | %.2f | | |\n", m.wall.Seconds()-inPhases)
+	}
+}
+
+// clusterRSS reads the peak RSS (VmHWM) of the Spark Connect server (the
+// driver) and of the worker's executors, named by scripts/spark.sh's pid
+// files. The figures are high-water marks since each JVM started: the
+// driver's spans every publish since the cluster came up.
+func clusterRSS(run string) map[string]int64 {
+	out := map[string]int64{}
+	pid := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(run, name))
+		return strings.TrimSpace(string(b))
+	}
+	hwm := func(p string) int64 {
+		b, err := os.ReadFile("/proc/" + p + "/status")
+		if err != nil {
+			return 0
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+		return 0
+	}
+	out["driver"] = hwm(pid("server.pid"))
+	if w := pid("worker.pid"); w != "" {
+		// The executors are the worker's child processes.
+		b, _ := exec.Command("pgrep", "-P", w).Output()
+		for _, c := range strings.Fields(string(b)) {
+			out["executor"] = max(out["executor"], hwm(c))
+		}
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/spark-connect-go/spark/sql/types"
+
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/gate"
 )
@@ -23,7 +25,8 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	if err != nil {
 		return nil, nil, wrap(e.remote, step, err)
 	}
-	st, err := df.Schema(ctx)
+	var st *types.StructType
+	err = e.onServer(func() (err error) { st, err = df.Schema(ctx); return err })
 	if err != nil {
 		werr := wrap(e.remote, step, err)
 		if se, ok := werr.(*Error); ok && se.Cause == "" {
@@ -32,13 +35,13 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 		}
 		return nil, nil, werr
 	}
-	types := map[string]string{}
+	typeOf := map[string]string{}
 	var names []string
 	for _, f := range st.Fields {
-		types[f.Name] = strings.ToLower(f.DataType.TypeName())
+		typeOf[f.Name] = strings.ToLower(f.DataType.TypeName())
 		names = append(names, f.Name)
 	}
-	return types, names, nil
+	return typeOf, names, nil
 }
 
 // checkColumns verifies the required columns of every file of one input and

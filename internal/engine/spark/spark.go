@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/spark-connect-go/spark/client/channel"
@@ -43,6 +44,23 @@ type Engine struct {
 	// executorWait bounds a statement's wait with no live executor
 	// (DefaultExecutorWait when 0).
 	executorWait time.Duration
+	// server is the time spent waiting on the Spark Connect server, in
+	// nanoseconds: what the rest of a publish's wall time is spent on is the
+	// engine's own work (listing, the pointer, the gate's arithmetic).
+	server atomic.Int64
+}
+
+// ServerTime is the time the engine has spent waiting on the Spark Connect
+// server since Open: every statement, schema request and setting.
+func (e *Engine) ServerTime() time.Duration { return time.Duration(e.server.Load()) }
+
+// onServer runs one request to the server, counting its time in
+// ServerTime.
+func (e *Engine) onServer(op func() error) error {
+	start := time.Now()
+	err := op()
+	e.server.Add(int64(time.Since(start)))
+	return err
 }
 
 // SetUI names the driver's UI (http://host:port), whose REST API gives the
@@ -82,7 +100,10 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 	e := &Engine{remote: remote, session: s}
 	// The builder dials lazily; ask the server something first so a server
 	// that is down is reported as such, not as a failed setting.
-	if _, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone"); err != nil {
+	if err := e.onServer(func() error {
+		_, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone")
+		return err
+	}); err != nil {
 		return nil, wrap(remote, "connect", err)
 	}
 	keys := make([]string, 0, len(settings))
@@ -104,14 +125,15 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 }
 
 func (e *Engine) set(ctx context.Context, key, value string) error {
-	err := e.session.Config().Set(ctx, key, value)
+	err := e.onServer(func() error { return e.session.Config().Set(ctx, key, value) })
 	if err == nil {
 		return nil
 	}
 	if se := sparkError(err); se == nil || !strings.HasPrefix(se.ErrorClass, "CANNOT_MODIFY_CONFIG") {
 		return wrap(e.remote, fmt.Sprintf("set %s = %s", key, value), err)
 	}
-	got, gerr := e.session.Config().Get(ctx, key)
+	var got string
+	gerr := e.onServer(func() (err error) { got, err = e.session.Config().Get(ctx, key); return err })
 	if gerr == nil && got == value {
 		return nil
 	}
@@ -124,7 +146,8 @@ func (e *Engine) set(ctx context.Context, key, value string) error {
 
 // Setting returns the session's value of a Spark setting.
 func (e *Engine) Setting(ctx context.Context, key string) (string, error) {
-	v, err := e.session.Config().Get(ctx, key)
+	var v string
+	err := e.onServer(func() (err error) { v, err = e.session.Config().Get(ctx, key); return err })
 	if err != nil {
 		return "", wrap(e.remote, "get "+key, err)
 	}
@@ -151,13 +174,15 @@ func (e *Engine) exec(ctx context.Context, what, q string) error {
 func (e *Engine) rows(ctx context.Context, what, q string) ([]types.Row, error) {
 	var rows []types.Row
 	err := e.watch(ctx, func(ctx context.Context) error {
-		// Sql runs commands eagerly; a query is only planned until collected.
-		df, err := e.session.Sql(ctx, q)
-		if err != nil {
+		return e.onServer(func() error {
+			// Sql runs commands eagerly; a query is only planned until collected.
+			df, err := e.session.Sql(ctx, q)
+			if err != nil {
+				return err
+			}
+			rows, err = df.Collect(ctx)
 			return err
-		}
-		rows, err = df.Collect(ctx)
-		return err
+		})
 	})
 	if err != nil {
 		var se *Error
