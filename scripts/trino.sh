@@ -132,7 +132,7 @@ start() {
   # alone, and a class-data archive the first stop writes and later starts
   # map, shorten it.
   (cd "$run/data"; nohup "$java_home/bin/java" -Xmx1500M -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError \
-    -XX:TieredStopAtLevel=1 -XX:+AutoCreateSharedArchive -XX:SharedArchiveFile="$home/classes.jsa" \
+    -XX:TieredStopAtLevel=1 -XX:+AutoCreateSharedArchive -XX:SharedArchiveFile="$home/classes.jsa" -Xlog:cds*=off \
     -Djdk.attach.allowAttachSelf=true -Duser.timezone=UTC -Dlog.enable-console=true -Dconfig="$run/etc/config.properties" \
     -cp "$home/lib/*" io.trino.server.TrinoServer >"$log" 2>&1 &
     echo $! >"$pidfile")
@@ -149,10 +149,22 @@ start() {
   die "$name did not finish starting on 127.0.0.1:$port in 120 s"
 }
 
+# stop_server ends the server this script started. The JVM writes the
+# class-data archive as it exits, which takes a few seconds: wait for it,
+# 60 s at most, then kill it.
+stop_server() {
+  if running; then
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+    for _ in $(seq 1 600); do running || break; sleep 0.1; done
+    if running; then kill -9 "$(cat "$pidfile")" 2>/dev/null || true; fi
+  fi
+  rm -f "$pidfile"
+}
+
 case "${1:-}" in
   install) install ;;
   start) start ;;
-  stop) stop ;;
+  stop) stop_server ;;
   log) cat "$log" ;;
   *) die "usage: bash scripts/trino.sh install|start|stop|log" ;;
 esac

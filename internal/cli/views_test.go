@@ -237,13 +237,15 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 		}
 		fact := rowsByDate(t, q(fmt.Sprintf(`SELECT CAST(event_date AS varchar), count(*), sum(event_count),
 			sum(CASE WHEN manifest_id IS NULL THEN event_count ELSE 0 END), sum(CASE WHEN enrolled THEN event_count ELSE 0 END),
-			count(DISTINCT learner_key), count(DISTINCT job_id), max(job_id) FROM %s.%s GROUP BY 1`, schema, reader.FactTable)))
+			count(DISTINCT learner_key), count(DISTINCT job_id), max(job_id),
+			count_if(CAST(first_event_time AS date) <> event_date OR CAST(last_event_time AS date) <> event_date OR first_event_time > last_event_time)
+			FROM %s.%s GROUP BY 1`, schema, reader.FactTable)))
 		day := rowsByDate(t, q(fmt.Sprintf(`SELECT CAST(event_date AS varchar), count(*), sum(event_count),
 			sum(unknown_lesson_count), sum(enrolled_event_count), sum(matched_lesson_count), count(DISTINCT job_id), max(job_id)
 			FROM %s.%s GROUP BY 1`, schema, reader.CourseDayTable)))
 		jobs := map[string]string{}
 		for _, d := range ds {
-			if len(fact[d]) != 7 || len(day[d]) != 7 {
+			if len(fact[d]) != 8 || len(day[d]) != 7 {
 				t.Errorf("%s: %s shows %v, %s %v", d, reader.FactTable, fact[d], reader.CourseDayTable, day[d])
 				continue
 			}
@@ -258,6 +260,11 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 			}
 			if fact[d][1] != figures[d] {
 				t.Errorf("%s %s: %d events, the pointer says %d", reader.FactTable, d, fact[d][1], figures[d])
+			}
+			// The timestamps are read as the UTC instants the files hold
+			// (the server runs in UTC): every one on its event date.
+			if fact[d][7] != int64(0) {
+				t.Errorf("%s %s: %v rows whose first or last event time is not on the event date, or out of order", reader.FactTable, d, fact[d][7])
 			}
 			jobs[d] = fmt.Sprint(fact[d][6])
 			if day[d][6] != fact[d][6] {
