@@ -136,35 +136,17 @@ start() {
     -Djdk.attach.allowAttachSelf=true -Duser.timezone=UTC -Dlog.enable-console=true -Dconfig="$run/etc/config.properties" \
     -cp "$home/lib/*" io.trino.server.TrinoServer >"$log" 2>&1 &
     echo $! >"$pidfile")
-  for _ in $(seq 1 1200); do
-    if ready "$port"; then
-      echo "trino.sh: trino $version ready on 127.0.0.1:$port, catalog $catalog (log: $log)" >&2
-      exports "$port"
-      return 0
-    fi
-    running || { tail -n 40 "$log" >&2; die "$name exited"; }
-    sleep 0.1
-  done
-  tail -n 40 "$log" >&2
-  die "$name did not finish starting on 127.0.0.1:$port in 120 s"
-}
-
-# stop_server ends the server this script started. The JVM writes the
-# class-data archive as it exits, which takes a few seconds: wait for it,
-# 60 s at most, then kill it.
-stop_server() {
-  if running; then
-    kill "$(cat "$pidfile")" 2>/dev/null || true
-    for _ in $(seq 1 600); do running || break; sleep 0.1; done
-    if running; then kill -9 "$(cat "$pidfile")" 2>/dev/null || true; fi
-  fi
-  rm -f "$pidfile"
+  await "$port" 120 ready
+  echo "trino.sh: trino $version ready on 127.0.0.1:$port, catalog $catalog (log: $log)" >&2
+  exports "$port"
 }
 
 case "${1:-}" in
   install) install ;;
   start) start ;;
-  stop) stop_server ;;
+  # The JVM writes the class-data archive as it exits, which takes a few
+  # seconds.
+  stop) stop 60 ;;
   log) cat "$log" ;;
   *) die "usage: bash scripts/trino.sh install|start|stop|log" ;;
 esac

@@ -119,18 +119,8 @@ func TestViewsSpark(t *testing.T) {
 	}
 	defer eng.Close()
 	defer eng.Query(ctx, "DROP SCHEMA IF EXISTS `"+schema+"` CASCADE")
-	var body []string
-	for _, l := range strings.Split(sql, "\n") {
-		if !strings.HasPrefix(l, "--") {
-			body = append(body, l)
-		}
-	}
-	stmts := strings.Split(strings.TrimSpace(strings.Join(body, "\n")), ";\n")
-	if len(stmts) != 3 {
-		t.Fatalf("want CREATE SCHEMA and two views, got %d statements:\n%s", len(stmts), sql)
-	}
-	for _, s := range stmts {
-		if _, err := eng.Query(ctx, strings.TrimSuffix(s, ";")); err != nil {
+	for _, s := range statements(t, sql, 3) {
+		if _, err := eng.Query(ctx, s); err != nil {
 			t.Fatalf("run %q: %v", s, err)
 		}
 	}
@@ -211,18 +201,9 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 	run := func() {
 		t.Helper()
 		sql := views(t, "--warehouse", warehouse, "--dialect", "trino", "--catalog", server.Catalog, "--schema", schema)
-		var body []string
-		for _, l := range strings.Split(sql, "\n") {
-			if !strings.HasPrefix(l, "--") {
-				body = append(body, l)
-			}
-		}
-		stmts := strings.Split(strings.TrimSpace(strings.Join(body, "\n")), ";\n")
-		if len(stmts) != 5 {
-			t.Fatalf("want CREATE SCHEMA, two tables and two views, got %d statements:\n%s", len(stmts), sql)
-		}
-		for _, s := range stmts {
-			q(strings.TrimSuffix(s, ";"))
+		// CREATE SCHEMA, then each table's external table and view.
+		for _, s := range statements(t, sql, 5) {
+			q(s)
 		}
 	}
 	// check compares each view's figures per date with expected.json and
@@ -312,6 +293,23 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 	if jobs := check(); fmt.Sprint(jobs) != "map[2026-03-02:views-1 2026-03-03:views-2]" {
 		t.Errorf("after publishing views-2 for %s: jobs shown %v", ds[1], jobs)
 	}
+}
+
+// statements splits views' output into its n statements, without the
+// header comment or the semicolons, for servers that take one at a time.
+func statements(t *testing.T, sql string, n int) []string {
+	t.Helper()
+	var body []string
+	for _, l := range strings.Split(sql, "\n") {
+		if !strings.HasPrefix(l, "--") {
+			body = append(body, l)
+		}
+	}
+	stmts := strings.Split(strings.TrimSuffix(strings.TrimSpace(strings.Join(body, "\n")), ";"), ";\n")
+	if len(stmts) != n {
+		t.Fatalf("want %d statements, got %d:\n%s", n, len(stmts), sql)
+	}
+	return stmts
 }
 
 // rowsByDate keys a result's rows by their first column (a date), each row
