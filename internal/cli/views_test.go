@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -253,7 +254,7 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 			}
 		}
 		if len(fact) != len(ds) || len(day) != len(ds) {
-			t.Errorf("dates shown: %s %v, %s %v; want %v", reader.FactTable, keys(fact), reader.CourseDayTable, keys(day), ds)
+			t.Errorf("dates shown: %s %v, %s %v; want %v", reader.FactTable, slices.Sorted(maps.Keys(fact)), reader.CourseDayTable, slices.Sorted(maps.Keys(day)), ds)
 		}
 		return jobs
 	}
@@ -334,13 +335,29 @@ func rowsByDate(t *testing.T, r trinotest.Result) map[string][]any {
 	return out
 }
 
-func keys(m map[string][]any) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
+// TestViewsTrinoUndatable: the trino form dates rows by their file's
+// event_date directory, so a pointer entry naming a file of another date's
+// directory is refused rather than shown under the wrong date.
+func TestViewsTrinoUndatable(t *testing.T) {
+	warehouse := filepath.Join(t.TempDir(), "wh")
+	viewsWarehouse(t, warehouse)
+	p := filepath.Join(warehouse, "pointer.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(ks)
-	return ks
+	moved := strings.ReplaceAll(string(data), "/event_date=2026-03-03/", "/event_date=2026-03-02/")
+	if moved == string(data) {
+		t.Fatal("pointer.json names no event_date=2026-03-03 file")
+	}
+	if err := os.WriteFile(p, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := cli.Main(context.Background(), []string{"views", "--warehouse", warehouse, "--dialect", "trino"}, &out, &errb)
+	if code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "event_date=2026-03-02/part-00000.parquet of 2026-03-03 is not under") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming the file and its date", code, out.String(), errb.String())
+	}
 }
 
 func TestViewsCatalogFlag(t *testing.T) {
