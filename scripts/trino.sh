@@ -97,33 +97,40 @@ query.max-memory=256MB
 query.max-memory-per-node=256MB
 task.concurrency=2
 EOF
-  # The catalog a reader needs (docs/readers.md): Hive over PARQUET files
-  # found recursively, with microsecond timestamps as the files hold them.
-  {
-    echo "connector.name=hive"
-    echo "hive.metastore=file"
-    echo "hive.metastore.catalog.dir=local://$run/metastore"
-    echo "hive.recursive-directories=true"
-    echo "hive.timestamp-precision=MICROSECONDS"
-    echo "fs.native-local.enabled=true"
-    echo "local.location=/"
-    if [ -n "${AWS_ENDPOINT_URL:-}" ]; then
-      echo "fs.native-s3.enabled=true"
-      echo "s3.endpoint=$AWS_ENDPOINT_URL"
-      echo "s3.path-style-access=true"
-      echo "s3.region=${AWS_REGION:-us-east-1}"
-      echo "s3.aws-access-key=${AWS_ACCESS_KEY_ID:?AWS_ACCESS_KEY_ID is not set (eval scripts/s3.sh start first)}"
-      echo "s3.aws-secret-key=${AWS_SECRET_ACCESS_KEY:?AWS_SECRET_ACCESS_KEY is not set (eval scripts/s3.sh start first)}"
-    fi
-  } >"$run/etc/catalog/$catalog.properties"
+  catalog_properties >"$run/etc/catalog/$catalog.properties"
+}
+
+# catalog_properties prints the catalog a reader needs (docs/readers.md):
+# Hive over PARQUET files found recursively, with microsecond timestamps as
+# the files hold them, on local disk and the S3 server of the AWS_* variables.
+catalog_properties() {
+  echo "connector.name=hive"
+  echo "hive.metastore=file"
+  echo "hive.metastore.catalog.dir=local://$run/metastore"
+  echo "hive.recursive-directories=true"
+  echo "hive.timestamp-precision=MICROSECONDS"
+  echo "fs.native-local.enabled=true"
+  echo "local.location=/"
+  if [ -n "${AWS_ENDPOINT_URL:-}" ]; then
+    echo "fs.native-s3.enabled=true"
+    echo "s3.endpoint=$AWS_ENDPOINT_URL"
+    echo "s3.path-style-access=true"
+    echo "s3.region=${AWS_REGION:-us-east-1}"
+    echo "s3.aws-access-key=${AWS_ACCESS_KEY_ID:?AWS_ACCESS_KEY_ID is not set (eval scripts/s3.sh start first)}"
+    echo "s3.aws-secret-key=${AWS_SECRET_ACCESS_KEY:?AWS_SECRET_ACCESS_KEY is not set (eval scripts/s3.sh start first)}"
+  fi
 }
 
 start() {
   install
-  if running && ready "$(cat "$portfile")"; then
+  # A running server is reused only when its catalog points at the same S3
+  # server: an S3 server restarted on another port needs a new catalog.
+  if running && ready "$(cat "$portfile")" &&
+    [ "$(catalog_properties)" = "$(cat "$run/etc/catalog/$catalog.properties" 2>/dev/null)" ]; then
     exports "$(cat "$portfile")"
     return 0
   fi
+  stop 60
   local port=${ENGAGEMENT_TRINO_PORT:-$(free_port)}
   configure "$port"
   echo "$port" >"$portfile"
