@@ -8,7 +8,9 @@
 # which scripts/s3.sh builds (versitygw) and starts on 127.0.0.1, and DuckDB's
 # httpfs extension, which scripts/httpfs.sh fetches from PyPI; the metrics
 # tests need a Pushgateway, which scripts/pushgateway.sh builds and starts on
-# 127.0.0.1; the report's browser test needs Chromium, which
+# 127.0.0.1; the Trino form of `views` is tested on a Trino server, which
+# scripts/trino.sh downloads from Maven Central and starts on 127.0.0.1; the
+# report's browser test needs Chromium, which
 # scripts/chromium.sh installs from Debian's packages; the Airflow example's
 # test needs apache-airflow and the reader snippet's test pyarrow and pandas,
 # which scripts/airflow.sh and scripts/pyarrow.sh install from PyPI into
@@ -31,7 +33,13 @@ cleanup() {
     cp .cache/s3/run/server.log "$kept"
     echo "== the S3 server log is kept as $kept" >&2
   fi
+  if [ "$status" -ne 0 ] && [ -f .cache/trino/run/server.log ]; then
+    kept=.cache/trino/server-failed-$(date -u +%Y%m%dT%H%M%SZ).log
+    cp .cache/trino/run/server.log "$kept"
+    echo "== the Trino server log is kept as $kept" >&2
+  fi
   bash scripts/spark.sh stop || true
+  bash scripts/trino.sh stop || true
   bash scripts/s3.sh stop || true
   bash scripts/pushgateway.sh stop || true
   if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
@@ -63,6 +71,13 @@ bash scripts/spark.sh install
 ENGAGEMENT_SPARK_REMOTE=$(bash scripts/spark.sh start)
 export ENGAGEMENT_SPARK_REMOTE
 unset ENGAGEMENT_SKIP_SPARK
+
+# After the S3 server too: the catalog's S3 endpoint and credentials are
+# the AWS_* variables s3.sh exported.
+echo "== Trino (scripts/trino.sh), which runs the statements of views --dialect trino"
+bash scripts/trino.sh install
+eval "$(bash scripts/trino.sh start)"
+unset ENGAGEMENT_SKIP_TRINO
 
 echo "== Pushgateway (scripts/pushgateway.sh), which publish's metrics tests push to"
 bash scripts/pushgateway.sh install

@@ -18,25 +18,31 @@ import (
 // viewsOptions are views' flags.
 type viewsOptions struct {
 	origin
-	warehouse, dialect, schema string
-	s3                         s3Flags
+	warehouse, dialect, catalog, schema string
+	s3                                  s3Flags
 }
 
 func newViewsCmd(env *Env) *cobra.Command {
 	o := &viewsOptions{}
 	c := &cobra.Command{
-		Use:   "views --warehouse W --dialect duckdb|spark|trino [--schema NAME]",
+		Use:   "views --warehouse W --dialect duckdb|spark|trino [--catalog NAME] [--schema NAME]",
 		Short: "Print CREATE OR REPLACE VIEW statements over the current generation's files",
 		Long: `views prints SQL that defines fact_lesson_engagement and course_day as views over
 exactly the files the current pointer generation lists, each date's event_date taken
 from the pointer: DuckDB reads them with read_parquet([...]), Spark SQL with one
-parquet.` + "`file`" + ` relation per file joined by UNION ALL. The views name files, not
-directories, so they are fixed to the generation they were printed from: print and
-run them again after every publish or rollback. Trino has no faithful form (its
-connectors read directories or table metadata, never a file list) and is refused
-(exit 2), as is a warehouse with no pointer.json.`,
+parquet.` + "`file`" + ` relation per file joined by UNION ALL. Trino's Hive connector takes
+no file list, so the trino form first creates (if missing) one external PARQUET table
+per published table over the warehouse's staging/ prefix, <table>_staging, which
+lists every attempt, and defines each view as that table filtered by "$path" to the
+generation's files, its event_date taken from the file's event_date=YYYY-MM-DD
+directory; the catalog needs hive.recursive-directories=true (docs/readers.md). The
+views name files, not directories, so they are fixed to the generation they were
+printed from: print and run them again after every publish or rollback. A warehouse
+with no pointer.json is refused (exit 2).`,
 		Example: `  engagement views --warehouse warehouse --dialect duckdb | duckdb engagement.db
-  engagement views --warehouse s3://curated/engagement --dialect spark --schema engagement`,
+  engagement views --warehouse s3://curated/engagement --dialect spark --schema engagement
+  engagement views --warehouse s3://curated/engagement --dialect trino --catalog lake --schema engagement >views.sql
+  trino --server https://trino.example.com --file views.sql`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runViews(c.Context(), *env, o) },
 	}
@@ -44,16 +50,11 @@ connectors read directories or table metadata, never a file list) and is refused
 	o.origin = origin{fs}
 	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	fs.StringVar(&o.dialect, "dialect", "", "duckdb, spark or trino (required)")
+	fs.StringVar(&o.catalog, "catalog", "", "trino only: qualify every name with this catalog (a Hive catalog; needs --schema)")
 	fs.StringVar(&o.schema, "schema", "", "create the views in this schema (created if missing)")
 	o.s3 = addS3Flags(fs, false)
 	return c
 }
-
-// trinoRefusal is why views has no Trino form.
-const trinoRefusal = "Trino cannot read an explicit file list: its Hive connector reads every file " +
-	"under a table's directory and its Iceberg and Delta connectors read their own table metadata, " +
-	"so a Trino view over this warehouse would also read abandoned and rejected attempts under staging/; " +
-	"read through DuckDB or Spark (--dialect duckdb|spark), or the reader Go package"
 
 func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	if err := o.s3.apply(); err != nil {
@@ -63,13 +64,17 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 		return exitcode.UsageError(fmt.Errorf("views: --warehouse is required"))
 	}
 	switch o.dialect {
-	case "duckdb", "spark":
-	case "trino":
-		return exitcode.UsageError(fmt.Errorf("views: %s trino: %s", o.ref("dialect"), trinoRefusal))
+	case "duckdb", "spark", "trino":
 	case "":
 		return exitcode.UsageError(fmt.Errorf("views: --dialect is required: duckdb, spark or trino"))
 	default:
 		return exitcode.UsageError(fmt.Errorf("views: %s %q: want duckdb, spark or trino", o.ref("dialect"), o.dialect))
+	}
+	if o.catalog != "" && o.dialect != "trino" {
+		return exitcode.UsageError(fmt.Errorf("views: %s is for --dialect trino only", o.ref("catalog")))
+	}
+	if o.catalog != "" && o.schema == "" {
+		return exitcode.UsageError(fmt.Errorf("views: %s needs --schema: Trino names a table catalog.schema.table", o.ref("catalog")))
 	}
 	// Open through the reader package, as an outside program would; the
 	// usage error for a missing warehouse is the one status and read give.
@@ -92,7 +97,7 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	if err != nil {
 		return err
 	}
-	sql, err := Views(w.Location(), snap, o.dialect, o.schema)
+	sql, err := Views(w.Location(), snap, o.dialect, o.catalog, o.schema)
 	if err != nil {
 		return exitcode.UsageError(fmt.Errorf("views: %w", err))
 	}
@@ -100,36 +105,57 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	return err
 }
 
-// Views returns the CREATE OR REPLACE VIEW statements for both tables over
-// snap's files in dialect (duckdb or spark), each ending in ";\n". Every
-// path and name reaches the SQL through the dialect's own quoting.
-func Views(location string, snap *reader.Snapshot, dialect, schema string) (string, error) {
+// Views returns the statements defining both tables' views over snap's
+// files in dialect (duckdb, spark or trino), each ending in ";\n": CREATE
+// OR REPLACE VIEW, after CREATE SCHEMA IF NOT EXISTS with a schema, and for
+// trino the CREATE TABLE IF NOT EXISTS of the external tables the views
+// filter. catalog (trino only) qualifies every name. Every path and name
+// reaches the SQL through the dialect's own quoting.
+func Views(location string, snap *reader.Snapshot, dialect, catalog, schema string) (string, error) {
 	ds := snap.Dates()
 	var b strings.Builder
 	// strconv.Quote: a location with a newline must not end the comment.
 	fmt.Fprintf(&b, "-- engagement views over %s, pointer generation %d (%d dates).\n", strconv.Quote(location), snap.Generation(), len(ds))
 	b.WriteString("-- The views name the generation's files; print and run them again after every publish or rollback.\n")
-	if strings.HasPrefix(location, "s3://") {
-		switch dialect {
-		case "duckdb":
-			b.WriteString("-- S3: load httpfs with credentials, and SET s3_url_compatibility_mode = true so the URLs are read literally.\n")
-		case "spark":
-			b.WriteString("-- S3: the session needs an s3:// filesystem (hadoop-aws) with credentials.\n")
+	s3 := strings.HasPrefix(location, "s3://")
+	switch {
+	case dialect == "duckdb" && s3:
+		b.WriteString("-- S3: load httpfs with credentials, and SET s3_url_compatibility_mode = true so the URLs are read literally.\n")
+	case dialect == "spark" && s3:
+		b.WriteString("-- S3: the session needs an s3:// filesystem (hadoop-aws) with credentials.\n")
+	case dialect == "trino":
+		b.WriteString("-- Trino: a Hive catalog with hive.recursive-directories=true and hive.timestamp-precision=MICROSECONDS")
+		if s3 {
+			b.WriteString(", and fs.native-s3.enabled=true with credentials.\n")
+		} else {
+			b.WriteString(", and fs.native-local.enabled=true with local.location=/ on every node.\n")
 		}
+		b.WriteString("-- The *_staging tables list every attempt under staging/; query the views, which read only the generation's files.\n")
 	}
 	ident := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	if dialect == "spark" {
 		ident = func(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 	}
 	prefix := ""
+	if catalog != "" {
+		prefix = ident(catalog) + "."
+	}
 	if schema != "" {
-		fmt.Fprintf(&b, "CREATE SCHEMA IF NOT EXISTS %s;\n", ident(schema))
-		prefix = ident(schema) + "."
+		fmt.Fprintf(&b, "CREATE SCHEMA IF NOT EXISTS %s%s;\n", prefix, ident(schema))
+		prefix += ident(schema) + "."
 	}
 	for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
 		cols, err := internalreader.FileColumns(table)
 		if err != nil {
 			return "", err
+		}
+		if dialect == "trino" {
+			stmts, err := trinoView(location, snap, table, cols, prefix, ident)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(stmts)
+			continue
 		}
 		sel := strings.Join(cols, ", ")
 		var parts []string
@@ -159,9 +185,77 @@ func Views(location string, snap *reader.Snapshot, dialect, schema string) (stri
 			}
 		}
 		if len(parts) == 0 {
-			return "", fmt.Errorf("generation %d lists no %s files: nothing to define a view over", snap.Generation(), table)
+			return "", noFiles(snap, table)
 		}
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s%s AS\n%s;\n", prefix, ident(table), strings.Join(parts, "\nUNION ALL\n"))
 	}
 	return b.String(), nil
+}
+
+func noFiles(snap *reader.Snapshot, table string) error {
+	return fmt.Errorf("generation %d lists no %s files: nothing to define a view over", snap.Generation(), table)
+}
+
+// trinoTypes are the written files' column types as Trino's Hive connector
+// names them (timestamp at the catalog's hive.timestamp-precision; the files
+// hold microseconds).
+var trinoTypes = map[string]string{
+	"learner_key": "varchar", "lesson_id": "varchar", "course_id": "varchar", "manifest_id": "varchar",
+	"lesson_title": "varchar", "event_count": "bigint", "first_event_time": "timestamp(6)",
+	"last_event_time": "timestamp(6)", "enrolled": "boolean", "enrollment_snapshot_id": "varchar",
+	"job_id": "varchar", "matched_lesson_count": "bigint", "unknown_lesson_count": "bigint",
+	"enrolled_event_count": "bigint", "learner_count": "bigint",
+}
+
+// trinoEventDate takes event_date from the file's partition directory, the
+// last one in its path, so a warehouse path holding "event_date=" cannot
+// match instead.
+const trinoEventDate = `CAST(regexp_extract("$path", '/event_date=(\d{4}-\d{2}-\d{2})/[^/]*$', 1) AS date)`
+
+// trinoView is the Trino form of table's view: the external table over
+// staging/ (created once; its location never changes with the generation)
+// and the view that keeps only the generation's files of it. Trino's Hive
+// connector drops files whose "$path" the predicate excludes while it lists
+// them, before it opens any, so rejected or half-written attempts are never
+// read. The staging paths Trino reports are the location it is given joined
+// with each file's relative path, so the literals are built the same way.
+func trinoView(location string, snap *reader.Snapshot, table string, cols []string, prefix string, ident func(string) string) (string, error) {
+	root := location
+	if !strings.HasPrefix(location, "s3://") {
+		// Trino's local file system reads local://<path under local.location>;
+		// with local.location=/ that is the absolute path.
+		root = "local://" + location
+	}
+	staging := location + "/staging/"
+	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	defs := make([]string, len(cols))
+	for i, c := range cols {
+		typ, ok := trinoTypes[c]
+		if !ok {
+			return "", fmt.Errorf("no Trino type for column %s of %s", c, table)
+		}
+		defs[i] = "  " + ident(c) + " " + typ
+	}
+	var paths []string
+	for _, d := range snap.Dates() {
+		files, _ := d.Files(table)
+		for _, f := range files {
+			rel, ok := strings.CutPrefix(f.URI, staging)
+			// The view takes event_date from the path: a file outside its
+			// date's directory would be given another date, or none.
+			parts := strings.Split(rel, "/")
+			if !ok || len(parts) != 4 || !strings.HasPrefix(parts[0], "job_id=") || parts[1] != table || parts[2] != "event_date="+d.Date {
+				return "", fmt.Errorf("%s file %s of %s is not under %sjob_id=*/%s/event_date=%s/: the trino form cannot date it", table, f.URI, d.Date, staging, table, d.Date)
+			}
+			paths = append(paths, "  "+lit(root+"/staging/"+rel))
+		}
+	}
+	if len(paths) == 0 {
+		return "", noFiles(snap, table)
+	}
+	ext := prefix + ident(table+"_staging")
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n%s\n) WITH (external_location = %s, format = 'PARQUET');\n"+
+		"CREATE OR REPLACE VIEW %s%s AS\nSELECT %s, %s AS event_date\nFROM %s\nWHERE \"$path\" IN (\n%s\n);\n",
+		ext, strings.Join(defs, ",\n"), lit(root+"/staging"),
+		prefix, ident(table), strings.Join(cols, ", "), trinoEventDate, ext, strings.Join(paths, ",\n")), nil
 }

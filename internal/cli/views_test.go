@@ -2,17 +2,24 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/trinotest"
 	"github.com/techlearningpro/engagement/reader"
 )
 
@@ -113,18 +120,8 @@ func TestViewsSpark(t *testing.T) {
 	}
 	defer eng.Close()
 	defer eng.Query(ctx, "DROP SCHEMA IF EXISTS `"+schema+"` CASCADE")
-	var body []string
-	for _, l := range strings.Split(sql, "\n") {
-		if !strings.HasPrefix(l, "--") {
-			body = append(body, l)
-		}
-	}
-	stmts := strings.Split(strings.TrimSpace(strings.Join(body, "\n")), ";\n")
-	if len(stmts) != 3 {
-		t.Fatalf("want CREATE SCHEMA and two views, got %d statements:\n%s", len(stmts), sql)
-	}
-	for _, s := range stmts {
-		if _, err := eng.Query(ctx, strings.TrimSuffix(s, ";")); err != nil {
+	for _, s := range statements(t, sql, 3) {
+		if _, err := eng.Query(ctx, s); err != nil {
 			t.Fatalf("run %q: %v", s, err)
 		}
 	}
@@ -145,10 +142,236 @@ func TestViewsSpark(t *testing.T) {
 	}
 }
 
-func TestViewsTrinoRefused(t *testing.T) {
+// TestViewsTrino runs the printed Trino statements on the Trino server
+// (ENGAGEMENT_TRINO_URL) over a warehouse on local disk and one on S3, each
+// also holding a rejected attempt (valid files of every date) and an
+// abandoned one (a truncated part file, which Trino fails on if it opens
+// it): the views must show exactly the published job's rows, with the
+// figures of expected.json, and the statements must run again after a
+// second publish, showing its rows instead.
+func TestViewsTrino(t *testing.T) {
+	server := trinotest.Connect(t)
+	for _, backend := range []publishtest.Backend{publishtest.Local, publishtest.S3} {
+		t.Run(backend.Name, func(t *testing.T) {
+			h := publishtest.Harness{Backend: backend}
+			warehouse := h.NewWarehouse(t)
+			if !backend.OnS3() {
+				// A quote and a space reach Trino in a path literal.
+				warehouse = filepath.Join(warehouse, "wh 'q\" x")
+			}
+			viewsTrino(t, server, warehouse)
+		})
+	}
+}
+
+func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
+	fx := publishtest.LoadFixture(t, "")
+	exp := fx.Expected
+	figures := viewsWarehouse(t, warehouse)
+	ds := []string{"2026-03-02", "2026-03-03"}
 	var out, errb strings.Builder
-	code := cli.Main(context.Background(), []string{"views", "--warehouse", t.TempDir(), "--dialect", "trino"}, &out, &errb)
-	if code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "Trino cannot read an explicit file list") {
-		t.Fatalf("trino: exit %d, stdout %q, stderr %q; want exit 2 explaining why", code, out.String(), errb.String())
+	if code := cli.Main(context.Background(), append(fx.Args(warehouse, "views-rejected", ds...), "--unknown-cap", "0.001"), &out, &errb); code != exitcode.GateRejected {
+		t.Fatalf("rejected publish: exit %d, want %d\n%s", code, exitcode.GateRejected, errb.String())
+	}
+	for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
+		for _, d := range ds {
+			if publishtest.Get(t, warehouse, "staging/job_id=views-rejected/"+table+"/event_date="+d+"/part-00000.parquet") == nil {
+				t.Fatalf("the rejected attempt left no %s file for %s: the test would prove nothing", table, d)
+			}
+			publishtest.Put(t, warehouse, "staging/job_id=views-abandoned/"+table+"/event_date="+d+"/part-00000.parquet", []byte("PAR1 cut short"))
+		}
+	}
+
+	schema := fmt.Sprintf("views_test_%d_%d", os.Getpid(), time.Now().UnixNano())
+	q := func(sql string) trinotest.Result {
+		t.Helper()
+		r, err := server.Query(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Cleanup(func() {
+		for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
+			server.Query(fmt.Sprintf("DROP VIEW IF EXISTS %s.%s", schema, table))
+			// External tables: dropping them leaves the files.
+			server.Query(fmt.Sprintf("DROP TABLE IF EXISTS %s.%s_staging", schema, table))
+		}
+		server.Query("DROP SCHEMA IF EXISTS " + schema)
+	})
+	run := func() {
+		t.Helper()
+		sql := views(t, "--warehouse", warehouse, "--dialect", "trino", "--catalog", server.Catalog, "--schema", schema)
+		// CREATE SCHEMA, then each table's external table and view.
+		for _, s := range statements(t, sql, 5) {
+			q(s)
+		}
+	}
+	// check compares each view's figures per date with expected.json and
+	// the pointer, and returns the job ids the fact view shows per date.
+	check := func() map[string]string {
+		t.Helper()
+		if cols := q(fmt.Sprintf("SELECT * FROM %s.%s LIMIT 0", schema, reader.FactTable)).Columns; fmt.Sprint(cols) != fmt.Sprint(engine.FactColumns) {
+			t.Errorf("%s columns %v, want %v", reader.FactTable, cols, engine.FactColumns)
+		}
+		if cols := q(fmt.Sprintf("SELECT * FROM %s.%s LIMIT 0", schema, reader.CourseDayTable)).Columns; fmt.Sprint(cols) != fmt.Sprint(engine.CourseDayColumns) {
+			t.Errorf("%s columns %v, want %v", reader.CourseDayTable, cols, engine.CourseDayColumns)
+		}
+		fact := rowsByDate(t, q(fmt.Sprintf(`SELECT CAST(event_date AS varchar), count(*), sum(event_count),
+			sum(CASE WHEN manifest_id IS NULL THEN event_count ELSE 0 END), sum(CASE WHEN enrolled THEN event_count ELSE 0 END),
+			count(DISTINCT learner_key), count(DISTINCT job_id), max(job_id),
+			count_if(CAST(first_event_time AS date) <> event_date OR CAST(last_event_time AS date) <> event_date OR first_event_time > last_event_time)
+			FROM %s.%s GROUP BY 1`, schema, reader.FactTable)))
+		day := rowsByDate(t, q(fmt.Sprintf(`SELECT CAST(event_date AS varchar), count(*), sum(event_count),
+			sum(unknown_lesson_count), sum(enrolled_event_count), sum(matched_lesson_count), count(DISTINCT job_id), max(job_id)
+			FROM %s.%s GROUP BY 1`, schema, reader.CourseDayTable)))
+		jobs := map[string]string{}
+		for _, d := range ds {
+			if len(fact[d]) != 8 || len(day[d]) != 7 {
+				t.Errorf("%s: %s shows %v, %s %v", d, reader.FactTable, fact[d], reader.CourseDayTable, day[d])
+				continue
+			}
+			e := exp.ByDate[dates.MustParse(d)]
+			want := fmt.Sprint([]any{e.FactRows, e.Events, e.Unknown, e.Enrolled, e.Learners, 1})
+			if got := fmt.Sprint(fact[d][:6]); got != want {
+				t.Errorf("%s %s: rows, events, unknown, enrolled, learners, jobs = %s, want %s (expected.json)", reader.FactTable, d, got, want)
+			}
+			want = fmt.Sprint([]any{len(exp.ByDateCourse[dates.MustParse(d)]), e.Events, e.Unknown, e.Enrolled, e.Matched, 1})
+			if got := fmt.Sprint(day[d][:6]); got != want {
+				t.Errorf("%s %s: rows, events, unknown, enrolled, matched, jobs = %s, want %s (expected.json)", reader.CourseDayTable, d, got, want)
+			}
+			if fact[d][1] != figures[d] {
+				t.Errorf("%s %s: %d events, the pointer says %d", reader.FactTable, d, fact[d][1], figures[d])
+			}
+			// The timestamps are read as the UTC instants the files hold
+			// (the server runs in UTC): every one on its event date.
+			if fact[d][7] != int64(0) {
+				t.Errorf("%s %s: %v rows whose first or last event time is not on the event date, or out of order", reader.FactTable, d, fact[d][7])
+			}
+			jobs[d] = fmt.Sprint(fact[d][6])
+			if day[d][6] != fact[d][6] {
+				t.Errorf("%s: %s shows job %v, %s job %v", d, reader.FactTable, fact[d][6], reader.CourseDayTable, day[d][6])
+			}
+		}
+		if len(fact) != len(ds) || len(day) != len(ds) {
+			t.Errorf("dates shown: %s %v, %s %v; want %v", reader.FactTable, slices.Sorted(maps.Keys(fact)), reader.CourseDayTable, slices.Sorted(maps.Keys(day)), ds)
+		}
+		return jobs
+	}
+
+	run()
+	if jobs := check(); fmt.Sprint(jobs) != "map[2026-03-02:views-1 2026-03-03:views-1]" {
+		t.Errorf("jobs shown %v, want views-1 for both dates", jobs)
+	}
+	// The staging table itself lists both other attempts: the views'
+	// "$path" filter keeps them out, and Trino applies it before it opens a
+	// file (a LIKE on "$path" would not be: the truncated file fails it).
+	root := warehouse
+	if !strings.HasPrefix(warehouse, "s3://") {
+		root = "local://" + warehouse
+	}
+	attempt := func(job string) string {
+		var lits []string
+		for _, d := range ds {
+			lits = append(lits, "'"+strings.ReplaceAll(root+"/staging/job_id="+job+"/"+reader.FactTable+"/event_date="+d+"/part-00000.parquet", "'", "''")+"'")
+		}
+		return fmt.Sprintf(`SELECT count(*) FROM %s.%s_staging WHERE "$path" IN (%s)`, schema, reader.FactTable, strings.Join(lits, ", "))
+	}
+	rejected := q(attempt("views-rejected"))
+	if n := fmt.Sprint(rejected.Rows); n != fmt.Sprintf("[[%d]]", exp.ByDate[dates.MustParse(ds[0])].FactRows+exp.ByDate[dates.MustParse(ds[1])].FactRows) {
+		t.Errorf("the staging table shows %s rows of the rejected attempt, want both dates' fact rows", n)
+	}
+	if _, err := server.Query(attempt("views-abandoned")); err == nil || !strings.Contains(err.Error(), "HIVE_BAD_DATA") {
+		t.Errorf("reading the abandoned attempt's truncated files: %v, want HIVE_BAD_DATA (else the views' success proves no pruning)", err)
+	}
+
+	// A second publish of one date, then the same statements again: the
+	// tables exist already, the views move to the new generation's files.
+	if code := cli.Main(context.Background(), fx.Args(warehouse, "views-2", ds[1]), &out, &errb); code != 0 {
+		t.Fatalf("second publish: exit %d\n%s", code, errb.String())
+	}
+	run()
+	if jobs := check(); fmt.Sprint(jobs) != "map[2026-03-02:views-1 2026-03-03:views-2]" {
+		t.Errorf("after publishing views-2 for %s: jobs shown %v", ds[1], jobs)
+	}
+}
+
+// statements splits views' output into its n statements, without the
+// header comment or the semicolons, for servers that take one at a time.
+func statements(t *testing.T, sql string, n int) []string {
+	t.Helper()
+	var body []string
+	for _, l := range strings.Split(sql, "\n") {
+		if !strings.HasPrefix(l, "--") {
+			body = append(body, l)
+		}
+	}
+	stmts := strings.Split(strings.TrimSuffix(strings.TrimSpace(strings.Join(body, "\n")), ";"), ";\n")
+	if len(stmts) != n {
+		t.Fatalf("want %d statements, got %d:\n%s", n, len(stmts), sql)
+	}
+	return stmts
+}
+
+// rowsByDate keys a result's rows by their first column (a date), each row
+// the rest of its columns, numbers as int64.
+func rowsByDate(t *testing.T, r trinotest.Result) map[string][]any {
+	t.Helper()
+	out := map[string][]any{}
+	for _, row := range r.Rows {
+		vals := make([]any, len(row)-1)
+		for i, v := range row[1:] {
+			if n, ok := v.(json.Number); ok {
+				i64, err := n.Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				v = i64
+			}
+			vals[i] = v
+		}
+		out[fmt.Sprint(row[0])] = vals
+	}
+	return out
+}
+
+// TestViewsTrinoUndatable: the trino form dates rows by their file's
+// event_date directory, so a pointer entry naming a file of another date's
+// directory is refused rather than shown under the wrong date.
+func TestViewsTrinoUndatable(t *testing.T) {
+	warehouse := filepath.Join(t.TempDir(), "wh")
+	viewsWarehouse(t, warehouse)
+	p := filepath.Join(warehouse, "pointer.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.ReplaceAll(string(data), "/event_date=2026-03-03/", "/event_date=2026-03-02/")
+	if moved == string(data) {
+		t.Fatal("pointer.json names no event_date=2026-03-03 file")
+	}
+	if err := os.WriteFile(p, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := cli.Main(context.Background(), []string{"views", "--warehouse", warehouse, "--dialect", "trino"}, &out, &errb)
+	if code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "event_date=2026-03-02/part-00000.parquet of 2026-03-03 is not under") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming the file and its date", code, out.String(), errb.String())
+	}
+}
+
+func TestViewsCatalogFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--dialect", "duckdb", "--catalog", "lake", "--schema", "s"}, "--catalog is for --dialect trino only"},
+		{[]string{"--dialect", "trino", "--catalog", "lake"}, "--catalog needs --schema"},
+	} {
+		var out, errb strings.Builder
+		code := cli.Main(context.Background(), append([]string{"views", "--warehouse", t.TempDir()}, tc.args...), &out, &errb)
+		if code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), tc.says) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 saying %q", tc.args, code, out.String(), errb.String(), tc.says)
+		}
 	}
 }

@@ -9,26 +9,31 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-# await PORT: wait (10 s at most) until the server started in the background
-# answers on PORT; die with its log's tail if it exits or never answers.
+# await PORT [SECONDS [CHECK]]: wait (10 s by default) until the server
+# started in the background answers on PORT, or, with CHECK, until the
+# command `CHECK PORT` succeeds (a server may answer before it is ready);
+# die with its log's tail if it exits or the time runs out.
 await() {
-  local port=$1
-  for _ in $(seq 1 100); do
-    if answers "$port"; then
+  local port=$1 seconds=${2:-10} check=${3:-answers}
+  for _ in $(seq 1 $((seconds * 10))); do
+    if "$check" "$port"; then
       return 0
     fi
     running || { tail -n 20 "$log" >&2; die "$name exited"; }
     sleep 0.1
   done
   tail -n 20 "$log" >&2
-  die "$name did not answer on 127.0.0.1:$port"
+  die "$name did not answer on 127.0.0.1:$port in $seconds s"
 }
 
-# stop ends the server this script started, waiting up to 5 s.
+# stop [SECONDS]: end the server this script started, waiting for it to
+# exit (5 s by default), then killing it.
 stop() {
+  local seconds=${1:-5}
   if running; then
     kill "$(cat "$pidfile")" 2>/dev/null || true
-    for _ in $(seq 1 50); do running || break; sleep 0.1; done
+    for _ in $(seq 1 $((seconds * 10))); do running || break; sleep 0.1; done
+    if running; then kill -9 "$(cat "$pidfile")" 2>/dev/null || true; fi
   fi
   rm -f "$pidfile"
 }
