@@ -192,6 +192,24 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 	return b.String(), nil
 }
 
+// datedStagingFile reports whether rel (below staging/) is one of table's
+// files of date as both engines stage them: job_id=<id>/<table>/event_date=<date>/<file>,
+// or for a date split by bytes job_id=<id>/<table>/split/event_date=<date>/split_part=<i>/<file>.
+func datedStagingFile(rel, table, date string) bool {
+	parts := strings.Split(rel, "/")
+	if len(parts) < 4 || !strings.HasPrefix(parts[0], "job_id=") || parts[1] != table {
+		return false
+	}
+	rest := parts[2:]
+	if rest[0] == "split" {
+		if len(rest) != 4 || !strings.HasPrefix(rest[2], "split_part=") {
+			return false
+		}
+		rest = []string{rest[1], rest[3]}
+	}
+	return len(rest) == 2 && rest[0] == "event_date="+date && rest[1] != ""
+}
+
 func noFiles(snap *reader.Snapshot, table string) error {
 	return fmt.Errorf("generation %d lists no %s files: nothing to define a view over", snap.Generation(), table)
 }
@@ -208,9 +226,9 @@ var trinoTypes = map[string]string{
 }
 
 // trinoEventDate takes event_date from the file's partition directory, the
-// last one in its path, so a warehouse path holding "event_date=" cannot
-// match instead.
-const trinoEventDate = `CAST(regexp_extract("$path", '/event_date=(\d{4}-\d{2}-\d{2})/[^/]*$', 1) AS date)`
+// last one in its path but a split date's split_part=<i>/, so a warehouse
+// path holding "event_date=" cannot match instead.
+const trinoEventDate = `CAST(regexp_extract("$path", '/event_date=(\d{4}-\d{2}-\d{2})/(split_part=\d+/)?[^/]*$', 1) AS date)`
 
 // trinoView is the Trino form of table's view: the external table over
 // staging/ (created once; its location never changes with the generation)
@@ -243,8 +261,7 @@ func trinoView(location string, snap *reader.Snapshot, table string, cols []stri
 			rel, ok := strings.CutPrefix(f.URI, staging)
 			// The view takes event_date from the path: a file outside its
 			// date's directory would be given another date, or none.
-			parts := strings.Split(rel, "/")
-			if !ok || len(parts) != 4 || !strings.HasPrefix(parts[0], "job_id=") || parts[1] != table || parts[2] != "event_date="+d.Date {
+			if !ok || !datedStagingFile(rel, table, d.Date) {
 				return "", fmt.Errorf("%s file %s of %s is not under %sjob_id=*/%s/event_date=%s/: the trino form cannot date it", table, f.URI, d.Date, staging, table, d.Date)
 			}
 			paths = append(paths, "  "+lit(root+"/staging/"+rel))

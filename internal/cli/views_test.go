@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -287,8 +288,37 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 
 	// A second publish of one date, then the same statements again: the
 	// tables exist already, the views move to the new generation's files.
-	if code := cli.Main(context.Background(), fx.Args(warehouse, "views-2", ds[1]), &out, &errb); code != 0 {
+	// Its 2 KB target file size splits the date into several files under
+	// split/event_date=<d>/split_part=<i>/, which the views must date too.
+	conf, err := os.ReadFile(filepath.Join(publishtest.Root(), "config", "fixture.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(t.TempDir(), "split.conf")
+	body := regexp.MustCompile(`(?m)^engagement\.targetFileBytes .*$`).ReplaceAllString(string(conf), "engagement.targetFileBytes 2KB")
+	if body == string(conf) {
+		t.Fatal("fixture.conf sets no engagement.targetFileBytes to shrink")
+	}
+	if err := os.WriteFile(small, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := fx.Args(warehouse, "views-2", ds[1])
+	args[slices.Index(args, "--config")+1] = small
+	if code := cli.Main(context.Background(), args, &out, &errb); code != 0 {
 		t.Fatalf("second publish: exit %d\n%s", code, errb.String())
+	}
+	w, err := reader.Open(context.Background(), warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := w.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range snap.Dates() {
+		if files, _ := d.Files(reader.FactTable); d.Date == ds[1] && (len(files) < 2 || !strings.Contains(files[0].URI, "/split/")) {
+			t.Fatalf("the second publish did not split %s (%d files, first %v): the test would prove nothing", ds[1], len(files), files)
+		}
 	}
 	run()
 	if jobs := check(); fmt.Sprint(jobs) != "map[2026-03-02:views-1 2026-03-03:views-2]" {
