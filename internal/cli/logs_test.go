@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -341,8 +342,11 @@ func TestServerTime(t *testing.T) {
 			}
 			phase, server := map[string]float64{}, map[string]float64{}
 			var total float64
+			steps := map[string]bool{}
 			for _, rec := range jsonLines(t, "stderr", r.stderr) {
 				switch rec["msg"] {
+				case "step":
+					steps[rec["phase"].(string)+" / "+rec["step"].(string)] = true
 				case "phase":
 					phase[rec["phase"].(string)] += rec["seconds"].(float64)
 				case "server time":
@@ -369,6 +373,10 @@ func TestServerTime(t *testing.T) {
 					t.Errorf("phase %s: %.3f s on the server of its %.3f s", p, s, phase[p])
 				}
 				sum += s
+			}
+			// Each statement is a step of the profile, as on DuckDB.
+			if !steps["stage / build fact_lesson_engagement"] || !steps["gate / read back course_day"] {
+				t.Errorf("no step record for the fact build or the course_day read-back among %v", slices.Sorted(maps.Keys(steps)))
 			}
 			if server["stage"] <= 0 {
 				t.Errorf("staging spent %.3f s on Spark, want more than none", server["stage"])

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
-	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/metrics"
@@ -89,7 +88,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		env.Log = env.Console.loggerTo(prog)
 		prog.SetLog(env.Log)
 	}
-	if d, ok := eng.(*duckdb.Engine); ok {
+	if d, ok := eng.(interface{ SetProgress(progress.Reporter) }); ok {
 		d.SetProgress(prog)
 	}
 	if len(j.ProhibitedColumns) == 0 {

@@ -47,6 +47,7 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 // checkColumns verifies the required columns of every file of one input and
 // returns the union of the column names seen.
 func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []engine.Column) ([]string, error) {
+	e.step(fmt.Sprintf("read the schemas of %d %s files", len(files), what))
 	schema := func(file string) (map[string]string, []string, error) { return e.schema(ctx, what, file) }
 	// Spark names types exactly (string, timestamp, timestampntz).
 	exact := func(typ string, want []string) bool { return slices.Contains(want, typ) }

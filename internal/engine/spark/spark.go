@@ -31,6 +31,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/inputs"
+	"github.com/techlearningpro/engagement/internal/progress"
 )
 
 // Engine is the Spark implementation of engine.Engine. It holds one Spark
@@ -48,6 +49,23 @@ type Engine struct {
 	// nanoseconds: what the rest of a publish's wall time is spent on is the
 	// engine's own work (listing, the pointer, the gate's arithmetic).
 	server atomic.Int64
+	// progress hears of each statement as it starts (SetProgress); steps
+	// counts the statements run.
+	progress progress.Reporter
+	steps    int
+}
+
+// SetProgress makes the engine report each statement it sends as a step
+// (what runs now), so a publish's log profiles the Spark side statement by
+// statement, as it does the DuckDB engine's.
+func (e *Engine) SetProgress(r progress.Reporter) { e.progress = r }
+
+// step reports that what starts now.
+func (e *Engine) step(what string) {
+	if e.progress != nil {
+		e.progress.Step(e.steps, 0, 0, what)
+	}
+	e.steps++
 }
 
 // ServerTime is the time the engine has spent waiting on the Spark Connect
@@ -173,6 +191,7 @@ func (e *Engine) exec(ctx context.Context, what, q string) error {
 // executors while it runs (watch).
 func (e *Engine) rows(ctx context.Context, what, q string) ([]types.Row, error) {
 	var rows []types.Row
+	e.step(what)
 	err := e.watch(ctx, func(ctx context.Context) error {
 		return e.onServer(func() error {
 			// Sql runs commands eagerly; a query is only planned until collected.
