@@ -21,7 +21,8 @@
 #
 # Environment: ENGAGEMENT_SPARK_PORT (the Connect port, default: a free one),
 # ENGAGEMENT_SPARK_MEMORY (driver memory, default 2g), ENGAGEMENT_SPARK_WORKER_MEMORY
-# (the worker's and its executor's memory, default 2g), ENGAGEMENT_SPARK_S3A=0 (start
+# (the worker's and its executor's memory, default 2g), ENGAGEMENT_SPARK_JAVA_OPTS (JVM
+# options of the driver and the executors, default none), ENGAGEMENT_SPARK_S3A=0 (start
 # without the S3A connector), PYSPARK_VERSION (default 4.0.5); AWS_ENDPOINT_URL
 # (or AWS_ENDPOINT_URL_S3), AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION
 # for S3A, read when the server starts.
@@ -266,6 +267,7 @@ start() {
     export SPARK_HOME=$spark_home
     exec setsid "$spark_home/bin/spark-submit" --class "$server_class" --name engagement-spark-connect \
       --master "spark://127.0.0.1:$master_port" --driver-memory "${ENGAGEMENT_SPARK_MEMORY:-2g}" \
+      --driver-java-options "${ENGAGEMENT_SPARK_JAVA_OPTS:-}" --conf spark.executor.extraJavaOptions="${ENGAGEMENT_SPARK_JAVA_OPTS:-}" \
       --properties-file "$props" "${jars[@]}" \
       --conf spark.executor.memory="$worker_mem" --conf spark.executor.cores=2 --conf spark.cores.max=2 \
       --conf spark.connect.grpc.binding.address=127.0.0.1 \

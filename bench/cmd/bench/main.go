@@ -1,5 +1,6 @@
-// Command bench measures the DuckDB engine on the design shape. It is driven
-// by bench/run.sh; see docs/benchmark.md.
+// Command bench measures the DuckDB engine on the design shape, and with
+// --s3 and --spark the same publishes on S3 and on the Spark engine. It is
+// driven by bench/run.sh; see docs/benchmark.md.
 //
 //	bench run      --bin B --cache DIR --events 6000000,60000000 ...   the whole benchmark
 //	bench scan     --data DIR --threads 2 --memory-limit 6GB ...      (a) the scan floor

@@ -56,14 +56,7 @@ func s3Harness(t *testing.T) publishtest.Harness {
 	return h
 }
 
-// parallel is the harness of the publish suite: its cases run two at a
-// time on the cluster.
-func parallel(h publishtest.Harness) publishtest.Harness {
-	h.Parallel = true
-	return h
-}
-
 // TestPublishSuite runs the shared suite on the cluster with S3. The same
 // engine on local disk is covered by TestRelativePaths, the hostile cases
 // that have no S3 form and the test command's fixture publish.
-func TestPublishSuite(t *testing.T) { publishtest.Run(t, parallel(s3Harness(t))) }
+func TestPublishSuite(t *testing.T) { publishtest.Run(t, s3Harness(t)) }

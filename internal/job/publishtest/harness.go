@@ -50,11 +50,6 @@ type Harness struct {
 	// uploaded: an engine on a cluster must read the bucket alone, and a
 	// path only the test's process can see fails the test.
 	NoLocalCopy bool
-	// Parallel runs the suite's cases side by side (go test's -parallel,
-	// GOMAXPROCS by default). A Spark cluster spends most of a small
-	// publish waiting between short jobs, so two sessions share it well;
-	// every case has its own warehouse and inputs.
-	Parallel bool
 }
 
 // Root is the module root, found from this source file.

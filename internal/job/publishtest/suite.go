@@ -63,12 +63,7 @@ func Run(t *testing.T, h Harness) {
 		}{"RollbackThroughReader", testRollbackThroughReader})
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if h.Parallel {
-				t.Parallel()
-			}
-			tc.fn(t, h)
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}
 }
 
