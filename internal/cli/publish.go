@@ -100,6 +100,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	}
 	var rep progress.Reporter = phases
 	if c, ok := eng.(serverClock); ok {
+		c.SetClock(time.Now)
 		rep = serverPhases{Reporter: phases, clock: c, engine: eng.Name(), log: env.Log}
 	}
 	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
@@ -133,8 +134,9 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 }
 
 // serverClock is an engine that runs on a server (Spark Connect) and counts
-// the time it waits on it.
+// the time it waits on it, with the command's clock (an engine reads none).
 type serverClock interface {
+	SetClock(now func() time.Time)
 	ServerTime() time.Duration
 }
 

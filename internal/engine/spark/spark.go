@@ -49,6 +49,9 @@ type Engine struct {
 	// nanoseconds: what the rest of a publish's wall time is spent on is the
 	// engine's own work (listing, the pointer, the gate's arithmetic).
 	server atomic.Int64
+	// clock is the command's clock (SetClock): the engine reads none itself,
+	// and without one it counts no server time.
+	clock func() time.Time
 	// progress hears of each statement as it starts (SetProgress); steps
 	// counts the statements run.
 	progress progress.Reporter
@@ -68,16 +71,23 @@ func (e *Engine) step(what string) {
 	e.steps++
 }
 
+// SetClock gives the engine the command's clock, with which it counts
+// ServerTime.
+func (e *Engine) SetClock(clock func() time.Time) { e.clock = clock }
+
 // ServerTime is the time the engine has spent waiting on the Spark Connect
-// server since Open: every statement, schema request and setting.
+// server since SetClock: every statement, schema request and setting.
 func (e *Engine) ServerTime() time.Duration { return time.Duration(e.server.Load()) }
 
 // onServer runs one request to the server, counting its time in
 // ServerTime.
 func (e *Engine) onServer(op func() error) error {
-	start := time.Now()
+	if e.clock == nil {
+		return op()
+	}
+	start := e.clock()
 	err := op()
-	e.server.Add(int64(time.Since(start)))
+	e.server.Add(int64(e.clock().Sub(start)))
 	return err
 }
 
