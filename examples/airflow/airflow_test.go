@@ -22,7 +22,6 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/testenv"
-	"github.com/techlearningpro/engagement/reader"
 )
 
 const (
@@ -234,7 +233,7 @@ func TestDAG(t *testing.T) {
 
 		// Readers see try 2's job, with the fixture's figures; try 1's
 		// staging is there, named by nothing.
-		snap := snapshot(t, wh)
+		snap := publishtest.Snapshot(t, wh)
 		for _, d := range fx.Expected.Dates {
 			want := fx.Expected.ByDate[d]
 			got, err := snap.Date(d.String())
@@ -353,7 +352,7 @@ func TestDAG(t *testing.T) {
 		if got := find(current, "published"); len(got) != 1 || got[0].State != "success" || got[0].Reschedules < 1 {
 			t.Errorf("the sensor published: %+v, want success after at least one reschedule", got)
 		}
-		if got, err := snapshot(t, wh).Date("2026-03-03"); err != nil || got.JobID != "late-001" {
+		if got, err := publishtest.Snapshot(t, wh).Date("2026-03-03"); err != nil || got.JobID != "late-001" {
 			t.Errorf("2026-03-03: %+v, %v; want job late-001 (the DAG's publish must not have run)", got, err)
 		}
 	})
@@ -363,18 +362,4 @@ func TestDAG(t *testing.T) {
 // binary, as an earlier run would have.
 func publishFixture(engagement string, fx publishtest.Fixture, wh, jobID string, dates ...string) ([]byte, error) {
 	return exec.Command(engagement, fx.Args(wh, jobID, dates...)...).CombinedOutput()
-}
-
-// snapshot is the pointer generation readers of wh see now.
-func snapshot(t *testing.T, wh string) *reader.Snapshot {
-	t.Helper()
-	w, err := reader.Open(context.Background(), wh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := w.Current(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -158,8 +157,6 @@ func (s serverPhases) Phase(name string) (end func()) {
 		next()
 		now := s.clock.ServerTime()
 		s.log.Info("server time", "engine", s.engine, "phase", name,
-			"seconds", seconds(now-start), "total_seconds", seconds(now))
+			"seconds", progress.Seconds(now-start), "total_seconds", progress.Seconds(now))
 	}
 }
-
-func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

@@ -33,7 +33,7 @@ func viewsWarehouse(t *testing.T, warehouse string) map[string]int64 {
 	if code := cli.Main(context.Background(), fx.Args(warehouse, "views-1", "2026-03-02", "2026-03-03"), &out, &errb); code != 0 {
 		t.Fatalf("publish: exit %d\n%s", code, errb.String())
 	}
-	snap := currentSnapshot(t, warehouse)
+	snap := publishtest.Snapshot(t, warehouse)
 	figures := map[string]int64{}
 	for _, d := range snap.Dates() {
 		figures[d.Date] = d.EventCount
@@ -300,7 +300,7 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 	if code := cli.Main(context.Background(), args, &out, &errb); code != 0 {
 		t.Fatalf("second publish: exit %d\n%s", code, errb.String())
 	}
-	snap := currentSnapshot(t, warehouse)
+	snap := publishtest.Snapshot(t, warehouse)
 	for _, d := range snap.Dates() {
 		if files, _ := d.Files(reader.FactTable); d.Date == ds[1] && (len(files) < 2 || !strings.Contains(files[0].URI, "/split/")) {
 			t.Fatalf("the second publish did not split %s (%d files, first %v): the test would prove nothing", ds[1], len(files), files)
@@ -310,21 +310,6 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 	if jobs := check(); fmt.Sprint(jobs) != "map[2026-03-02:views-1 2026-03-03:views-2]" {
 		t.Errorf("after publishing views-2 for %s: jobs shown %v", ds[1], jobs)
 	}
-}
-
-// currentSnapshot reads the warehouse's current generation, as a reader
-// would.
-func currentSnapshot(t *testing.T, warehouse string) *reader.Snapshot {
-	t.Helper()
-	w, err := reader.Open(context.Background(), warehouse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := w.Current(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
 }
 
 // statements splits views' output into its n statements, without the

@@ -137,7 +137,7 @@ func (p *Printer) Phase(name string) func() {
 		p.mu.Lock()
 		now := p.now()
 		records := p.endStep(now, nil)
-		records = append(records, []any{"phase", "phase", name, "seconds", roundSeconds(now.Sub(p.phaseStart)), "rows", p.rows, "steps", p.done})
+		records = append(records, []any{"phase", "phase", name, "seconds", Seconds(now.Sub(p.phaseStart)), "rows", p.rows, "steps", p.done})
 		p.clearLive()
 		p.phase = ""
 		p.mu.Unlock()
@@ -163,7 +163,7 @@ func (p *Printer) Step(done, total int, rows int64, what string) {
 // the log writes through the Printer itself.
 func (p *Printer) endStep(now time.Time, records [][]any) [][]any {
 	if p.what != "" {
-		records = append(records, []any{"step", "phase", p.phase, "step", p.what, "seconds", roundSeconds(now.Sub(p.stepStart))})
+		records = append(records, []any{"step", "phase", p.phase, "step", p.what, "seconds", Seconds(now.Sub(p.stepStart))})
 	}
 	p.what = ""
 	return records
@@ -225,7 +225,7 @@ func (p *Printer) print(force bool) {
 	if p.records {
 		// Not live, so the log does not write through p: safe under mu.
 		p.log.Info("progress", "phase", p.phase, "steps_done", p.done, "steps_total", p.total, "rows", p.rows,
-			"step", p.what, "seconds", roundSeconds(now.Sub(p.phaseStart)), "total_seconds", roundSeconds(now.Sub(p.start)))
+			"step", p.what, "seconds", Seconds(now.Sub(p.phaseStart)), "total_seconds", Seconds(now.Sub(p.start)))
 		return
 	}
 	line := p.line(now)
@@ -278,6 +278,8 @@ func Count(n int64) string {
 
 func roundDur(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 
-func roundSeconds(d time.Duration) float64 {
+// Seconds is a duration as the log records give it: seconds, to the
+// millisecond.
+func Seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }

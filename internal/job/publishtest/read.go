@@ -9,7 +9,23 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
 	"github.com/techlearningpro/engagement/internal/storage"
+	pubreader "github.com/techlearningpro/engagement/reader"
 )
+
+// Snapshot is the pointer generation readers of warehouse see now, read
+// through the public reader package as an outside program would.
+func Snapshot(t *testing.T, warehouse string) *pubreader.Snapshot {
+	t.Helper()
+	w, err := pubreader.Open(context.Background(), warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := w.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
 
 // Visible reads a table exactly as a reader of the pointer sees it.
 func Visible(t *testing.T, warehouse, table string) reader.Table {
