@@ -62,7 +62,7 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	if !slices.Equal(phases, want) {
 		t.Errorf("phases %v, want %v", phases, want)
 	}
-	for _, s := range []string{"step count input events", "step write fact_lesson_engagement 2026-03-02", "step write course_day 2026-03-03"} {
+	for _, s := range []string{"step aggregate to the fact grain, join manifest and enrollments", "step write fact_lesson_engagement 2026-03-02", "step write course_day 2026-03-03"} {
 		if !slices.Contains(rec.events, s) {
 			t.Errorf("no %q in %v", s, rec.events)
 		}
