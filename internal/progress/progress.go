@@ -1,8 +1,8 @@
 // Package progress reports what a long run is doing on stderr: the phase,
 // the steps or rows done, the dates finished with an estimate of the time
-// left, and the elapsed time. On a terminal it keeps one
-// live line; otherwise it prints a line every few seconds, so a log file
-// shows a run is alive without drowning in lines.
+// left, and the elapsed time. On a terminal it keeps one live line;
+// otherwise it prints a line every few seconds, so a log file shows a run
+// is alive without drowning in lines.
 //
 // It reads the wall clock, so it lives outside the transform packages
 // (internal/engine, internal/job), which receive it as a Reporter and never
