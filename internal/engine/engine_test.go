@@ -102,7 +102,7 @@ func TestPlannedFiles(t *testing.T) {
 // TestStageWantsInspectedCounts: a spec without Inspect's input counts is
 // refused before anything runs, so no stage publishes unaudited.
 func TestStageWantsInspectedCounts(t *testing.T) {
-	if _, err := RunStage(context.Background(), nil, Spec{JobID: "j"}, nil, "staging/job_id=j"); !errors.Is(err, ErrNotInspected) {
+	if _, err := RunStage(context.Background(), nil, Spec{JobID: "j"}, nil, "staging/job_id=j", nil); !errors.Is(err, ErrNotInspected) {
 		t.Fatalf("RunStage without InputEvents: %v, want ErrNotInspected", err)
 	}
 }

@@ -3,6 +3,7 @@
 // driven by bench/run.sh; see docs/benchmark.md.
 //
 //	bench run      --bin B --cache DIR --events 6000000,60000000 ...   the whole benchmark
+//	bench run      --bin B --events "" --backfill 10:30000000         only the backfill (backfill.go)
 //	bench scan     --data DIR --threads 2 --memory-limit 6GB ...      (a) the scan floor
 //	bench aggregate --data DIR --out DIR ...                           (b) the aggregate floor: one read, the fact grain, one partitioned write
 //	bench baseline --data DIR --out DIR --threads 2 --memory-limit 6GB  (c) the naive two-COPY job

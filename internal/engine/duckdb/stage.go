@@ -183,7 +183,7 @@ func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ")
 // decides the order and the files; runner runs DuckDB's SQL.
 func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
 	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
-	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir)
+	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
 	r.steps.next("", 0)
 	return st, err
@@ -263,8 +263,9 @@ func (r *runner) query(spec engine.Spec, table string, d dates.Date) string {
 
 // Write implements engine.Runner: one COPY, one file, per date, and for a
 // split date one COPY per part, each taking the rows whose grain hashes to
-// it, so a row's file is a function of its key.
-func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir) error {
+// it, so a row's file is a function of its key. Each date is reported
+// written as its last COPY ends.
+func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
 	for _, d := range spec.Dates {
 		parts, ok := n[d]
 		if !ok {
@@ -279,6 +280,7 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 			if err := r.e.copy(ctx, r.query(spec, table, d), uri+"/part-00000.parquet"); err != nil {
 				return err
 			}
+			written(d)
 			continue
 		}
 		for i := range parts {
@@ -291,6 +293,7 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 				return err
 			}
 		}
+		written(d)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 		return engine.Staged{}, err
 	}
 	r := runner{e: e, events: events, probe: &taskProbe{why: "the fact grain was not built"}}
-	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir)
+	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.progress)
 	st.Tasks, st.TasksUnavailable = r.probe.tasks, r.probe.why
 	return st, err
 }
@@ -76,14 +76,16 @@ func (r runner) query(spec engine.Spec, table string) string {
 	return courseDayQuery(spec)
 }
 
-// Write implements engine.Runner in one partitioned write of every date.
+// Write implements engine.Runner in one partitioned write of every date,
+// so no date is done before the others (the driver counts them when Write
+// returns).
 // When no date is split, REPARTITION(event_date) gives each date one task,
 // so one file. Otherwise every date goes under splitDir, partitioned by
 // (event_date, split_part) after REPARTITION(event_date, split_part), so
 // every (date, part) is written by one task into one file; a date of one
 // part is part 0. Spark's bookkeeping files are hidden by their names and
 // deleted by the driver; Spark's file names are kept.
-func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir) error {
+func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, _ func(dates.Date)) error {
 	var cases, in []string
 	var ds []dates.Date
 	split := false
