@@ -19,7 +19,10 @@
 #   bash scripts/spark.sh stop      stop everything this script started
 #   bash scripts/spark.sh log       print the logs (kept under .cache/spark/run/)
 #
-# Environment: ENGAGEMENT_SPARK_PORT (the Connect port, default: a free one),
+# Environment: ENGAGEMENT_SPARK_MASTER (e.g. local[2]: no master and no worker, the
+# server runs the tasks in its own JVM, with ENGAGEMENT_SPARK_MEMORY; the benchmark's
+# like-for-like run against a local[2] PySpark job; default: the standalone cluster),
+# ENGAGEMENT_SPARK_PORT (the Connect port, default: a free one),
 # ENGAGEMENT_SPARK_MEMORY (driver memory, default 2g), ENGAGEMENT_SPARK_WORKER_MEMORY
 # (the worker's and its executor's memory, default 2g), ENGAGEMENT_SPARK_JAVA_OPTS (JVM
 # options of the driver and the executors, default none), ENGAGEMENT_SPARK_S3A=0 (start
@@ -246,12 +249,16 @@ start() {
   worker_port=$(free_port)
   ui_port=$(free_port)
   port=${ENGAGEMENT_SPARK_PORT:-$(free_port)}
-  daemon master org.apache.spark.deploy.master.Master --host 127.0.0.1 --port "$master_port" --webui-port "$web_port"
-  await master "$master_port" "$run/master.pid" "$run/master.log"
-  echo "$master_port" >"$run/master.port"
-  # The worker and the server start side by side (each JVM takes seconds):
-  # the server needs the worker only once it runs a job.
-  start_worker "$worker_port"
+  local master=${ENGAGEMENT_SPARK_MASTER:-}
+  if [ -z "$master" ]; then
+    daemon master org.apache.spark.deploy.master.Master --host 127.0.0.1 --port "$master_port" --webui-port "$web_port"
+    await master "$master_port" "$run/master.pid" "$run/master.log"
+    echo "$master_port" >"$run/master.port"
+    master=spark://127.0.0.1:$master_port
+    # The worker and the server start side by side (each JVM takes seconds):
+    # the server needs the worker only once it runs a job.
+    start_worker "$worker_port"
+  fi
   echo "$port" >"$portfile"
   echo "http://127.0.0.1:$ui_port" >"$uifile"
   local props=$run/server.properties jars=()
@@ -266,7 +273,7 @@ start() {
     cd "$run"
     export SPARK_HOME=$spark_home
     exec setsid "$spark_home/bin/spark-submit" --class "$server_class" --name engagement-spark-connect \
-      --master "spark://127.0.0.1:$master_port" --driver-memory "${ENGAGEMENT_SPARK_MEMORY:-2g}" \
+      --master "$master" --driver-memory "${ENGAGEMENT_SPARK_MEMORY:-2g}" \
       --driver-java-options "${ENGAGEMENT_SPARK_JAVA_OPTS:-}" --conf spark.executor.extraJavaOptions="${ENGAGEMENT_SPARK_JAVA_OPTS:-}" \
       --properties-file "$props" "${jars[@]}" \
       --conf spark.executor.memory="$worker_mem" --conf spark.executor.cores=2 --conf spark.cores.max=2 \
@@ -282,9 +289,9 @@ start() {
       --conf spark.sql.session.timeZone=UTC
   ) >"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"
-  await worker "$(cat "$run/worker.port")" "$run/worker.pid" "$run/worker.log"
+  [ -n "${ENGAGEMENT_SPARK_MASTER:-}" ] || await worker "$(cat "$run/worker.port")" "$run/worker.pid" "$run/worker.log"
   await "Connect server" "$port" "$pidfile" "$log"
-  echo "spark.sh: Spark cluster ready after $((SECONDS - began))s: master spark://127.0.0.1:$master_port, Connect server on 127.0.0.1:$port, UI $(cat "$uifile") (logs: $run)" >&2
+  echo "spark.sh: Spark cluster ready after $((SECONDS - began))s: master $master, Connect server on 127.0.0.1:$port, UI $(cat "$uifile") (logs: $run)" >&2
   echo "sc://127.0.0.1:$port"
 }
 
