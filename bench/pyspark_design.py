@@ -192,6 +192,10 @@ def main(argv) -> int:
     if a.joined == "persist":
         j = j.persist(StorageLevel.MEMORY_AND_DISK)
     for name, df in ((FACT, fact(j, a)), (COURSE_DAY, course_day(j, a))):
+        # The plan goes to stdout, the log: the broadcast of the pin and
+        # the sort-merge join of the enrollments are visible there.
+        print(f"== plan of {name}", flush=True)
+        df.explain(mode="formatted")
         start = time.monotonic()
         write(df, os.path.join(a.out, name))
         log(f"wrote {name} in {time.monotonic() - start:.2f}s")
