@@ -44,7 +44,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="design day: raw/, lessons/, enrollments/, expected.json")
     p.add_argument("--out", required=True, help="output directory; both tables are replaced")
-    p.add_argument("--master", default="local[2]", help="Spark master when not given to spark-submit")
+    p.add_argument("--master", default="local[2]", help="Spark master (it overrides spark-submit's --master)")
     p.add_argument("--dates", default="", help="event dates, comma-separated (default: expected.json's)")
     p.add_argument("--manifest-id", default="", help="manifest pin (default: expected.json's)")
     p.add_argument("--snapshot-id", default="", help="enrollment snapshot pin (default: expected.json's)")

@@ -92,12 +92,15 @@ func pysparkDesign(ctx context.Context, f runFlags, data string, exp gen.Expecte
 	err = cmd.Wait()
 	m.wall = time.Since(start)
 	tree := peak()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		// rusage's peak is the largest single process (the JVM, the
-		// Python driver being its waited-for child); the sampled sum of the
-		// group is the tree's, and the larger is reported.
-		m.rssBytes = max(maxrssBytes(ru.Maxrss), tree)
-		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	m.rssBytes = tree
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			// rusage's peak is the largest single process (the JVM, the
+			// Python driver being its waited-for child); the sampled sum
+			// of the group is the tree's, and the larger is reported.
+			m.rssBytes = max(maxrssBytes(ru.Maxrss), tree)
+			m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
 	}
 	if err != nil {
 		return m, fmt.Errorf("%s (%d events): %w; the end of its log %s:\n%s", pysparkName, n, err, logPath, tail(logPath, 30))
