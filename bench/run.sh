@@ -8,6 +8,11 @@
 #   bash bench/run.sh                                   # 6M and 60M events, memory_limit 6GB, and a 2GB publish
 #   bash bench/run.sh --events 600000,6000000           # smaller days
 #   bash bench/run.sh --memory-limit 4GB --repeat 3     # any flag of `bench run`
+#   bash bench/run.sh --events "" --backfill 10:30000000
+#       only the backfill: a design day over 10 dates of ~30M events each, its
+#       first date published alone, then all 10 in one publish with
+#       --allow-outside-horizon, both at --backfill-memory-limit (4GB); the ratio
+#       and peak RSS are held to issue #12's targets (with --events, after the days)
 #   bash bench/run.sh --with-s3 --events 6000000 --repeat 3
 #       also publishes each day with inputs and warehouse on a local S3 server
 #       (scripts/s3.sh, started and stopped here), right after each local publish

@@ -17,13 +17,14 @@ type genOptions struct{ gen gen.Options }
 func newGenCmd(env *Env) *cobra.Command {
 	opts := &genOptions{}
 	c := &cobra.Command{
-		Use:   "gen --out DIR [--events N] [--seed S] [--variant V] [--shape fixture|design]",
+		Use:   "gen --out DIR [--events N] [--seed S] [--variant V] [--shape fixture|design [--dates N]]",
 		Short: "Generate deterministic inputs and their expected figures",
 		Long: `gen writes raw events, a lesson manifest and enrollments into --out, with
 expected.json holding the figures a correct publish must produce. The same seed and
 options give bit-identical files; --variant injects one defect the gate must catch.`,
 		Example: `  engagement gen --out /tmp/fixture --events 2000 --seed 7
-  engagement gen --out /tmp/design --shape design --events 1000000`,
+  engagement gen --out /tmp/design --shape design --events 1000000
+  engagement gen --out /tmp/backfill --shape design --dates 10 --events 3000000`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runGen(c.Context(), *env, opts) },
 	}
@@ -33,6 +34,7 @@ options give bit-identical files; --variant injects one defect the gate must cat
 	fs.IntVar(&o.Events, "events", 0, fmt.Sprintf("number of events (default %d, or %d for --shape %s)", gen.DefaultEvents, gen.DesignEvents, gen.ShapeDesign))
 	fs.Uint64Var(&o.Seed, "seed", 7, "seed; the same seed and options give bit-identical files")
 	fs.StringVar(&o.Variant, "variant", "", fmt.Sprintf("one defect to inject: %v", gen.Variants))
+	fs.IntVar(&o.Dates, "dates", 0, fmt.Sprintf("--shape %s only: spread the events over this many event dates from %s (default %d)", gen.ShapeDesign, gen.DesignDates[0], gen.DefaultDesignDates))
 	fs.StringVar(&o.Shape, "shape", gen.ShapeFixture, fmt.Sprintf("%s (the committed fixture's shape, any size) or %s (the design volume: 60M events, 40,000 lessons, ~20M enrollments at the default size)", gen.ShapeFixture, gen.ShapeDesign))
 	return c
 }
@@ -52,8 +54,8 @@ func runGen(ctx context.Context, env Env, opts *genOptions) error {
 		return err
 	}
 	if o.Shape == gen.ShapeDesign {
-		fmt.Fprintf(env.Stdout, "generated %d events (seed %d, shape %s) in %s; expected figures in %s/expected.json\n",
-			exp.Events, exp.Seed, o.Shape, o.Out, o.Out)
+		fmt.Fprintf(env.Stdout, "generated %d events (seed %d, shape %s, %d dates) in %s; expected figures in %s/expected.json\n",
+			exp.Events, exp.Seed, o.Shape, len(exp.Dates), o.Out, o.Out)
 		return nil
 	}
 	fmt.Fprintf(env.Stdout, "generated %d events (seed %d, variant %q) in %s; expected figures in %s/expected.json\n",

@@ -14,16 +14,16 @@ func TestGenShapes(t *testing.T) {
 	ctx := context.Background()
 	var o, e bytes.Buffer
 	design := filepath.Join(t.TempDir(), "design")
-	if code := cli.Main(ctx, []string{"gen", "--shape", "design", "--events", "10000", "--seed", "5", "--out", design}, &o, &e); code != 0 {
+	if code := cli.Main(ctx, []string{"gen", "--shape", "design", "--dates", "4", "--events", "14000", "--seed", "5", "--out", design}, &o, &e); code != 0 {
 		t.Fatalf("gen --shape design: exit %d: %s", code, e.String())
 	}
 	exp, err := gen.ReadExpected(filepath.Join(design, gen.ExpectedFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp.Shape != gen.ShapeDesign || exp.Events != 10000 || exp.Seed != 5 || exp.LessonsInPin != 40000 {
-		t.Errorf("expected.json: shape %q, %d events, seed %d, %d lessons; want design, 10000, 5, 40000",
-			exp.Shape, exp.Events, exp.Seed, exp.LessonsInPin)
+	if exp.Shape != gen.ShapeDesign || exp.Events != 14000 || exp.Seed != 5 || exp.LessonsInPin != 40000 || len(exp.Dates) != 4 {
+		t.Errorf("expected.json: shape %q, %d events, seed %d, %d lessons, %d dates; want design, 14000, 5, 40000, 4",
+			exp.Shape, exp.Events, exp.Seed, exp.LessonsInPin, len(exp.Dates))
 	}
 
 	fixture := filepath.Join(t.TempDir(), "fixture")
@@ -38,6 +38,9 @@ func TestGenShapes(t *testing.T) {
 		"unknown shape":     {"--shape", "huge"},
 		"design variant":    {"--shape", "design", "--variant", gen.VariantOverCap},
 		"design too small":  {"--shape", "design", "--events", "500"},
+		"design no dates":   {"--shape", "design", "--events", "10000", "--dates", "-1"},
+		"dates too thin":    {"--shape", "design", "--events", "10000", "--dates", "10"},
+		"fixture dates":     {"--dates", "3"},
 		"fixture too small": {"--events", "10"},
 	} {
 		args = append([]string{"gen", "--out", filepath.Join(t.TempDir(), "x")}, args...)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -19,26 +21,61 @@ import (
 // steps, which files are written where, when a date is split, and which
 // files are staged; no engine lists, splits or finalizes files itself.
 type Runner interface {
-	// CountInputs counts the raw events of each requested date in the
-	// listed files, in a scan of its own: the silent-drop check must not be
-	// derived from the output it audits.
-	CountInputs(ctx context.Context, spec Spec) (map[dates.Date]int64, error)
 	// BuildFacts computes the fact grain with both joins once, for the
 	// conflict counts and both tables' writes; release frees it.
 	BuildFacts(ctx context.Context, spec Spec) (release func(), err error)
-	// Conflicts counts, per date of the built facts, the events whose
-	// course_id differs from the manifest's and the fact rows whose events
-	// disagree on course_id.
-	Conflicts(ctx context.Context, spec Spec) (map[dates.Date][2]int64, error)
-	// Write writes table's rows of the dates ds as Parquet under dir, one
-	// event_date=<d>/ directory per date, any number of files each.
-	Write(ctx context.Context, spec Spec, table string, ds []dates.Date, dir Dir) error
-	// WriteSplit writes table's rows of each date d in n into exactly n[d]
-	// files, split by a hash of the table's grain (GrainKey), under
-	// dir/event_date=<d>/split_part=<i>/.
-	WriteSplit(ctx context.Context, spec Spec, table string, n map[dates.Date]int, dir Dir) error
+	// Figures are each date's figures of the built fact grain, from one
+	// aggregate over it (the audit counts and what sizes the files).
+	Figures(ctx context.Context, spec Spec) (map[dates.Date]DateFigures, error)
+	// Write writes table's rows of each date d of n once: into one file
+	// under dir/event_date=<d>/ when n[d] is 1, else split by a hash of the
+	// table's grain (GrainKey) into n[d] parts, part i under
+	// splitDir/event_date=<d>/split_part=<i>/, one file each (none for an
+	// empty part). splitDir is prepared only when some n[d] exceeds 1.
+	// Write calls written(d) as soon as date d's files are complete, when
+	// it writes the dates one by one; an engine that writes every date in
+	// one statement need not call it: the driver counts every date done
+	// when Write returns.
+	Write(ctx context.Context, spec Spec, table string, n map[dates.Date]int, dir, splitDir Dir, written func(dates.Date)) error
 	// CountRows reads back the row count of each file, in order.
 	CountRows(ctx context.Context, uris []string) ([]int64, error)
+}
+
+// DateFigures are one date's figures of the built fact grain.
+type DateFigures struct {
+	// ManifestCourseConflicts are the events whose course_id differs from
+	// the manifest's; FactRowCourseConflicts the fact rows whose events
+	// disagree on course_id.
+	ManifestCourseConflicts, FactRowCourseConflicts int64
+	// FactRows, FactWidth (the summed byte lengths of learner_key,
+	// lesson_id and course_id) and Courses size both tables' files before
+	// they are written (PlannedFiles).
+	FactRows, FactWidth, Courses int64
+}
+
+// Fixed widths of what FactWidth leaves out: per fact row, two timestamps,
+// the event count and the enrolled flag; per course_day row, five counts.
+// The other columns are one value per file or per lesson, which Parquet's
+// dictionary stores once.
+const factFixedWidth, courseDayRowWidth = 8 + 8 + 8 + 1, 48
+
+// parquetShrink is how many times smaller a table's zstd Parquet bytes are
+// than its plain widths, taken on the high side (measured 2.8 on the design
+// day, whose keys are regular; random keys shrink less): an estimate too
+// small writes fewer, larger files, never more files than the bytes need,
+// which the file layout monitor would page on.
+const parquetShrink = 3
+
+// PlannedFiles is the number of files each table's date is written into,
+// from the aggregate's figures, before anything is written: a date is
+// written once, split by its grain when its estimated bytes exceed the
+// target (TargetFiles).
+func PlannedFiles(table string, f DateFigures, targetBytes int64) int {
+	width := f.FactWidth + factFixedWidth*f.FactRows
+	if table == CourseDayTable {
+		width = courseDayRowWidth * f.Courses
+	}
+	return TargetFiles(width/parquetShrink, targetBytes)
 }
 
 // Dir is a warehouse directory an engine writes into: URI names it (as the
@@ -51,24 +88,31 @@ type Dir struct {
 	Sub func(rel string) (string, error)
 }
 
+// ErrNotInspected is Stage called with a spec whose InputEvents Inspect
+// did not fill.
+var ErrNotInspected = errors.New("stage: the spec carries no input counts: run Inspect first and pass its Events as Spec.InputEvents")
+
 // GrainKey is the split key of each table: its grain without the date.
 var GrainKey = map[string]string{FactTable: "learner_key, lesson_id", CourseDayTable: "course_id"}
 
 // RunStage stages both tables for spec under stagingDir of the warehouse
-// through r: the input count, the fact grain, the conflict counts, then each
-// table for the dates that have events (fact first; the mid-staging
-// failpoint sits between the tables).
-func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagingDir string) (Staged, error) {
+// through r: the fact grain, the conflict counts, then each table for the
+// dates that have events (fact first; the mid-staging failpoint sits
+// between the tables). The input counts are Inspect's (spec.InputEvents):
+// counted in its scan of raw, never derived from the output they audit.
+// Each written date is reported to p (Reporter.Dates; nil reports nothing).
+func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagingDir string, p progress.Reporter) (Staged, error) {
 	st := Staged{
 		Stage:          map[dates.Date]gate.StageFigures{},
 		FactFiles:      map[dates.Date][]pointer.File{},
 		CourseDayFiles: map[dates.Date][]pointer.File{},
 	}
-	counts, err := r.CountInputs(ctx, spec)
-	if err != nil {
-		return st, err
+	if spec.InputEvents == nil {
+		// A nil map is a caller that skipped Inspect, not a day without
+		// events: staging without the counts would publish unaudited.
+		return st, ErrNotInspected
 	}
-	for d, n := range counts {
+	for d, n := range spec.InputEvents {
 		f := st.Stage[d]
 		f.InputEvents = n
 		st.Stage[d] = f
@@ -78,13 +122,13 @@ func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagi
 		return st, err
 	}
 	defer release()
-	conflicts, err := r.Conflicts(ctx, spec)
+	figs, err := r.Figures(ctx, spec)
 	if err != nil {
 		return st, err
 	}
-	for d, n := range conflicts {
+	for d, n := range figs {
 		f := st.Stage[d]
-		f.ManifestCourseConflicts, f.FactRowCourseConflicts = n[0], n[1]
+		f.ManifestCourseConflicts, f.FactRowCourseConflicts = n.ManifestCourseConflicts, n.FactRowCourseConflicts
 		st.Stage[d] = f
 	}
 	var withEvents []dates.Date
@@ -96,7 +140,10 @@ func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagi
 	if len(withEvents) == 0 {
 		return st, nil
 	}
-	t := tableStager{r: r, spec: spec, wh: wh, dates: withEvents}
+	if p == nil {
+		p = progress.Discard
+	}
+	t := tableStager{r: r, spec: spec, wh: wh, dates: withEvents, figs: figs, progress: newDateProgress(p, len(spec.Dates), withEvents, figs)}
 	if st.FactFiles, err = t.stage(ctx, FactTable, path.Join(stagingDir, FactTable)); err != nil {
 		return st, err
 	}
@@ -108,68 +155,123 @@ func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagi
 }
 
 type tableStager struct {
-	r     Runner
-	spec  Spec
-	wh    storage.Bucket
-	dates []dates.Date
+	r        Runner
+	spec     Spec
+	wh       storage.Bucket
+	dates    []dates.Date
+	figs     map[dates.Date]DateFigures
+	progress *dateProgress
+}
+
+// dateProgress counts the requested dates finished (both tables written; a
+// date without events has nothing to write and is finished from the start)
+// and the share of the writes done, for the time-left estimate. The
+// aggregate before the writes is done once for all dates, so the estimate's
+// clock starts after it (the first report, share 0).
+//
+// Each table's write of a date weighs the date's fact rows, which both
+// writes read, times the table's writeCost.
+type dateProgress struct {
+	p               progress.Reporter
+	finished, total int
+	pending         map[tableDate]bool
+	rows            map[dates.Date]float64
+	done, all       float64
+}
+
+type tableDate struct {
+	table string
+	d     dates.Date
+}
+
+// writeCost is a table's write time per fact row of its date, relative to
+// the fact table's: course_day writes few rows but aggregates all of the
+// date's (the 60M design day's profile: a fact date 2.3 to 2.5 s, a
+// course_day date 0.9 s).
+var writeCost = map[string]float64{FactTable: 1, CourseDayTable: 0.4}
+
+func newDateProgress(p progress.Reporter, requested int, withEvents []dates.Date, figs map[dates.Date]DateFigures) *dateProgress {
+	dp := &dateProgress{p: p, finished: requested - len(withEvents), total: requested,
+		pending: map[tableDate]bool{}, rows: map[dates.Date]float64{}}
+	for _, d := range withEvents {
+		dp.rows[d] = float64(max(1, figs[d].FactRows))
+		for table, cost := range writeCost {
+			dp.pending[tableDate{table, d}] = true
+			dp.all += cost * dp.rows[d]
+		}
+	}
+	p.Dates(dp.finished, dp.total, 0)
+	return dp
+}
+
+// written records that table's date d is written; a repeated report is
+// ignored.
+func (dp *dateProgress) written(table string, d dates.Date) {
+	k := tableDate{table, d}
+	if !dp.pending[k] {
+		return
+	}
+	delete(dp.pending, k)
+	dp.done += writeCost[table] * dp.rows[d]
+	if !dp.pending[tableDate{FactTable, d}] && !dp.pending[tableDate{CourseDayTable, d}] {
+		dp.finished++
+	}
+	share := dp.done / dp.all
+	if len(dp.pending) == 0 {
+		share = 1 // exactly, whatever the float sums
+	}
+	dp.p.Dates(dp.finished, dp.total, share)
 }
 
 // stage writes one table under relDir and returns its files per date. The
-// file count comes from the bytes written, never from a partition count:
-// a first write measures, and a date that needs a different count
-// (SplitInto) is written again under relDir/split, split by its grain, and
-// its first files deleted. The finished files are found by listing; nothing
-// is renamed.
+// file count comes from the bytes the aggregate says the date will take
+// (PlannedFiles), never from a partition count, and each date is written
+// once: a date over the target is split in that same write, under
+// relDir/split. The finished files are found by listing; nothing is
+// renamed.
 func (t tableStager) stage(ctx context.Context, table, relDir string) (map[dates.Date][]pointer.File, error) {
+	n := map[dates.Date]int{}
+	split := false
+	for _, d := range t.dates {
+		n[d] = PlannedFiles(table, t.figs[d], t.spec.TargetFileBytes)
+		split = split || n[d] > 1
+	}
 	dir, err := t.dir(ctx, relDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.r.Write(ctx, t.spec, table, t.dates, dir); err != nil {
+	splitRel := relDir + "/split"
+	var splitDir Dir
+	if split {
+		if splitDir, err = t.dir(ctx, splitRel); err != nil {
+			return nil, err
+		}
+	}
+	written := func(d dates.Date) { t.progress.written(table, d) }
+	if err := t.r.Write(ctx, t.spec, table, n, dir, splitDir, written); err != nil {
 		return nil, err
 	}
-	first, err := t.dataFiles(ctx, relDir)
+	for _, d := range t.dates {
+		written(d)
+	}
+	files, err := t.dataFiles(ctx, relDir)
 	if err != nil {
 		return nil, err
 	}
-	split := map[dates.Date]int{}
-	for _, d := range t.dates {
-		if n := SplitInto(first[d], t.spec.TargetFileBytes); n > 0 {
-			split[d] = n
-		}
-	}
-	files := first
-	if len(split) > 0 {
-		splitDir := relDir + "/split"
-		dir, err := t.dir(ctx, splitDir)
+	if split {
+		parts, err := t.dataFiles(ctx, splitRel)
 		if err != nil {
 			return nil, err
 		}
-		if err := t.r.WriteSplit(ctx, t.spec, table, split, dir); err != nil {
-			return nil, err
+		for d, objs := range parts {
+			files[d] = append(files[d], objs...)
 		}
-		again, err := t.dataFiles(ctx, splitDir)
-		if err != nil {
-			return nil, err
-		}
-		for d, n := range split {
-			if len(again[d]) != n {
-				return nil, fmt.Errorf("split %s %s: %d files, want %d", relDir, d, len(again[d]), n)
-			}
-			for _, o := range first[d] {
-				if err := t.wh.Delete(ctx, o.Key); err != nil {
-					return nil, err
-				}
-			}
-			files[d] = again[d]
-		}
-	}
-	// Durable before anything names them, and listed as they are now.
-	if _, err := t.wh.Seal(ctx, relDir+"/"); err != nil {
-		return nil, err
 	}
 	var uris []string
 	for _, d := range t.dates {
+		if len(files[d]) == 0 || len(files[d]) > n[d] {
+			return nil, fmt.Errorf("write %s %s: %d files, want 1 to %d", relDir, d, len(files[d]), n[d])
+		}
 		for _, o := range files[d] {
 			uris = append(uris, t.wh.Location().Join(o.Key).String())
 		}
@@ -185,9 +287,21 @@ func (t tableStager) stage(ctx context.Context, table, relDir string) (map[dates
 	i := 0
 	for _, d := range t.dates {
 		for _, o := range files[d] {
-			out[d] = append(out[d], pointer.File{Path: o.Key, Bytes: o.Size, Rows: rows[i]})
+			// An empty split part (an engine that writes a file for it)
+			// holds no row of the table: it is not staged.
+			if rows[i] == 0 && n[d] > 1 {
+				if err := t.wh.Delete(ctx, o.Key); err != nil {
+					return nil, err
+				}
+			} else {
+				out[d] = append(out[d], pointer.File{Path: o.Key, Bytes: o.Size, Rows: rows[i]})
+			}
 			i++
 		}
+	}
+	// Durable before anything names them.
+	if _, err := t.wh.Seal(ctx, relDir+"/"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

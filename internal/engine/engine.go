@@ -47,11 +47,20 @@ type Spec struct {
 	ProhibitedColumns    []string // lower case
 	TargetFileBytes      int64
 	Settings             map[string]string // engine settings from the config (duckdb.* or spark.*)
+	// InputEvents are the raw events of each requested date as Inspect
+	// counted them (Inputs.Events), handed to Stage by the job: the
+	// silent-drop figures, counted before any join in the scan that checks
+	// event identity, so Stage reads raw once more, for the fact grain.
+	InputEvents map[dates.Date]int64
 }
 
 // Inputs is what Inspect learned before any join.
 type Inputs struct {
 	Figures gate.InputFigures
+	// Events counts the raw events of each requested date in the listed
+	// files (a date without events may be absent); the job passes it on
+	// as Spec.InputEvents.
+	Events map[dates.Date]int64
 }
 
 // Staged describes one attempt's staging output. Paths are relative to the
@@ -126,22 +135,6 @@ func TargetFiles(numBytes, targetBytes int64) int {
 	}
 	// (n-1)/t+1 is the ceiling without the overflow of (n+t-1)/t.
 	return int((numBytes-1)/targetBytes + 1)
-}
-
-// SplitInto decides, for every engine, whether a date's first write must be
-// written again split by its grain: it returns the number of files to split
-// it into (TargetFiles of its bytes), or 0 when the first write is already
-// right, one file within the target. An engine whose first write gave
-// several files (Spark's tasks) splits them into the bytes' count too.
-func SplitInto(first []storage.Object, targetBytes int64) int {
-	var size int64
-	for _, o := range first {
-		size += o.Size
-	}
-	if n := TargetFiles(size, targetBytes); n > 1 || len(first) != 1 {
-		return n
-	}
-	return 0
 }
 
 // DefaultTargetFileBytes is 192 MB.

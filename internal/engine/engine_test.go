@@ -1,7 +1,8 @@
 package engine
 
 import (
-	"github.com/techlearningpro/engagement/internal/storage"
+	"context"
+	"errors"
 	"math"
 	"testing"
 )
@@ -77,22 +78,31 @@ func TestPublishedColumns(t *testing.T) {
 	}
 }
 
-func TestSplitInto(t *testing.T) {
-	obj := func(size int64) storage.Object { return storage.Object{Attrs: storage.Attrs{Size: size}} }
+func TestPlannedFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		first []storage.Object
+		table string
+		f     DateFigures
 		want  int
 	}{
-		{"one small file stays", []storage.Object{obj(100)}, 0},
-		{"one file at the target stays", []storage.Object{obj(1000)}, 0},
-		{"one file over the target splits by bytes", []storage.Object{obj(2500)}, 3},
-		{"two small files become one", []storage.Object{obj(100), obj(200)}, 1},
-		{"three files become the bytes' count", []storage.Object{obj(900), obj(900), obj(900)}, 3},
-		{"no file at all is written again as one", nil, 1},
+		// (width + 25 per row) / 3 against a 1000-byte target.
+		{"no rows is one file", FactTable, DateFigures{}, 1},
+		{"at the target stays one file", FactTable, DateFigures{FactRows: 40, FactWidth: 2000}, 1},                   // (2000+1000)/3 = 1000
+		{"just over the target splits in two", FactTable, DateFigures{FactRows: 40, FactWidth: 2003}, 2},             // 1001
+		{"the count follows the bytes", FactTable, DateFigures{FactRows: 100, FactWidth: 9500}, 4},                   // 4000
+		{"course_day sizes by courses", CourseDayTable, DateFigures{FactRows: 1e6, FactWidth: 1e8, Courses: 125}, 2}, // 48*125/3 = 2000
+		{"few courses stay one file", CourseDayTable, DateFigures{FactRows: 1e6, FactWidth: 1e8, Courses: 60}, 1},
 	} {
-		if got := SplitInto(tc.first, 1000); got != tc.want {
-			t.Errorf("%s: SplitInto = %d, want %d", tc.name, got, tc.want)
+		if got := PlannedFiles(tc.table, tc.f, 1000); got != tc.want {
+			t.Errorf("%s: PlannedFiles = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestStageWantsInspectedCounts: a spec without Inspect's input counts is
+// refused before anything runs, so no stage publishes unaudited.
+func TestStageWantsInspectedCounts(t *testing.T) {
+	if _, err := RunStage(context.Background(), nil, Spec{JobID: "j"}, nil, "staging/job_id=j", nil); !errors.Is(err, ErrNotInspected) {
+		t.Fatalf("RunStage without InputEvents: %v, want ErrNotInspected", err)
 	}
 }

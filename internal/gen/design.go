@@ -27,6 +27,11 @@ import (
 // and 2026-03-02 were ingested a day late; those of 2026-03-03 have not
 // arrived yet.
 //
+// Options.Dates spreads the same events over that many consecutive dates
+// from 2026-03-01 instead (a backfill to restate): every date but the newest
+// has its 2% late sessions, and the horizon in expected.json covers them
+// all. Three dates is the layout above, byte for byte.
+//
 // # Shape
 //
 // Events come in blocks of ten, split into four sessions of 1, 2, 3 and 4
@@ -49,8 +54,11 @@ const (
 	ShapeFixture = "fixture"
 	ShapeDesign  = "design"
 
-	// MinDesignEvents keeps every design date non-empty.
+	// MinDesignEvents keeps every design date non-empty; with more than
+	// DefaultDesignDates dates the minimum grows in proportion.
 	MinDesignEvents = 10_000
+	// DefaultDesignDates is the design shape's number of restatable dates.
+	DefaultDesignDates = 3
 	// DesignEvents is the capstone's peak day.
 	DesignEvents = 60_000_000
 
@@ -65,25 +73,37 @@ const (
 )
 
 var (
-	// DesignDates are the restatable event dates of the design shape.
-	DesignDates = []dates.Date{dates.MustParse("2026-03-01"), dates.MustParse("2026-03-02"), dates.MustParse("2026-03-03")}
+	// DesignDates are the restatable event dates of the default design
+	// shape (DesignDatesN(DefaultDesignDates)).
+	DesignDates = DesignDatesN(DefaultDesignDates)
 	// DesignStaleDate's events all arrive late, in the first design ingest date.
 	DesignStaleDate = dates.MustParse("2026-02-28")
 )
 
 // DesignHorizonDays is the restatement horizon that covers DesignDates.
-const DesignHorizonDays = 3
+const DesignHorizonDays = DefaultDesignDates
+
+// DesignDatesN are the n restatable event dates of a design shape with
+// Options.Dates n: the n days after DesignStaleDate.
+func DesignDatesN(n int) []dates.Date {
+	out := make([]dates.Date, n)
+	for i := range out {
+		out[i] = DesignStaleDate.AddDays(i + 1)
+	}
+	return out
+}
 
 // designMacros define every per-session and per-event attribute in SQL; %[1]d
 // is the seed, %[2]d the event count, %[3]d the learner count, %[4]d the
-// number of stale blocks and %[5]d the number of blocks.
+// number of stale blocks, %[5]d the number of blocks and %[6]d the number of
+// restatable dates.
 const designMacros = `
 CREATE MACRO hx(x, salt) AS (hash(x::UBIGINT, %[1]d::UBIGINT, salt::UBIGINT) >> 1)::BIGINT;
 -- event i sits in block i//10; a block holds sessions of 1, 2, 3, 4 events.
 CREATE MACRO ev_q(i) AS ((i %% 10) >= 1)::INT + ((i %% 10) >= 3)::INT + ((i %% 10) >= 6)::INT;
 CREATE MACRO q_off(q) AS [0, 1, 3, 6][q + 1];
 CREATE MACRO date_idx(j) AS CASE WHEN j // 4 < %[4]d THEN 0
-  ELSE 1 + least(2, (j // 4 - %[4]d) * 3 // (%[5]d - %[4]d)) END;
+  ELSE 1 + least(%[6]d - 1, (j // 4 - %[4]d) * %[6]d // (%[5]d - %[4]d)) END;
 CREATE MACRO learner(j) AS hx(j, 1) %% %[3]d;
 CREATE MACRO home(l) AS hx(l, 4) %% 200;
 CREATE MACRO course(j) AS CASE
@@ -92,7 +112,7 @@ CREATE MACRO course(j) AS CASE
   ELSE 1 + hx(j, 3) %% 200 END;
 CREATE MACRO slot(j, c) AS hx(j, 6) %% CASE WHEN c = 0 THEN 8000 ELSE 160 END;
 CREATE MACRO draft(j) AS hx(j, 7) %% 100 = 0;
-CREATE MACRO late(j, d) AS d = 0 OR (d IN (1, 2) AND hx(j, 8) %% 50 = 0);
+CREATE MACRO late(j, d) AS d = 0 OR (d BETWEEN 1 AND %[6]d - 1 AND hx(j, 8) %% 50 = 0);
 CREATE MACRO hot_member(l) AS hx(l, 5) %% 100 < 50;
 -- 77 is the inverse of 13 modulo 200: course c is the learner's m-th course.
 CREATE MACRO enrolled(l, c) AS CASE WHEN c = 0 THEN hot_member(l)
@@ -138,7 +158,7 @@ func generateDesign(ctx context.Context, o Options) (Expected, error) {
 	learners := max(100, o.Events/designLearnerEvents)
 	blocks := (o.Events + 9) / 10
 	stale := max(1, blocks/designStaleShare)
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf(designMacros, o.Seed, o.Events, learners, stale, blocks)); err != nil {
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(designMacros, o.Seed, o.Events, learners, stale, blocks, o.Dates)); err != nil {
 		return Expected{}, fmt.Errorf("define design shape: %w", err)
 	}
 	width := max(9, len(strconv.Itoa(o.Events)))
@@ -192,16 +212,17 @@ func generateDesign(ctx context.Context, o Options) (Expected, error) {
 // draft (unknown) lessons, enrollment and lateness are functions of the
 // session, so nothing here reads a generated file.
 func tallyDesign(ctx context.Context, conn *sql.Conn, o Options, learners int) (Expected, error) {
-	all := append([]dates.Date{DesignStaleDate}, DesignDates...)
+	restatable := DesignDatesN(o.Dates)
+	all := append([]dates.Date{DesignStaleDate}, restatable...)
 	e := Expected{
 		Seed: o.Seed, Events: o.Events, Shape: ShapeDesign,
 		ManifestID: ManifestID, EnrollmentSnapshotID: EnrollmentSnapshotID,
 		PreviousManifestID: PreviousManifestID, PreviousEnrollmentSnapshotID: PreviousEnrollmentSnapshotID,
 		UnknownLessonID: "*-draft", HotCourse: HotCourse,
 		LessonsInPin:           designHotLessons + designCourses*designCourseLessons,
-		RestatementHorizonDays: DesignHorizonDays,
-		NewestIngestDate:       DesignDates[len(DesignDates)-1],
-		Dates:                  append([]dates.Date(nil), DesignDates...),
+		RestatementHorizonDays: o.Dates,
+		NewestIngestDate:       restatable[len(restatable)-1],
+		Dates:                  restatable,
 		ByDate:                 map[dates.Date]DayFigures{},
 		ByDateCourse:           map[dates.Date]map[string]CourseFigures{},
 	}

@@ -2,6 +2,9 @@ package gen
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,9 +15,31 @@ const designTestEvents = 60_000
 
 // TestDesignFiguresMatchSQL reads the design tree back and recomputes every
 // figure with joins against the written pin and snapshot, so the formulas
-// behind expected.json and the files the job reads cannot drift apart.
+// behind expected.json and the files the job reads cannot drift apart: for
+// the default three dates and for a ten-date backfill.
 func TestDesignFiguresMatchSQL(t *testing.T) {
-	dir, exp := generate(t, Options{Shape: ShapeDesign, Events: designTestEvents})
+	for _, tc := range []struct {
+		name   string
+		dates  int // Options.Dates
+		events int
+	}{
+		{"default", 0, designTestEvents},
+		{"ten dates", 10, 100_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkDesignFigures(t, tc.dates, tc.events) })
+	}
+}
+
+func checkDesignFigures(t *testing.T, n, events int) {
+	dir, exp := generate(t, Options{Shape: ShapeDesign, Events: events, Dates: n})
+	n = max(n, DefaultDesignDates)
+	if want := DesignDatesN(n); !reflect.DeepEqual(exp.Dates, want) || exp.RestatementHorizonDays != n || exp.NewestIngestDate != want[n-1] {
+		t.Errorf("expected.json dates %v, horizon %d, newest ingest %s; want %v, %d, %s",
+			exp.Dates, exp.RestatementHorizonDays, exp.NewestIngestDate, want, n, want[n-1])
+	}
+	if len(exp.ByDate) != n+1 {
+		t.Errorf("expected.json has figures for %d dates, want %d and the stale date", len(exp.ByDate), n)
+	}
 	conn := inputs(t, dir)
 	if day := sqlDayFigures(t, conn); !reflect.DeepEqual(day, exp.ByDate) {
 		t.Errorf("per-date figures:\n sql      %+v\n expected %+v", day, exp.ByDate)
@@ -22,8 +47,8 @@ func TestDesignFiguresMatchSQL(t *testing.T) {
 	if course := sqlCourseFigures(t, conn); !reflect.DeepEqual(course, exp.ByDateCourse) {
 		t.Errorf("per-course figures differ from the SQL recount")
 	}
-	if n := scalar(t, conn, `SELECT count(*) FROM ev`); n != designTestEvents {
-		t.Errorf("raw rows = %d, want %d", n, designTestEvents)
+	if n := scalar(t, conn, `SELECT count(*) FROM ev`); n != int64(events) {
+		t.Errorf("raw rows = %d, want %d", n, events)
 	}
 	if n := scalar(t, conn, `SELECT count(*) - count(DISTINCT event_id) FROM ev`); n != 0 {
 		t.Errorf("%d repeated event ids", n)
@@ -38,7 +63,7 @@ func TestDesignFiguresMatchSQL(t *testing.T) {
 	if rows := scalar(t, conn, `SELECT count(*) FROM enr`); rows != pairs || int(rows) != exp.EnrollmentRowsInPin {
 		t.Errorf("snapshot: %d rows, %d unique pairs, expected.json %d", rows, pairs, exp.EnrollmentRowsInPin)
 	}
-	learners := int64(designTestEvents / designLearnerEvents)
+	learners := int64(events / designLearnerEvents)
 	if pairs < learners*10 || pairs > learners*11 {
 		t.Errorf("%d pairs for %d learners, want 10 to 11 a learner", pairs, learners)
 	}
@@ -48,8 +73,8 @@ func TestDesignFiguresMatchSQL(t *testing.T) {
 	if n := scalar(t, conn, `SELECT count(*) FROM ev WHERE ingest_date - event_date NOT IN (0, 1)`); n != 0 {
 		t.Errorf("%d events more than a day late", n)
 	}
-	if n := scalar(t, conn, `SELECT count(DISTINCT ingest_date) FROM ev`); n != 3 {
-		t.Errorf("%d ingest dates, want 3", n)
+	if got := scalar(t, conn, `SELECT count(DISTINCT ingest_date) FROM ev`); got != int64(n) {
+		t.Errorf("%d ingest dates, want %d", got, n)
 	}
 
 	newest := exp.Dates[len(exp.Dates)-1]
@@ -119,11 +144,31 @@ func TestDesignScales(t *testing.T) {
 	}
 }
 
+// TestDesignDefaultUnchanged: the three-date design day's figures are those
+// the generator gave before Options.Dates existed (the SHA-256 of its
+// expected.json then), so the benchmark's cached days and figures stay valid.
+func TestDesignDefaultUnchanged(t *testing.T) {
+	const before = "5c4c0dc76e10521de92a8aed18d6e2892e5c1e6b3031f53f0cd29c09ac2ab59d"
+	for _, dates := range []int{0, DefaultDesignDates} {
+		dir, _ := generate(t, Options{Shape: ShapeDesign, Events: 20_000, Dates: dates})
+		b, err := os.ReadFile(filepath.Join(dir, ExpectedFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := fmt.Sprintf("%x", sha256.Sum256(b)); sum != before {
+			t.Errorf("dates %d: expected.json has SHA-256 %s, want %s (the default design day changed)", dates, sum, before)
+		}
+	}
+}
+
 func TestDesignOptionsRefused(t *testing.T) {
 	for name, o := range map[string]Options{
-		"variant":     {Out: t.TempDir(), Shape: ShapeDesign, Variant: VariantOverCap, Events: MinDesignEvents},
-		"too small":   {Out: t.TempDir(), Shape: ShapeDesign, Events: MinDesignEvents - 1},
-		"bogus shape": {Out: t.TempDir(), Shape: "huge"},
+		"variant":        {Out: t.TempDir(), Shape: ShapeDesign, Variant: VariantOverCap, Events: MinDesignEvents},
+		"too small":      {Out: t.TempDir(), Shape: ShapeDesign, Events: MinDesignEvents - 1},
+		"bogus shape":    {Out: t.TempDir(), Shape: "huge"},
+		"no dates":       {Out: t.TempDir(), Shape: ShapeDesign, Events: MinDesignEvents, Dates: -1},
+		"thin dates":     {Out: t.TempDir(), Shape: ShapeDesign, Events: 10*MinDesignEvents/DefaultDesignDates - 1, Dates: 10},
+		"fixture, dates": {Out: t.TempDir(), Dates: 3},
 	} {
 		if _, err := Generate(context.Background(), o); err == nil {
 			t.Errorf("%s: Generate accepted %+v", name, o)

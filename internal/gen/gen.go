@@ -98,6 +98,9 @@ type Options struct {
 	Seed    uint64 // 0 means DefaultSeed
 	Variant string // "" or one of Variants
 	Shape   string // "" or ShapeFixture (the default), or ShapeDesign
+	// Dates is the design shape's number of restatable event dates; 0
+	// means DefaultDesignDates. The fixture shape takes none.
+	Dates int
 	// Log, when set, receives one line per finished step of a long run.
 	Log io.Writer
 }
@@ -227,13 +230,16 @@ func Generate(ctx context.Context, opts Options) (Expected, error) {
 }
 
 // WithDefaults fills the zero values: the fixture's event count (the design
-// day's for the design shape) and seed.
+// day's for the design shape), seed and, for the design shape, dates.
 func (o Options) WithDefaults() Options {
 	if o.Events == 0 {
 		o.Events = DefaultEvents
 		if o.design() {
 			o.Events = DesignEvents
 		}
+	}
+	if o.design() && o.Dates == 0 {
+		o.Dates = DefaultDesignDates
 	}
 	if o.Seed == 0 {
 		o.Seed = DefaultSeed
@@ -249,12 +255,18 @@ func (o Options) Validate() error {
 	}
 	switch o.Shape {
 	case "", ShapeFixture:
+		if o.Dates != 0 {
+			return fmt.Errorf("gen: dates %d: only the design shape takes a number of dates", o.Dates)
+		}
 	case ShapeDesign:
 		if o.Variant != "" {
 			return fmt.Errorf("gen: the design shape takes no variant (got %q)", o.Variant)
 		}
-		if o.Events < MinDesignEvents {
-			return fmt.Errorf("gen: events %d below the design shape's minimum %d", o.Events, MinDesignEvents)
+		if o.Dates < 1 {
+			return fmt.Errorf("gen: dates %d: the design shape needs at least one date", o.Dates)
+		}
+		if lo := max(MinDesignEvents, o.Dates*MinDesignEvents/DefaultDesignDates); o.Events < lo {
+			return fmt.Errorf("gen: events %d below the design shape's minimum %d for %d dates", o.Events, lo, o.Dates)
 		}
 	default:
 		return fmt.Errorf("gen: unknown shape %q (want %s or %s)", o.Shape, ShapeFixture, ShapeDesign)

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -19,6 +20,19 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []string
+	dates  []dateReport
+}
+
+type dateReport struct {
+	done, total int
+	share       float64
+}
+
+func (r *recorder) Dates(done, total int, share float64) {
+	r.mu.Lock()
+	r.dates = append(r.dates, dateReport{done, total, share})
+	r.events = append(r.events, fmt.Sprintf("dates %d", len(r.dates)-1))
+	r.mu.Unlock()
 }
 
 func (r *recorder) add(s string) { r.mu.Lock(); r.events = append(r.events, s); r.mu.Unlock() }
@@ -54,7 +68,7 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	}
 	var phases []string
 	for _, ev := range rec.events {
-		if !strings.HasPrefix(ev, "step ") {
+		if !strings.HasPrefix(ev, "step ") && !strings.HasPrefix(ev, "dates ") {
 			phases = append(phases, ev)
 		}
 	}
@@ -62,9 +76,51 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	if !slices.Equal(phases, want) {
 		t.Errorf("phases %v, want %v", phases, want)
 	}
-	for _, s := range []string{"step count input events", "step write fact_lesson_engagement 2026-03-02", "step write course_day 2026-03-03"} {
+	for _, s := range []string{"step aggregate to the fact grain, join manifest and enrollments", "step write fact_lesson_engagement 2026-03-02", "step write course_day 2026-03-03"} {
 		if !slices.Contains(rec.events, s) {
 			t.Errorf("no %q in %v", s, rec.events)
 		}
+	}
+	// DuckDB writes a date at a time: each is reported done as soon as it
+	// is written, before the next date's write starts.
+	order := []string{"step write fact_lesson_engagement 2026-03-02", "dates 1", "step write fact_lesson_engagement 2026-03-03",
+		"dates 2", "step write course_day 2026-03-02", "dates 3", "step write course_day 2026-03-03", "dates 4"}
+	last := -1
+	for _, ev := range order {
+		i := slices.Index(rec.events, ev)
+		if i <= last {
+			t.Errorf("%q at %d, want it after %d: %v", ev, i, last, rec.events)
+		}
+		last = i
+	}
+	checkDateReports(t, rec.dates, fx.Expected.ByDate[j.Dates[0]].FactRows, fx.Expected.ByDate[j.Dates[1]].FactRows)
+}
+
+// checkDateReports: the stage reports no date done before both its tables
+// are written, a share 0 before any write, and shares in proportion to each
+// date's fact rows (the generator's count), so the time-left estimate
+// weighs a big date more than a small one.
+func checkDateReports(t *testing.T, got []dateReport, rows1, rows2 int64) {
+	t.Helper()
+	// The start, fact for each date, then course_day for each date.
+	if len(got) != 5 {
+		t.Fatalf("date reports %v, want 5", got)
+	}
+	for i, done := range []int{0, 0, 0, 1, 2} {
+		if got[i].done != done || got[i].total != 2 {
+			t.Errorf("report %d: dates %d/%d, want %d/2 (all: %v)", i, got[i].done, got[i].total, done, got)
+		}
+	}
+	if got[0].share != 0 || got[4].share != 1 {
+		t.Errorf("shares start at %v and end at %v, want 0 and 1", got[0].share, got[4].share)
+	}
+	first := float64(rows1) / float64(rows1+rows2)
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	// The first date's part of each table's writes, whatever the tables weigh.
+	if fact := got[1].share / got[2].share; !near(fact, first) {
+		t.Errorf("after the first fact date %.6f of the fact writes, want %.6f (fact rows %d of %d)", fact, first, rows1, rows1+rows2)
+	}
+	if cd := (got[3].share - got[2].share) / (1 - got[2].share); !near(cd, first) {
+		t.Errorf("after the first course_day date %.6f of the course_day writes, want %.6f", cd, first)
 	}
 }

@@ -225,6 +225,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
+	spec.InputEvents = in.Events
 
 	// Claim the prefix by creating its attempt record only if absent, so
 	// two attempts racing on one job id cannot both write into it.

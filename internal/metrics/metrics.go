@@ -285,6 +285,9 @@ func (p *Phases) Step(done, total int, rows int64, what string) {
 	p.next().Step(done, total, rows, what)
 }
 
+// Dates implements progress.Reporter.
+func (p *Phases) Dates(done, total int, share float64) { p.next().Dates(done, total, share) }
+
 func (p *Phases) next() progress.Reporter {
 	if p.Next == nil {
 		return progress.Discard

@@ -1,7 +1,8 @@
 // Package progress reports what a long run is doing on stderr: the phase,
-// the steps or rows done and the elapsed time. On a terminal it keeps one
-// live line; otherwise it prints a line every few seconds, so a log file
-// shows a run is alive without drowning in lines.
+// the steps or rows done, the dates finished with an estimate of the time
+// left, and the elapsed time. On a terminal it keeps one live line;
+// otherwise it prints a line every few seconds, so a log file shows a run
+// is alive without drowning in lines.
 //
 // It reads the wall clock, so it lives outside the transform packages
 // (internal/engine, internal/job), which receive it as a Reporter and never
@@ -26,6 +27,12 @@ type Reporter interface {
 	// Step reports progress inside the current phase: done of total steps
 	// (total 0 when unknown), rows handled so far, and what is running now.
 	Step(done, total int, rows int64, what string)
+	// Dates reports the requested dates of the current phase: done of
+	// total are finished, and share (0 to 1) is the part of the per-date
+	// work done. The phase's first report (share 0) starts the clock of
+	// the time-left estimate: work done before it, not repeated per date,
+	// does not count towards the rate.
+	Dates(done, total int, share float64)
 }
 
 // Discard reports nothing.
@@ -35,6 +42,7 @@ type nop struct{}
 
 func (nop) Phase(string) func()          { return func() {} }
 func (nop) Step(int, int, int64, string) {}
+func (nop) Dates(int, int, float64)      {}
 
 // Printer is the Reporter for a command: it writes progress to w and one
 // structured "phase" record per finished phase to log.
@@ -54,6 +62,7 @@ type Printer struct {
 	start, phaseStart time.Time
 	stepStart         time.Time
 	lastLine          time.Time
+	dates             dateState
 	width             int
 	stop              chan struct{}
 	stopped           sync.WaitGroup
@@ -130,6 +139,7 @@ func (p *Printer) tick(every time.Duration) {
 func (p *Printer) Phase(name string) func() {
 	p.mu.Lock()
 	p.phase, p.what, p.done, p.total, p.rows = name, "", 0, 0, 0
+	p.dates = dateState{}
 	p.phaseStart = p.now()
 	p.print(true)
 	p.mu.Unlock()
@@ -156,6 +166,49 @@ func (p *Printer) Step(done, total int, rows int64, what string) {
 	p.print(false)
 	p.mu.Unlock()
 	p.logAll(records)
+}
+
+// dateState is the phase's date count and its time-left estimate.
+type dateState struct {
+	done, total int
+	start       time.Time // the first report: the estimate's clock
+	// left is the time left as estimated at the report at estAt; it
+	// counts down until the next report. ok is false until there is a
+	// basis (some share done, some time passed) and once all is done.
+	left  time.Duration
+	estAt time.Time
+	ok    bool
+}
+
+// Dates implements Reporter. The time left is the elapsed time since the
+// first report scaled by the share still to do: elapsed·(1−share)/share,
+// the rate so far applied to the rest. It is estimated at each report and
+// counts down between reports (never below zero), so a live line moves
+// while a long write runs.
+func (p *Printer) Dates(done, total int, share float64) {
+	p.mu.Lock()
+	now := p.now()
+	d := &p.dates
+	if d.total == 0 {
+		d.start = now
+	}
+	d.done, d.total = done, total
+	elapsed := now.Sub(d.start)
+	d.ok = share > 0 && share < 1 && elapsed > 0
+	if d.ok {
+		d.left = time.Duration(float64(elapsed) * (1 - share) / share)
+		d.estAt = now
+	}
+	p.print(false)
+	p.mu.Unlock()
+}
+
+// timeLeft is the estimate at now, and whether there is one.
+func (d dateState) timeLeft(now time.Time) (time.Duration, bool) {
+	if !d.ok {
+		return 0, false
+	}
+	return max(0, d.left-now.Sub(d.estAt)), true
 }
 
 // endStep ends the running step, if any, and appends its record. The caller
@@ -224,8 +277,15 @@ func (p *Printer) print(force bool) {
 	p.lastLine = now
 	if p.records {
 		// Not live, so the log does not write through p: safe under mu.
-		p.log.Info("progress", "phase", p.phase, "steps_done", p.done, "steps_total", p.total, "rows", p.rows,
-			"step", p.what, "seconds", Seconds(now.Sub(p.phaseStart)), "total_seconds", Seconds(now.Sub(p.start)))
+		attrs := []any{"phase", p.phase, "steps_done", p.done, "steps_total", p.total, "rows", p.rows,
+			"step", p.what, "seconds", Seconds(now.Sub(p.phaseStart)), "total_seconds", Seconds(now.Sub(p.start))}
+		if p.dates.total > 0 {
+			attrs = append(attrs, "dates_done", p.dates.done, "dates_total", p.dates.total)
+			if left, ok := p.dates.timeLeft(now); ok {
+				attrs = append(attrs, "seconds_left", Seconds(left.Round(time.Second)))
+			}
+		}
+		p.log.Info("progress", attrs...)
 		return
 	}
 	line := p.line(now)
@@ -248,7 +308,8 @@ func (p *Printer) clearLive() {
 	}
 }
 
-// line renders "progress: stage 3/6 50% 1.2M rows [write fact 2026-03-02] 12.3s (total 20.1s)".
+// line renders "progress: stage 3/6 50% 1.2M rows [write fact 2026-03-02]
+// dates 1/3 ~25s left 12.3s (total 20.1s)".
 func (p *Printer) line(now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "progress: %s", p.phase)
@@ -260,6 +321,12 @@ func (p *Printer) line(now time.Time) string {
 	}
 	if p.what != "" {
 		fmt.Fprintf(&b, " [%s]", p.what)
+	}
+	if p.dates.total > 0 {
+		fmt.Fprintf(&b, " dates %d/%d", p.dates.done, p.dates.total)
+		if left, ok := p.dates.timeLeft(now); ok {
+			fmt.Fprintf(&b, " ~%s left", left.Round(time.Second))
+		}
 	}
 	fmt.Fprintf(&b, " %s (total %s)", roundDur(now.Sub(p.phaseStart)), roundDur(now.Sub(p.start)))
 	return b.String()

@@ -118,6 +118,7 @@ func TestPhaseAndStepRecords(t *testing.T) {
 func TestDiscardAndCount(t *testing.T) {
 	Discard.Phase("x")()
 	Discard.Step(1, 2, 3, "y")
+	Discard.Dates(1, 2, 0.5)
 	for n, want := range map[int64]string{950: "950", 12_345: "12.3K", 4_500_000: "4.5M"} {
 		if got := Count(n); got != want {
 			t.Errorf("Count(%d) = %q, want %q", n, got, want)
@@ -190,6 +191,82 @@ func TestRecordsMakeEveryLineARecord(t *testing.T) {
 	last := progress[1]
 	for k, want := range map[string]any{"phase": "stage", "steps_done": 3.0, "steps_total": 4.0, "rows": 3e6,
 		"step": "write 2026-03-03", "seconds": 3660.0, "total_seconds": 3660.0} {
+		if last[k] != want {
+			t.Errorf("progress record %s = %v, want %v (%v)", k, last[k], want, last)
+		}
+	}
+}
+
+// lastLine is the live line as it stands: the text after the last carriage
+// return that is not a clearing one.
+func lastLine(out *syncBuf) string {
+	parts := strings.Split(out.String(), "\r")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(parts[i]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// TestDatesAndTimeLeft: the line shows the dates done of the total from the
+// first report, and a time left only once some share is done after some
+// time: the elapsed time since the first report scaled by the share still
+// to do, counting down between reports and never below zero.
+func TestDatesAndTimeLeft(t *testing.T) {
+	p, out, _, c := newPrinter(true)
+	end := p.Phase("stage")
+	c.add(40 * time.Second) // the aggregate: before the first report, not in the rate
+	for i, s := range []struct {
+		advance     time.Duration
+		report      func()
+		want, never string
+	}{
+		{0, func() { p.Dates(0, 10, 0) }, "dates 0/10 40s", "left"},
+		{30 * time.Second, func() { p.Dates(0, 10, 0.3) }, "dates 0/10 ~1m10s left 1m10s", ""},
+		{10 * time.Second, func() { p.Step(5, 22, 0, "write course_day 2026-03-01") }, "[write course_day 2026-03-01] dates 0/10 ~1m0s left", ""},
+		{20 * time.Second, func() { p.Dates(3, 10, 0.6) }, "dates 3/10 ~40s left", ""},
+		{50 * time.Second, func() { p.Step(6, 22, 0, "write course_day 2026-03-04") }, "dates 3/10 ~0s left", ""},
+		{5 * time.Second, func() { p.Dates(10, 10, 1) }, "dates 10/10 2m35s", "left"},
+	} {
+		c.add(s.advance)
+		s.report()
+		line := lastLine(out)
+		if !strings.Contains(line, s.want) || (s.never != "" && strings.Contains(line, s.never)) {
+			t.Errorf("report %d: line %q, want %q and no %q", i, line, s.want, s.never)
+		}
+	}
+	end()
+	p.Phase("gate")
+	if line := lastLine(out); strings.Contains(line, "dates") {
+		t.Errorf("the next phase still shows dates: %q", line)
+	}
+	p.Close()
+}
+
+// TestDatesRecord: in records mode the progress record carries the dates
+// and the seconds left.
+func TestDatesRecord(t *testing.T) {
+	out, logs := &syncBuf{}, &syncBuf{}
+	c := &clock{t: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)}
+	p := New(out, slog.New(slog.NewJSONHandler(logs, nil)), Options{Every: time.Hour, Now: c.now, Records: true})
+	end := p.Phase("stage")
+	p.Dates(0, 4, 0)
+	c.add(2 * time.Hour)
+	p.Dates(1, 4, 0.25)
+	end()
+	p.Close()
+	var last map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["msg"] == "progress" {
+			last = m
+		}
+	}
+	for k, want := range map[string]any{"dates_done": 1.0, "dates_total": 4.0, "seconds_left": 6.0 * 3600} {
 		if last[k] != want {
 			t.Errorf("progress record %s = %v, want %v (%v)", k, last[k], want, last)
 		}

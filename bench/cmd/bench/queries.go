@@ -87,6 +87,24 @@ func runQuery(ctx context.Context, kind string, args []string) error {
 		// sum(length()) decodes every value; max() could be answered from
 		// the Parquet statistics without reading the pages.
 		stmts = []string{`SELECT count(*), sum(length(learner_key)), sum(length(lesson_id)), sum(length(course_id)), sum(epoch_us(event_time)) FROM ` + events + ` ev`}
+	case "aggregate":
+		// The aggregate floor: raw read once, aggregated to the fact grain
+		// and written partitioned by date, in one statement; no join, no
+		// course_day, no check. What a publish adds above it is the joins,
+		// the second table, the checks and the gate.
+		if f.out == "" {
+			return fmt.Errorf("aggregate: --out is required")
+		}
+		if err := os.RemoveAll(f.out); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return err
+		}
+		stmts = []string{fmt.Sprintf(`COPY (SELECT learner_key, lesson_id, event_date, min(course_id) AS course_id, count(*) AS event_count,
+				min(event_time) AS first_event_time, max(event_time) AS last_event_time
+				FROM %s ev GROUP BY learner_key, lesson_id, event_date)
+				TO '%s' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (event_date))`, events, filepath.Join(f.out, "fact_lesson_engagement"))}
 	case "baseline":
 		if f.out == "" {
 			return fmt.Errorf("baseline: --out is required")

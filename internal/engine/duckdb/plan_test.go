@@ -84,6 +84,7 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
+			spec = publishtest.Inspected(t, e, spec)
 			wh := t.TempDir()
 			bucket, _ := publishtest.Warehouse(wh)
 			st, err := e.Stage(ctx, spec, bucket, "staging/job_id=plan-test")
@@ -116,13 +117,19 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 				`SELECT course_id, event_date, event_count, matched_lesson_count, unknown_lesson_count, enrolled_event_count, learner_count FROM got_cd`)
 
 			for _, d := range c.dates {
-				var mc, rc int64
-				q := fmt.Sprintf(`SELECT coalesce(sum(manifest_course_conflicts), 0)::BIGINT, count(*) FILTER (WHERE course_conflict)
+				var mc, rc, events int64
+				q := fmt.Sprintf(`SELECT coalesce(sum(manifest_course_conflicts), 0)::BIGINT, count(*) FILTER (WHERE course_conflict),
+					coalesce(sum(event_count), 0)::BIGINT
 					FROM ref_fact WHERE event_date = DATE '%s'`, d)
-				if err := conn.QueryRowContext(ctx, q).Scan(&mc, &rc); err != nil {
+				if err := conn.QueryRowContext(ctx, q).Scan(&mc, &rc, &events); err != nil {
 					t.Fatal(err)
 				}
 				f := st.Stage[d]
+				// Inspect's per-date counts (one scan with the event-id
+				// check) against the event-level plan's own grouping.
+				if f.InputEvents != events {
+					t.Errorf("%s: input events %d, event-level plan %d", d, f.InputEvents, events)
+				}
 				if f.ManifestCourseConflicts != mc || f.FactRowCourseConflicts != rc {
 					t.Errorf("%s: conflicts staged %d events / %d rows, event-level plan %d / %d",
 						d, f.ManifestCourseConflicts, f.FactRowCourseConflicts, mc, rc)

@@ -182,8 +182,8 @@ func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ")
 // Stage implements engine.Engine: the shared driver (engine.RunStage)
 // decides the order and the files; runner runs DuckDB's SQL.
 func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
-	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 3 + 2*len(spec.Dates), p: e.reporter()}}
-	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir)
+	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
+	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
 	r.steps.next("", 0)
 	return st, err
@@ -196,15 +196,6 @@ type runner struct {
 	e     *Engine
 	s     sources
 	steps stageSteps
-}
-
-// CountInputs implements engine.Runner.
-func (r *runner) CountInputs(ctx context.Context, spec engine.Spec) (map[dates.Date]int64, error) {
-	r.steps.next("count input events", 0)
-	out := map[dates.Date]int64{}
-	err := r.e.eachDate(ctx, "count input events", "SELECT event_date, count(*) FROM ("+eventsQuery(spec, r.s.raw)+") GROUP BY event_date",
-		func(d dates.Date, n ...int64) { out[d] = n[0] })
-	return out, err
 }
 
 // BuildFacts implements engine.Runner: the fact grain as a temp table, its
@@ -233,12 +224,15 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), erro
 	return release, nil
 }
 
-// Conflicts implements engine.Runner.
-func (r *runner) Conflicts(ctx context.Context, spec engine.Spec) (map[dates.Date][2]int64, error) {
-	out := map[dates.Date][2]int64{}
-	err := r.e.eachDate(ctx, "count course conflicts", `SELECT event_date, sum(manifest_course_conflicts)::BIGINT, count(*) FILTER (WHERE course_conflict)
+// Figures implements engine.Runner.
+func (r *runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, error) {
+	out := map[dates.Date]engine.DateFigures{}
+	err := r.e.eachDate(ctx, "count course conflicts", `SELECT event_date, sum(manifest_course_conflicts)::BIGINT, count(*) FILTER (WHERE course_conflict),
+		count(*), sum(strlen(learner_key) + strlen(lesson_id) + coalesce(strlen(course_id), 0))::BIGINT, count(DISTINCT course_id)
 		FROM fact_stage GROUP BY event_date`,
-		func(d dates.Date, n ...int64) { out[d] = [2]int64{n[0], n[1]} })
+		func(d dates.Date, n ...int64) {
+			out[d] = engine.DateFigures{ManifestCourseConflicts: n[0], FactRowCourseConflicts: n[1], FactRows: n[2], FactWidth: n[3], Courses: n[4]}
+		})
 	return out, err
 }
 
@@ -267,36 +261,39 @@ func (r *runner) query(spec engine.Spec, table string, d dates.Date) string {
 			FROM fact_stage WHERE %s GROUP BY course_id ORDER BY course_id`, quote(spec.JobID), day)
 }
 
-// Write implements engine.Runner: one COPY, one file, per date.
-func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, ds []dates.Date, dir engine.Dir) error {
-	for _, d := range ds {
-		r.steps.next("write "+table+" "+d.String(), 0)
-		uri, err := dir.Sub("event_date=" + d.String())
-		if err != nil {
-			return err
-		}
-		if err := r.e.copy(ctx, r.query(spec, table, d), uri+"/part-00000.parquet"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// WriteSplit implements engine.Runner: one COPY per file, each taking the
-// rows whose grain hashes to its part, so a row's file is a function of
-// its key.
-func (r *runner) WriteSplit(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir engine.Dir) error {
+// Write implements engine.Runner: one COPY, one file, per date, and for a
+// split date one COPY per part, each taking the rows whose grain hashes to
+// it, so a row's file is a function of its key. Each date is reported
+// written as its last COPY ends.
+func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
 	for _, d := range spec.Dates {
-		for i := range n[d] {
-			uri, err := dir.Sub(fmt.Sprintf("event_date=%s/split_part=%d", d, i))
+		parts, ok := n[d]
+		if !ok {
+			continue
+		}
+		r.steps.next("write "+table+" "+d.String(), 0)
+		if parts == 1 {
+			uri, err := dir.Sub("event_date=" + d.String())
 			if err != nil {
 				return err
 			}
-			part := fmt.Sprintf("SELECT * FROM (%s) t WHERE hash(%s) %% %d = %d", r.query(spec, table, d), engine.GrainKey[table], n[d], i)
+			if err := r.e.copy(ctx, r.query(spec, table, d), uri+"/part-00000.parquet"); err != nil {
+				return err
+			}
+			written(d)
+			continue
+		}
+		for i := range parts {
+			uri, err := splitDir.Sub(fmt.Sprintf("event_date=%s/split_part=%d", d, i))
+			if err != nil {
+				return err
+			}
+			part := fmt.Sprintf("SELECT * FROM (%s) t WHERE hash(%s) %% %d = %d", r.query(spec, table, d), engine.GrainKey[table], parts, i)
 			if err := r.e.copy(ctx, part, uri+"/part-00000.parquet"); err != nil {
 				return err
 			}
 		}
+		written(d)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/spark-connect-go/spark/sql/types"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/gate"
 )
@@ -68,7 +69,8 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	in.Figures.RawColumns = union
-	if err := e.eventIdentity(ctx, spec, &in.Figures); err != nil {
+	in.Events = map[dates.Date]int64{}
+	if err := e.eventIdentity(ctx, spec, &in.Figures, in.Events); err != nil {
 		return in, err
 	}
 
@@ -129,7 +131,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 // event_id: only events of the requested dates and those without a time
 // (whose date is unknown) reach the shuffle. The sample is a second scan,
 // run only when there is something to name.
-func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.InputFigures) error {
+func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.InputFigures, events map[dates.Date]int64) error {
 	if f.RawFiles == 0 {
 		return nil
 	}
@@ -137,17 +139,34 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.In
 		return err
 	}
 	what := "check raw event ids " + spec.Raw
-	byID := fmt.Sprintf(`SELECT event_id, count_if(event_time IS NULL) AS no_time, count_if(requested) AS n_requested
-		FROM (SELECT event_id, event_time, coalesce(%s IN %s, false) AS requested FROM %s
-		      WHERE ingest_date BETWEEN DATE %s AND DATE %s)
+	// Each requested date's events are counted in the same scan: the
+	// silent-drop figures Stage audits against, so a publish reads raw
+	// twice in all, here and for the fact grain.
+	var perDateIn, perDateOut []string
+	for i, d := range spec.Dates {
+		perDateIn = append(perDateIn, fmt.Sprintf(",\n\t\tcount_if(event_date = DATE %s) AS n%d", quote(d.String()), i))
+		perDateOut = append(perDateOut, fmt.Sprintf(",\n\t\tCAST(coalesce(sum(n%d), 0) AS BIGINT)", i))
+	}
+	byID := fmt.Sprintf(`SELECT event_id, count_if(event_time IS NULL) AS no_time, count_if(requested) AS n_requested%s
+		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s, false) AS requested
+		      FROM (SELECT event_id, event_time, %s AS event_date FROM %s
+		            WHERE ingest_date BETWEEN DATE %s AND DATE %s))
 		WHERE event_time IS NULL OR requested
 		GROUP BY event_id`,
-		eventDateExpr, dateList(spec.Dates), rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+		strings.Join(perDateIn, ""), dateList(spec.Dates), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+	perDate := make([]int64, len(spec.Dates))
+	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &f.DuplicateEventIDs}
+	for i := range perDate {
+		dest = append(dest, &perDate[i])
+	}
 	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(no_time), 0) AS BIGINT),
 		CAST(coalesce(sum(CASE WHEN event_id IS NULL THEN n_requested ELSE 0 END), 0) AS BIGINT),
-		CAST(coalesce(sum(CASE WHEN event_id IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT)
-		FROM (%s)`, byID), &f.NullEventTimes, &f.NullEventIDs, &f.DuplicateEventIDs); err != nil {
+		CAST(coalesce(sum(CASE WHEN event_id IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT)%s
+		FROM (%s)`, strings.Join(perDateOut, ""), byID), dest...); err != nil {
 		return err
+	}
+	for i, d := range spec.Dates {
+		events[d] = perDate[i]
 	}
 	if f.DuplicateEventIDs == 0 {
 		return nil

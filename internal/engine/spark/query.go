@@ -113,36 +113,11 @@ func saltsOf(spec engine.Spec) string {
 // salt, so one course's events spread over n shuffle partitions. The salt
 // joins and is dropped before the aggregate.
 func factQuery(spec engine.Spec, events string) string {
-	return fmt.Sprintf(`WITH events AS (
-%s
-),
-manifest AS (
-  SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
-  FROM %s WHERE manifest_id = %s
-),
-enrollments AS (
-  SELECT learner_key, course_id
-  FROM %s WHERE snapshot_id = %s
-),
-salted_events AS (
-  SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date, %s AS _salt
-  FROM events
-),
-salted_enrollments AS (
-  SELECT learner_key, course_id, _salt
-  FROM enrollments LATERAL VIEW explode(%s) salts AS _salt
-),
-joined AS (
-  SELECT /*+ BROADCAST(m), MERGE(en) */
-         ev.learner_key, ev.lesson_id, ev.event_date, ev.course_id, ev.event_time,
-         m.manifest_id, m.lesson_title, m.manifest_course_id,
-         en.learner_key IS NOT NULL AS enrolled
-  FROM salted_events ev
-  LEFT JOIN manifest m ON ev.lesson_id = m.lesson_id
-  LEFT JOIN salted_enrollments en
-    ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id AND ev._salt = en._salt
-)
-SELECT learner_key, lesson_id, event_date,
+	// Subqueries, not WITH: Spark gives a CTE fresh ids each time a view
+	// over it is analyzed, so a cached view defined with WITH never matches
+	// the queries that read it, and each of them computed the grain again
+	// from raw (the profile showed raw read four times per publish).
+	return fmt.Sprintf(`SELECT learner_key, lesson_id, event_date,
        CASE WHEN bool_or(course_id IS NULL) THEN NULL ELSE min(course_id) END AS course_id,
        min(manifest_id) AS manifest_id,
        min(lesson_title) AS lesson_title,
@@ -152,11 +127,30 @@ SELECT learner_key, lesson_id, event_date,
        bool_or(enrolled) AS enrolled,
        count_if(manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id) AS manifest_course_conflicts,
        (count(DISTINCT course_id) > 1 OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
-FROM joined
+FROM (
+  SELECT /*+ BROADCAST(m), MERGE(en) */
+         ev.learner_key, ev.lesson_id, ev.event_date, ev.course_id, ev.event_time,
+         m.manifest_id, m.lesson_title, m.manifest_course_id,
+         en.learner_key IS NOT NULL AS enrolled
+  FROM (
+    SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date, %s AS _salt
+    FROM (
+%s
+    ) events
+  ) ev
+  LEFT JOIN (
+    SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
+    FROM %s WHERE manifest_id = %s
+  ) m ON ev.lesson_id = m.lesson_id
+  LEFT JOIN (
+    SELECT learner_key, course_id, _salt
+    FROM (SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s) enrollments
+    LATERAL VIEW explode(%s) salts AS _salt
+  ) en ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id AND ev._salt = en._salt
+) joined
 GROUP BY learner_key, lesson_id, event_date`,
-		indent(events), filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID),
-		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID),
-		saltOf(spec), saltsOf(spec))
+		saltOf(spec), indent(indent(indent(events))), filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID),
+		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID), saltsOf(spec))
 }
 
 func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }

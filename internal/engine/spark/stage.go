@@ -24,7 +24,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 		return engine.Staged{}, err
 	}
 	r := runner{e: e, events: events, probe: &taskProbe{why: "the fact grain was not built"}}
-	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir)
+	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.progress)
 	st.Tasks, st.TasksUnavailable = r.probe.tasks, r.probe.why
 	return st, err
 }
@@ -35,14 +35,6 @@ type runner struct {
 	e      *Engine
 	events string     // the raw relation over exactly the listed files
 	probe  *taskProbe // the enrollment join stage's tasks, read after BuildFacts
-}
-
-// CountInputs implements engine.Runner.
-func (r runner) CountInputs(ctx context.Context, spec engine.Spec) (map[dates.Date]int64, error) {
-	out := map[dates.Date]int64{}
-	err := r.e.byDate(ctx, "count input events", "SELECT CAST(event_date AS STRING), count(*) FROM ("+r.events+") GROUP BY event_date",
-		func(d dates.Date, n []int64) { out[d] = n[0] })
-	return out, err
 }
 
 // BuildFacts implements engine.Runner. CACHE TABLE is eager: the joins and
@@ -61,13 +53,18 @@ func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), error
 	return release, err
 }
 
-// Conflicts implements engine.Runner.
-func (r runner) Conflicts(ctx context.Context, spec engine.Spec) (map[dates.Date][2]int64, error) {
-	out := map[dates.Date][2]int64{}
+// Figures implements engine.Runner: every date's figures in one aggregate
+// over the cached grain.
+func (r runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, error) {
+	out := map[dates.Date]engine.DateFigures{}
 	err := r.e.byDate(ctx, "count course conflicts", fmt.Sprintf(
-		`SELECT CAST(event_date AS STRING), CAST(sum(manifest_course_conflicts) AS BIGINT), count_if(course_conflict)
+		`SELECT CAST(event_date AS STRING), CAST(sum(manifest_course_conflicts) AS BIGINT), count_if(course_conflict),
+		 count(*), CAST(sum(octet_length(learner_key) + octet_length(lesson_id) + coalesce(octet_length(course_id), 0)) AS BIGINT),
+		 count(DISTINCT course_id)
 		 FROM %s GROUP BY event_date`, factView),
-		func(d dates.Date, n []int64) { out[d] = [2]int64{n[0], n[1]} })
+		func(d dates.Date, n []int64) {
+			out[d] = engine.DateFigures{ManifestCourseConflicts: n[0], FactRowCourseConflicts: n[1], FactRows: n[2], FactWidth: n[3], Courses: n[4]}
+		})
 	return out, err
 }
 
@@ -79,33 +76,35 @@ func (r runner) query(spec engine.Spec, table string) string {
 	return courseDayQuery(spec)
 }
 
-// Write implements engine.Runner. REBALANCE(event_date) lets AQE put a
-// small date in one task (one file, the common case) and split a big one
-// into advisory-size tasks written in parallel; the driver then measures.
-// Spark's bookkeeping files are hidden by their names and deleted by the
-// driver; Spark's file names are kept.
-func (r runner) Write(ctx context.Context, spec engine.Spec, table string, ds []dates.Date, dir engine.Dir) error {
-	return r.ctas(ctx, spec, dir.URI, table, "event_date",
-		"SELECT /*+ REBALANCE(event_date) */ * FROM ("+r.query(spec, table)+") t")
-}
-
-// WriteSplit implements engine.Runner: partitioned by (event_date,
-// split_part) after REPARTITION(event_date, split_part), so every (date,
-// part) is written by one task into one file.
-func (r runner) WriteSplit(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir engine.Dir) error {
+// Write implements engine.Runner in one partitioned write of every date,
+// so no date is done before the others (the driver counts them when Write
+// returns).
+// When no date is split, REPARTITION(event_date) gives each date one task,
+// so one file. Otherwise every date goes under splitDir, partitioned by
+// (event_date, split_part) after REPARTITION(event_date, split_part), so
+// every (date, part) is written by one task into one file; a date of one
+// part is part 0. Spark's bookkeeping files are hidden by their names and
+// deleted by the driver; Spark's file names are kept.
+func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, _ func(dates.Date)) error {
 	var cases, in []string
 	var ds []dates.Date
-	for d := range n {
+	split := false
+	for d, parts := range n {
 		ds = append(ds, d)
+		split = split || parts > 1
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	for _, d := range ds {
 		cases = append(cases, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), n[d]))
 		in = append(in, "DATE "+quote(d.String()))
 	}
+	rows := fmt.Sprintf("(%s) t WHERE event_date IN (%s)", r.query(spec, table), strings.Join(in, ", "))
+	if !split {
+		return r.ctas(ctx, spec, dir.URI, table, "event_date", "SELECT /*+ REPARTITION(event_date) */ * FROM "+rows)
+	}
 	q := fmt.Sprintf(`SELECT /*+ REPARTITION(event_date, split_part) */ *, pmod(hash(%s), CASE event_date %s END) AS split_part
-FROM (%s) t WHERE event_date IN (%s)`, engine.GrainKey[table], strings.Join(cases, " "), r.query(spec, table), strings.Join(in, ", "))
-	return r.ctas(ctx, spec, dir.URI, table+" (split)", "event_date, split_part", q)
+FROM %s`, engine.GrainKey[table], strings.Join(cases, " "), rows)
+	return r.ctas(ctx, spec, splitDir.URI, table+" (split)", "event_date, split_part", q)
 }
 
 // CountRows implements engine.Runner: each staged file's rows as Spark

@@ -70,7 +70,7 @@ func TestSkewRisesWithoutSalt(t *testing.T) {
 		if !salted {
 			j.HotCourses = nil
 		}
-		spec := publishtest.Listed(t, j)
+		spec := publishtest.Inspected(t, e, publishtest.Listed(t, j))
 		st, err := e.Stage(context.Background(), spec, publishtest.Bucket(t, wh), "staging/job_id="+j.JobID)
 		if err != nil {
 			t.Fatal(err)

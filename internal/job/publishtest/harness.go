@@ -145,6 +145,18 @@ func Listed(t *testing.T, j config.Job) engine.Spec {
 	return spec
 }
 
+// Inspected is spec after e's Inspect, with the input counts Stage needs,
+// as the job hands them on: a test that stages by itself inspects first.
+func Inspected(t *testing.T, e engine.Engine, spec engine.Spec) engine.Spec {
+	t.Helper()
+	in, err := e.Inspect(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.InputEvents = in.Events
+	return spec
+}
+
 // Source reads inputs as publish does.
 func Source() *inputs.Source { return inputs.NewSource(open.Input) }
 
