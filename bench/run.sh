@@ -20,11 +20,22 @@
 #       also publishes each day on the Spark engine, on the standalone cluster of
 #       scripts/spark.sh (started and stopped here, reading S3 through S3A), right
 #       after each DuckDB publish on S3
+#   bash bench/run.sh --with-pyspark --events 6000000 --repeat 1 --low-memory-limit ""
+#       also runs the seed's PySpark design (bench/pyspark_design.py) on each day with
+#       spark-submit on local[2] (Spark and its Python package from scripts/spark.sh
+#       pyspark; no cluster), after the day's publishes; combines with the flags above
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache/bench/bin
 extra=()
 stop=()
+# --with-pyspark may stand anywhere; the rest keep their order.
+args=()
+pyspark=0
+for a in "$@"; do
+  if [ "$a" = --with-pyspark ]; then pyspark=1; else args+=("$a"); fi
+done
+set -- "${args[@]}"
 trap 'for s in "${stop[@]}"; do bash "scripts/$s.sh" stop || true; done' EXIT
 if [ "${1:-}" = "--with-s3" ]; then
   shift
@@ -42,6 +53,11 @@ if [ "${1:-}" = "--with-s3" ]; then
     stop=(spark "${stop[@]}")
     extra+=(--spark "$(bash scripts/spark.sh start)")
   fi
+fi
+if [ "$pyspark" = 1 ]; then
+  exports=$(bash scripts/spark.sh pyspark)
+  eval "$exports"
+  extra+=(--pyspark --spark-home "$SPARK_HOME")
 fi
 echo "bench: building" >&2
 go build -o .cache/bench/bin/engagement ./cmd/engagement

@@ -18,6 +18,9 @@
 #   bash scripts/spark.sh worker    start the worker again if it died (the worker-loss test)
 #   bash scripts/spark.sh stop      stop everything this script started
 #   bash scripts/spark.sh log       print the logs (kept under .cache/spark/run/)
+#   bash scripts/spark.sh pyspark   install Spark and its Python package (no cluster), print
+#                                   the SPARK_HOME, PYTHONPATH and JAVA_HOME exports that run
+#                                   a PySpark job with spark-submit (the benchmark's design job)
 #
 # Environment: ENGAGEMENT_SPARK_MASTER (e.g. local[2]: no master and no worker, the
 # server runs the tasks in its own JVM, with ENGAGEMENT_SPARK_MEMORY; the benchmark's
@@ -69,17 +72,67 @@ install_spark() {
   if [ -x "$spark_home/bin/spark-submit" ] && ls "$spark_home"/jars/spark-connect_*.jar >/dev/null 2>&1; then
     return 0
   fi
-  echo "spark.sh: installing pyspark $version (Spark and its jars) into $cache" >&2
-  mkdir -p "$cache/dl"
-  # The sdist carries Spark itself; it is unpacked, not pip-installed, because
-  # only its jars and bin/ are needed.
-  python3 -m pip download --quiet --no-deps --no-binary :all: -d "$cache/dl" "pyspark==$version" >&2 ||
-    die "pip download pyspark==$version failed"
-  tar xzf "$cache/dl/pyspark-$version.tar.gz" -C "$cache" "pyspark-$version/deps/bin" "pyspark-$version/deps/jars" ||
-    die "unpack pyspark-$version.tar.gz failed"
-  rm -rf "$cache/dl"
+  unpack_sdist deps/bin deps/jars pyspark
   ls "$spark_home"/jars/spark-connect_*.jar >/dev/null 2>&1 ||
     die "pyspark $version has no spark-connect jar under $spark_home/jars"
+}
+
+# unpack_sdist MEMBER...: download the pyspark sdist and unpack the named
+# members of it. The install takes Spark's bin/ and jars/ and the pyspark
+# Python package (a few MB beside the jars' hundreds, so a later `pyspark`
+# needs no second download); the sdist is unpacked, not pip-installed, so
+# nothing lands in the system Python.
+unpack_sdist() {
+  local members=()
+  for m in "$@"; do members+=("pyspark-$version/$m"); done
+  echo "spark.sh: installing pyspark $version's $* into $cache/pyspark-$version" >&2
+  mkdir -p "$cache/dl"
+  python3 -m pip download --quiet --no-deps --no-binary :all: -d "$cache/dl" "pyspark==$version" >&2 ||
+    die "pip download pyspark==$version failed"
+  tar xzf "$cache/dl/pyspark-$version.tar.gz" -C "$cache" "${members[@]}" ||
+    die "unpack pyspark-$version.tar.gz failed"
+  rm -rf "$cache/dl"
+  # Marks a whole pyspark/: tar stops half-way when interrupted.
+  [ ! -d "$cache/pyspark-$version/pyspark" ] || touch "$cache/pyspark-$version/pyspark/.unpacked"
+}
+
+# python_path is where the pyspark package (from the sdist) and py4j sit.
+python_path=$cache/pyspark-$version/python
+
+# install_python makes the pyspark Python package importable without pip:
+# the sdist's pyspark/ (fetched again only by an install that predates it)
+# and py4j, the one package pyspark requires, at the version of the py4j jar
+# Spark ships, from its PyPI wheel (pure Python) unpacked beside it.
+install_python() {
+  install_spark
+  # Only pyspark/: the jars may be in use by a running cluster.
+  [ -f "$cache/pyspark-$version/pyspark/.unpacked" ] || unpack_sdist pyspark
+  [ -f "$python_path/py4j/__init__.py" ] && return 0
+  local j py4j
+  j=$(ls "$spark_home"/jars/py4j-*.jar 2>/dev/null | head -n 1)
+  [ -n "$j" ] || die "no py4j-*.jar under $spark_home/jars"
+  py4j=${j##*/py4j-}
+  py4j=${py4j%.jar}
+  echo "spark.sh: installing py4j $py4j into $python_path" >&2
+  rm -rf "$cache/dl-py4j" "$python_path"
+  mkdir -p "$cache/dl-py4j" "$python_path"
+  python3 -m pip download --quiet --no-deps --only-binary :all: -d "$cache/dl-py4j" "py4j==$py4j" >&2 ||
+    die "pip download py4j==$py4j failed"
+  python3 -m zipfile -e "$cache/dl-py4j/py4j-$py4j-py2.py3-none-any.whl" "$cache/dl-py4j/whl" ||
+    die "unpack py4j-$py4j wheel failed"
+  mv "$cache/dl-py4j/whl/py4j" "$python_path/py4j.part"
+  ln -s ../pyspark "$python_path/pyspark"
+  rm -rf "$cache/dl-py4j"
+  # Renamed last: a directory without py4j/ is an unfinished install.
+  mv "$python_path/py4j.part" "$python_path/py4j"
+}
+
+# pyspark installs what a PySpark job run with spark-submit needs (no cluster)
+# and prints the exports that run it.
+pyspark() {
+  install_python
+  java17 || die "no Java 17"
+  echo "export SPARK_HOME=$spark_home PYTHONPATH=$python_path JAVA_HOME=$JAVA_HOME"
 }
 
 # hadoop_version is the Hadoop inside the distribution, from its client jar's name.
@@ -333,6 +386,7 @@ stop) stop ;;
 ui) cat "$uifile" 2>/dev/null || die "no server started (no $uifile)" ;;
 pids) pids ;;
 worker) worker ;;
+pyspark) pyspark ;;
 log) for f in master worker server; do echo "== $run/$f.log"; cat "$run/$f.log" 2>/dev/null || true; done ;;
-*) die "usage: scripts/spark.sh install|start|stop|ui|pids|worker|log" ;;
+*) die "usage: scripts/spark.sh install|start|stop|ui|pids|worker|pyspark|log" ;;
 esac

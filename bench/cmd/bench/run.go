@@ -37,6 +37,7 @@ type runFlags struct {
 	spark, sparkRun                                     string
 	seed                                                uint64
 	threads, repeat                                     int
+	py                                                  pysparkFlags
 
 	// The backfill (backfill.go); publishArgs are added to every
 	// publish's command line.
@@ -83,6 +84,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.StringVar(&f.sparkRun, "spark-run", ".cache/spark/run", "scripts/spark.sh's run directory, whose pid files name the driver and the worker (for the cluster's peak RSS)")
 	fs.StringVar(&f.backfill, "backfill", "", "DATES:EVENTS_PER_DATE, e.g. 10:30000000: after the days, a design day over that many dates published in one backfill and its first date alone (backfill.go)")
 	fs.StringVar(&f.backfillMemoryLimit, "backfill-memory-limit", "4GB", "duckdb.memory_limit of both backfill publishes")
+	f.py.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -181,6 +183,13 @@ func runAll(ctx context.Context, args []string) error {
 		}
 		if i == len(sizes)-1 && f.lowMemoryLimit != "" {
 			m, err := publish(ctx, f, data, exp, n, f.lowMemoryLimit, "publish", fmt.Sprintf("%d-low", n))
+			if err != nil {
+				return err
+			}
+			all = append(all, m)
+		}
+		if f.py.on {
+			m, err := pysparkDesign(ctx, f, data, exp, n)
 			if err != nil {
 				return err
 			}
@@ -454,49 +463,9 @@ func verify(ctx context.Context, wh storage.Bucket, exp gen.Expected) error {
 	if err != nil {
 		return err
 	}
-	rows, err := db.QueryContext(ctx, `SELECT strftime(event_date, '%Y-%m-%d'), course_id, event_count, unknown_lesson_count,
-		matched_lesson_count, enrolled_event_count, learner_count FROM (`+cd+`)`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	seen := 0
-	for rows.Next() {
-		var d, c string
-		var g gen.CourseFigures
-		if err := rows.Scan(&d, &c, &g.Events, &g.Unknown, &g.Matched, &g.Enrolled, &g.Learners); err != nil {
-			return err
-		}
-		want := exp.ByDateCourse[dates.MustParse(d)][c]
-		if g != want {
-			return fmt.Errorf("course_day %s %s: got %+v, want %+v", d, c, g, want)
-		}
-		seen++
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	wantRows := 0
-	for _, d := range exp.Dates {
-		wantRows += len(exp.ByDateCourse[d])
-	}
-	if seen != wantRows {
-		return fmt.Errorf("course_day has %d rows, want %d", seen, wantRows)
-	}
-	for _, d := range exp.Dates {
-		fact, err := reader.Query(wh.Location(), p, engine.FactTable, &d)
-		if err != nil {
-			return err
-		}
-		var n, events int64
-		if err := db.QueryRowContext(ctx, "SELECT count(*), sum(event_count) FROM ("+fact+")").Scan(&n, &events); err != nil {
-			return err
-		}
-		if w := exp.ByDate[d]; n != w.FactRows || events != w.Events {
-			return fmt.Errorf("fact %s: %d rows / %d events, want %d / %d", d, n, events, w.FactRows, w.Events)
-		}
-	}
-	return nil
+	return checkFigures(ctx, db, exp, cd, func(d dates.Date) (string, error) {
+		return reader.Query(wh.Location(), p, engine.FactTable, &d)
+	})
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
