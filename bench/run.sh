@@ -21,6 +21,10 @@
 #       scripts/spark.sh (started and stopped here, reading S3 through S3A), right
 #       after each DuckDB publish on S3
 #   bash bench/run.sh --with-pyspark --events 6000000 --repeat 1 --low-memory-limit ""
+#   bash bench/run.sh --with-pyspark --with-spark-local --events 6000000 --repeat 1 --low-memory-limit ""
+#       also publishes each day on the Spark engine, on a Connect server running
+#       local[2] (started and stopped here), then runs the PySpark design: the
+#       engine / design ratio
 #       also runs the seed's PySpark design (bench/pyspark_design.py) on each day with
 #       spark-submit on local[2] (Spark and its Python package from scripts/spark.sh
 #       pyspark; no cluster), after the day's publishes; combines with the flags above
@@ -29,11 +33,16 @@ cd "$(dirname "$0")/.."
 mkdir -p .cache/bench/bin
 extra=()
 stop=()
-# --with-pyspark may stand anywhere; the rest keep their order.
+# --with-pyspark and --with-spark-local may stand anywhere; the rest keep their order.
 args=()
 pyspark=0
+spark_local=0
 for a in "$@"; do
-  if [ "$a" = --with-pyspark ]; then pyspark=1; else args+=("$a"); fi
+  case $a in
+  --with-pyspark) pyspark=1 ;;
+  --with-spark-local) spark_local=1 ;;
+  *) args+=("$a") ;;
+  esac
 done
 set -- "${args[@]}"
 trap 'for s in "${stop[@]}"; do bash "scripts/$s.sh" stop || true; done' EXIT
@@ -53,6 +62,15 @@ if [ "${1:-}" = "--with-s3" ]; then
     stop=(spark "${stop[@]}")
     extra+=(--spark "$(bash scripts/spark.sh start)")
   fi
+fi
+if [ "$spark_local" = 1 ]; then
+  # The Spark engine on a Connect server that runs its tasks itself on
+  # local[2], the PySpark design's cores and memory; not beside --with-spark,
+  # whose cluster uses the same run directory.
+  [[ " ${extra[*]} " != *" --spark "* ]] || { echo "bench: --with-spark-local and --with-spark exclude each other" >&2; exit 2; }
+  bash scripts/spark.sh install >&2
+  stop=(spark "${stop[@]}")
+  extra+=(--spark-local "$(ENGAGEMENT_SPARK_MASTER='local[2]' ENGAGEMENT_SPARK_MEMORY=8g ENGAGEMENT_SPARK_S3A=0 bash scripts/spark.sh start)")
 fi
 if [ "$pyspark" = 1 ]; then
   exports=$(bash scripts/spark.sh pyspark)

@@ -92,13 +92,7 @@ func runQuery(ctx context.Context, kind string, args []string) error {
 		// and written partitioned by date, in one statement; no join, no
 		// course_day, no check. What a publish adds above it is the joins,
 		// the second table, the checks and the gate.
-		if f.out == "" {
-			return fmt.Errorf("aggregate: --out is required")
-		}
-		if err := os.RemoveAll(f.out); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
+		if err := freshOut(kind, f.out); err != nil {
 			return err
 		}
 		stmts = []string{fmt.Sprintf(`COPY (SELECT learner_key, lesson_id, event_date, min(course_id) AS course_id, count(*) AS event_count,
@@ -106,13 +100,7 @@ func runQuery(ctx context.Context, kind string, args []string) error {
 				FROM %s ev GROUP BY learner_key, lesson_id, event_date)
 				TO '%s' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (event_date))`, events, filepath.Join(f.out, "fact_lesson_engagement"))}
 	case "baseline":
-		if f.out == "" {
-			return fmt.Errorf("baseline: --out is required")
-		}
-		if err := os.RemoveAll(f.out); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
+		if err := freshOut(kind, f.out); err != nil {
 			return err
 		}
 		joined := fmt.Sprintf(`%s ev
@@ -139,6 +127,17 @@ func runQuery(ctx context.Context, kind string, args []string) error {
 		}
 	}
 	return runStatements(ctx, conn, kind, stmts)
+}
+
+// freshOut empties the output directory of a measurement that writes.
+func freshOut(kind, out string) error {
+	if out == "" {
+		return fmt.Errorf("%s: --out is required", kind)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	return os.MkdirAll(out, 0o755)
 }
 
 // runStatements runs each statement to completion and prints its time.

@@ -34,7 +34,7 @@ import (
 
 type runFlags struct {
 	bin, cache, events, memoryLimit, lowMemoryLimit, s3 string
-	spark, sparkRun                                     string
+	spark, sparkRun, sparkLocal                         string
 	seed                                                uint64
 	threads, repeat                                     int
 	py                                                  pysparkFlags
@@ -81,6 +81,7 @@ func runAll(ctx context.Context, args []string) error {
 	fs.IntVar(&f.repeat, "repeat", 2, "publishes of the largest day at --memory-limit (the first is the one compared)")
 	fs.StringVar(&f.s3, "s3", "", "an s3://bucket/prefix: each day's inputs are uploaded there once, and each local publish is followed by the same publish with inputs and warehouse on S3 (the server of AWS_ENDPOINT_URL)")
 	fs.StringVar(&f.spark, "spark", "", "a Spark Connect URL (sc://...): with --s3, each S3 publish is followed by the same publish on the Spark engine, inputs and warehouse on S3")
+	fs.StringVar(&f.sparkLocal, "spark-local", "", "a Spark Connect URL (sc://...) of a server running local[2] (scripts/spark.sh with ENGAGEMENT_SPARK_MASTER=local[2]): each day is also published on the Spark engine, inputs and warehouse on local disk, before the PySpark design")
 	fs.StringVar(&f.sparkRun, "spark-run", ".cache/spark/run", "scripts/spark.sh's run directory, whose pid files name the driver and the worker (for the cluster's peak RSS)")
 	fs.StringVar(&f.backfill, "backfill", "", "DATES:EVENTS_PER_DATE, e.g. 10:30000000: after the days, a design day over that many dates published in one backfill and its first date alone (backfill.go)")
 	fs.StringVar(&f.backfillMemoryLimit, "backfill-memory-limit", "4GB", "duckdb.memory_limit of both backfill publishes")
@@ -186,6 +187,19 @@ func runAll(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
+			all = append(all, m)
+		}
+		if f.sparkLocal != "" {
+			// The Spark engine on the same local[2] cores as the PySpark
+			// design below, inputs and warehouse on local disk as there.
+			g := f
+			g.spark = f.sparkLocal
+			abs, _ := filepath.Abs(data)
+			m, err := publishAt(ctx, g, "spark", abs, filepath.Join(f.cache, fmt.Sprintf("warehouse-%d-spark-local", n)), exp, n, f.memoryLimit, sparkLocalName, fmt.Sprintf("%d-spark-local", n))
+			if err != nil {
+				return err
+			}
+			m.clusterRSS = clusterRSS(f.sparkRun)
 			all = append(all, m)
 		}
 		if f.py.on {
@@ -530,6 +544,18 @@ func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, to
 	if f.spark != "" {
 		sparkReport(w, sizes, all)
 	}
+	if f.sparkLocal != "" && f.py.on {
+		fmt.Fprintln(w, "\n| events | Spark engine local[2] wall s | seed PySpark design wall s | engine / design (wall) | Spark server peak RSS (since it started) | target |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---|---|")
+		for _, n := range sizes {
+			e, d := find(n, sparkLocalName, f.memoryLimit), find(n, pysparkName, "driver "+f.py.driverMemory)
+			if e == nil || d == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %s | <= 0.7 |\n", progress.Count(int64(n)), e.wall.Seconds(), d.wall.Seconds(),
+				e.wall.Seconds()/d.wall.Seconds(), gib(e.clusterRSS["driver"]))
+		}
+	}
 	if len(sizes) > 1 {
 		lo, hi := find(sizes[0], "publish", f.memoryLimit), find(sizes[len(sizes)-1], "publish", f.memoryLimit)
 		if lo != nil && hi != nil {
@@ -610,6 +636,9 @@ func sparkReport(w io.Writer, sizes []int, all []measurement) {
 		fmt.Fprintf(w, "| before and after the phases (process, session, settings, exit) | %.2f | | |\n", m.wall.Seconds()-inPhases)
 	}
 }
+
+// sparkLocalName is the Spark engine's publish on a local[2] server.
+const sparkLocalName = "publish (Spark, local[2])"
 
 // clusterRSS reads the peak RSS (VmHWM) of the Spark Connect server (the
 // driver) and of the worker's executors, named by scripts/spark.sh's pid
