@@ -23,7 +23,6 @@ func newGenCmd(env *Env) *cobra.Command {
 expected.json holding the figures a correct publish must produce. The same seed and
 options give bit-identical files; --variant injects one defect the gate must catch.`,
 		Example: `  engagement gen --out /tmp/fixture --events 2000 --seed 7
-  engagement gen --out /tmp/design --shape design --events 1000000
   engagement gen --out /tmp/backfill --shape design --dates 10 --events 3000000`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runGen(c.Context(), *env, opts) },

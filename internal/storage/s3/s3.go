@@ -311,22 +311,49 @@ func (b *Bucket) Check(ctx context.Context) error {
 	return b.wrap("open bucket", "", err)
 }
 
+// probeTries is how many probe objects Probe creates twice before it
+// calls the server one that ignores If-None-Match.
+const probeTries = 3
+
 // Probe checks, before the first pointer write, that the server honours
 // If-None-Match: a second create of the same probe object must be refused
 // with 412. A server that ignores the condition would let two writers take
-// one generation. The probe object, under key, is removed afterwards.
+// one generation. The probe objects, under key, are removed afterwards.
+//
+// A server that ignores the condition ignores it every time, so a refusal
+// on any of probeTries fresh objects proves it honours it. One try alone
+// was not enough: versitygw once let a second create through while another
+// publisher's probe under the same prefix was being deleted (CI, two
+// concurrent publishers), and refusing a sound server fails a publish that
+// was safe. The pointer's own writes stay conditional either way.
 func (b *Bucket) Probe(ctx context.Context, key string) error {
+	for i := range probeTries {
+		k := key
+		if i > 0 {
+			k = fmt.Sprintf("%s.%d", key, i+1)
+		}
+		honoured, err := b.probeOnce(ctx, k)
+		if err != nil || honoured {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: the server ignores If-None-Match (a second create of %s succeeded, %d times out of %d): it cannot hold the pointer safely; use a server with conditional writes: %w",
+		b.loc, b.uri(key), probeTries, probeTries, storage.ErrRefused)
+}
+
+// probeOnce creates key twice with If-None-Match and reports whether the
+// second create was refused.
+func (b *Bucket) probeOnce(ctx context.Context, key string) (bool, error) {
 	if _, err := b.Put(ctx, key, []byte("probe\n"), storage.Cond{IfAbsent: true}); err != nil && !errors.Is(err, storage.ErrPrecondition) {
-		return fmt.Errorf("probe conditional writes: %w", err)
+		return false, fmt.Errorf("probe conditional writes: %w", err)
 	}
 	_, err := b.Put(ctx, key, []byte("probe again\n"), storage.Cond{IfAbsent: true})
 	_ = b.Delete(ctx, key)
 	switch {
 	case errors.Is(err, storage.ErrPrecondition):
-		return nil
+		return true, nil
 	case err == nil:
-		return fmt.Errorf("%s: the server ignores If-None-Match (a second create of %s succeeded): it cannot hold the pointer safely; use a server with conditional writes: %w",
-			b.loc, b.uri(key), storage.ErrRefused)
+		return false, nil
 	}
-	return fmt.Errorf("probe conditional writes: %w", err)
+	return false, fmt.Errorf("probe conditional writes: %w", err)
 }
