@@ -192,15 +192,21 @@ func runAll(ctx context.Context, args []string) error {
 		if f.sparkLocal != "" {
 			// The Spark engine on the same local[2] cores as the PySpark
 			// design below, inputs and warehouse on local disk as there.
+			// Twice: a Connect server is long-lived, so the second publish
+			// (its JIT warm from the first) is what a production server's
+			// publish costs; the first on the 6M day is the server's first
+			// work since it started.
 			g := f
 			g.spark = f.sparkLocal
 			abs, _ := filepath.Abs(data)
-			m, err := publishAt(ctx, g, "spark", abs, filepath.Join(f.cache, fmt.Sprintf("warehouse-%d-spark-local", n)), exp, n, f.memoryLimit, sparkLocalName, fmt.Sprintf("%d-spark-local", n))
-			if err != nil {
-				return err
+			for r, name := range []string{sparkLocalName, sparkLocalAgain} {
+				m, err := publishAt(ctx, g, "spark", abs, filepath.Join(f.cache, fmt.Sprintf("warehouse-%d-spark-local", n)), exp, n, f.memoryLimit, name, fmt.Sprintf("%d-spark-local-%d", n, r))
+				if err != nil {
+					return err
+				}
+				m.clusterRSS = clusterRSS(f.sparkRun)
+				all = append(all, m)
 			}
-			m.clusterRSS = clusterRSS(f.sparkRun)
-			all = append(all, m)
 		}
 		if f.py.on {
 			m, err := pysparkDesign(ctx, f, data, exp, n)
@@ -545,15 +551,15 @@ func report(w io.Writer, f runFlags, sizes []int, all []measurement, genTime, to
 		sparkReport(w, sizes, all)
 	}
 	if f.sparkLocal != "" && f.py.on {
-		fmt.Fprintln(w, "\n| events | Spark engine local[2] wall s | seed PySpark design wall s | engine / design (wall) | Spark server peak RSS (since it started) | target |")
+		fmt.Fprintln(w, "\n| events | Spark engine local[2] wall s (first, again) | seed PySpark design wall s | engine / design (wall: first, again) | Spark server peak RSS (since it started) | target |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|---|---|")
 		for _, n := range sizes {
-			e, d := find(n, sparkLocalName, f.memoryLimit), find(n, pysparkName, "driver "+f.py.driverMemory)
-			if e == nil || d == nil {
+			e, a, d := find(n, sparkLocalName, f.memoryLimit), find(n, sparkLocalAgain, f.memoryLimit), find(n, pysparkName, "driver "+f.py.driverMemory)
+			if e == nil || a == nil || d == nil {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %s | <= 0.7 |\n", progress.Count(int64(n)), e.wall.Seconds(), d.wall.Seconds(),
-				e.wall.Seconds()/d.wall.Seconds(), gib(e.clusterRSS["driver"]))
+			fmt.Fprintf(w, "| %s | %.2f, %.2f | %.2f | %.2f, %.2f | %s | <= 0.7 |\n", progress.Count(int64(n)), e.wall.Seconds(), a.wall.Seconds(), d.wall.Seconds(),
+				e.wall.Seconds()/d.wall.Seconds(), a.wall.Seconds()/d.wall.Seconds(), gib(a.clusterRSS["driver"]))
 		}
 	}
 	if len(sizes) > 1 {
@@ -637,8 +643,12 @@ func sparkReport(w io.Writer, sizes []int, all []measurement) {
 	}
 }
 
-// sparkLocalName is the Spark engine's publish on a local[2] server.
-const sparkLocalName = "publish (Spark, local[2])"
+// sparkLocalName and sparkLocalAgain are the Spark engine's two publishes
+// of a day on a local[2] server.
+const (
+	sparkLocalName  = "publish (Spark, local[2])"
+	sparkLocalAgain = "publish (Spark, local[2]) again"
+)
 
 // clusterRSS reads the peak RSS (VmHWM) of the Spark Connect server (the
 // driver) and of the worker's executors, named by scripts/spark.sh's pid

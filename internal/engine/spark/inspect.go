@@ -107,19 +107,27 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 
 	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols)
 	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", enrollRel, quote(spec.EnrollmentSnapshotID))
-	var dupPairs string
-	if err := e.scan(ctx, "check enrollments "+spec.Enrollments, fmt.Sprintf(`WITH pin AS (%s),
-		dups AS (SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
-		         FROM pin GROUP BY learner_key, course_id HAVING count(*) > 1)
-		SELECT (SELECT count(*) FROM pin), (SELECT count(*) FROM dups),
-		       (SELECT concat_ws(char(1), sort_array(collect_list(pair))) FROM (SELECT pair FROM dups ORDER BY pair LIMIT 5))`, enrollPin),
-		&in.Figures.EnrollmentRows, &in.Figures.DuplicateEnrollCount, &dupPairs); err != nil {
+	// The rows and the repeated pairs in one pass over the pin (each row is
+	// in exactly one pair, nulls included); the sample of repeated pairs is
+	// a second query, run only when there is one to name.
+	what := "check enrollments " + spec.Enrollments
+	pairs := fmt.Sprintf(`SELECT learner_key, course_id, count(*) AS n FROM (%s) GROUP BY learner_key, course_id`, enrollPin)
+	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), count_if(n > 1) FROM (%s)`, pairs),
+		&in.Figures.EnrollmentRows, &in.Figures.DuplicateEnrollCount); err != nil {
 		return in, err
 	}
 	if in.Figures.EnrollmentRows == 0 {
 		return in, e.noPin(ctx, "enrollments", spec.Enrollments, enrollRel, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
 	}
-	in.Figures.DuplicateEnrollments = splitList(dupPairs)
+	if in.Figures.DuplicateEnrollCount == 0 {
+		return in, nil
+	}
+	sample, err := e.strings(ctx, what, fmt.Sprintf(`SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
+		FROM (%s) WHERE n > 1 ORDER BY pair LIMIT 5`, pairs))
+	if err != nil {
+		return in, err
+	}
+	in.Figures.DuplicateEnrollments = sample
 	return in, nil
 }
 

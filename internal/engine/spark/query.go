@@ -112,6 +112,17 @@ func saltsOf(spec engine.Spec) string {
 // pmod(hash(event_id), n) and their enrollments are replicated once per
 // salt, so one course's events spread over n shuffle partitions. The salt
 // joins and is dropped before the aggregate.
+//
+// Events disagreeing on course_id is min(course_id) <> max(course_id),
+// not count(DISTINCT course_id) > 1: the two agree (both skip nulls), and
+// a distinct count makes Spark aggregate twice, with a shuffle of its own
+// between (on the design day a third of the build).
+//
+// The enrollment join comes first and the manifest's broadcast join after
+// it, so the shuffle and sort of the events carry only the narrow raw
+// projection: joined first, the pin's three strings (manifest_id,
+// lesson_title, its course_id) rode every event through the exchange. Both
+// are left joins on different keys, so the order changes no row.
 func factQuery(spec engine.Spec, events string) string {
 	// Subqueries, not WITH: Spark gives a CTE fresh ids each time a view
 	// over it is analyzed, so a cached view defined with WITH never matches
@@ -126,7 +137,7 @@ func factQuery(spec engine.Spec, events string) string {
        max(event_time) AS last_event_time,
        bool_or(enrolled) AS enrolled,
        count_if(manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id) AS manifest_course_conflicts,
-       (count(DISTINCT course_id) > 1 OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
+       (coalesce(min(course_id) <> max(course_id), false) OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
 FROM (
   SELECT /*+ BROADCAST(m), MERGE(en) */
          ev.learner_key, ev.lesson_id, ev.event_date, ev.course_id, ev.event_time,
@@ -139,18 +150,19 @@ FROM (
     ) events
   ) ev
   LEFT JOIN (
-    SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
-    FROM %s WHERE manifest_id = %s
-  ) m ON ev.lesson_id = m.lesson_id
-  LEFT JOIN (
     SELECT learner_key, course_id, _salt
     FROM (SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s) enrollments
     LATERAL VIEW explode(%s) salts AS _salt
   ) en ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id AND ev._salt = en._salt
+  LEFT JOIN (
+    SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
+    FROM %s WHERE manifest_id = %s
+  ) m ON ev.lesson_id = m.lesson_id
 ) joined
 GROUP BY learner_key, lesson_id, event_date`,
-		saltOf(spec), indent(indent(indent(events))), filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID),
-		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID), saltsOf(spec))
+		saltOf(spec), indent(indent(indent(events))),
+		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID), saltsOf(spec),
+		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
 }
 
 func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
