@@ -21,13 +21,13 @@
 #       scripts/spark.sh (started and stopped here, reading S3 through S3A), right
 #       after each DuckDB publish on S3
 #   bash bench/run.sh --with-pyspark --events 6000000 --repeat 1 --low-memory-limit ""
-#   bash bench/run.sh --with-pyspark --with-spark-local --events 6000000 --repeat 1 --low-memory-limit ""
-#       also publishes each day on the Spark engine, on a Connect server running
-#       local[2] (started and stopped here), then runs the PySpark design: the
-#       engine / design ratio
 #       also runs the seed's PySpark design (bench/pyspark_design.py) on each day with
 #       spark-submit on local[2] (Spark and its Python package from scripts/spark.sh
 #       pyspark; no cluster), after the day's publishes; combines with the flags above
+#   bash bench/run.sh --with-pyspark --with-spark-local --events 6000000,60000000 --repeat 2
+#       also publishes each day twice on the Spark engine, on a Connect server running
+#       local[2] (started and stopped here; the second publish finds its JIT warm),
+#       then runs the PySpark design: the engine / design ratio (docs/benchmark.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache/bench/bin

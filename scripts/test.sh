@@ -116,8 +116,8 @@ go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 
 echo "== go test (the other packages)"
 # The Spark engine's package (its publish suite and the cross-engine
-# equality on the cluster, with S3) is the long pole: 21 to 24 minutes on a
-# quiet 2-core machine, so its bound leaves room for a slower one.
+# equality on the cluster, with S3) is the long pole: 10 to 20 minutes on a
+# 2-core machine (docs/testing.md), so its bound leaves room for a slower one.
 go test -count=1 -timeout 35m -skip '^TestWorkerLostDuringStaging$' $(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage)$|/internal/(pointer|storage)/')
 
 # It kills the cluster's worker mid-stage (then starts it again), so it runs
