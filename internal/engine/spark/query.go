@@ -116,7 +116,7 @@ func saltsOf(spec engine.Spec) string {
 // Events disagreeing on course_id is min(course_id) <> max(course_id),
 // not count(DISTINCT course_id) > 1: the two agree (both skip nulls), and
 // a distinct count makes Spark aggregate twice, with a shuffle of its own
-// between (on the design day a third of the build).
+// between (on the 6M design day a 4.6 s stage of a 26 s build).
 //
 // The enrollment join comes first and the manifest's broadcast join after
 // it, so the shuffle and sort of the events carry only the narrow raw

@@ -322,10 +322,10 @@ const probeTries = 3
 //
 // A server that ignores the condition ignores it every time, so a refusal
 // on any of probeTries fresh objects proves it honours it. One try alone
-// was not enough: versitygw once let a second create through while another
-// publisher's probe under the same prefix was being deleted (CI, two
-// concurrent publishers), and refusing a sound server fails a publish that
-// was safe. The pointer's own writes stay conditional either way.
+// was not enough: in CI, versitygw once let a second create through while
+// another publisher probed beside it (why was not found), and refusing a
+// sound server fails a publish that was safe. The pointer's own writes stay
+// conditional either way.
 func (b *Bucket) Probe(ctx context.Context, key string) error {
 	for i := range probeTries {
 		k := key
