@@ -194,26 +194,32 @@ running() { alive "$pidfile"; }
 
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
+# shellcheck source=lib/port.sh
+source scripts/lib/port.sh # the cd above makes the path relative to the repository
 
-# await NAME PORT PIDFILE LOG: wait (120 s at most) for a JVM started in the
-# background to answer on PORT.
+# await NAME PORT PIDFILE LOG SAYS: wait (120 s at most) for a JVM started in
+# the background to answer on PORT with its log saying SAYS (a grep -F
+# pattern): a port that answers may be another process's, so the JVM's own
+# word that it bound it is what counts. Returns 0 when ready; else prints the
+# log's tail and returns 2 when the JVM exited over a port it could not bind
+# (start picks new ports), 1 otherwise.
 await() {
-  local name=$1 port=$2 pf=$3 lg=$4
+  local name=$1 port=$2 pf=$3 lg=$4 says=$5
   for _ in $(seq 1 240); do
-    answers "$port" && return 0
+    if answers "$port" && grep -qF -- "$says" "$lg" 2>/dev/null; then
+      alive "$pf" && return 0
+    fi
     if ! alive "$pf"; then
       tail -n 50 "$lg" >&2
-      stop
-      die "the Spark $name exited while starting (log: $lg)"
+      echo "spark.sh: the Spark $name exited while starting (log: $lg)" >&2
+      grep -qE 'BindException|Address already in use|Failed to bind' "$lg" 2>/dev/null && return 2
+      return 1
     fi
     sleep 0.5
   done
   tail -n 50 "$lg" >&2
-  stop
-  die "the Spark $name did not answer on 127.0.0.1:$port within 120s (log: $lg)"
+  echo "spark.sh: the Spark $name did not answer on 127.0.0.1:$port within 120s (log: $lg)" >&2
+  return 1
 }
 
 # daemon NAME CLASS ARGS...: start a Spark JVM of its own process group
@@ -223,7 +229,7 @@ daemon() {
   shift
   (
     cd "$run"
-    export SPARK_HOME=$spark_home SPARK_DAEMON_MEMORY=512m
+    export SPARK_HOME=$spark_home SPARK_DAEMON_MEMORY=512m SPARK_LOCAL_IP=127.0.0.1
     exec setsid "$spark_home/bin/spark-class" "$@"
   ) >"$run/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
@@ -231,14 +237,21 @@ daemon() {
 
 worker_mem=${ENGAGEMENT_SPARK_WORKER_MEMORY:-2g}
 
-# start_worker PORT: start the worker (2 cores, bounded memory) and register
-# it with the master. Its executors run in JVMs of their own, with a working
-# directory of their own (run/worker/<app>/<id>): a path only the CLI's
-# process can see fails there, as on a real cluster.
+# start_worker PORT WEBUI_PORT: start the worker (2 cores, bounded memory)
+# and register it with the master. Its executors run in JVMs of their own,
+# with a working directory of their own (run/worker/<app>/<id>): a path only
+# the CLI's process can see fails there, as on a real cluster.
 start_worker() {
   echo "$1" >"$run/worker.port"
-  daemon worker org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port "$1" --webui-port 0 \
+  daemon worker org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port "$1" --webui-port "$2" \
     --cores 2 --memory "$worker_mem" --work-dir "$run/worker" "spark://127.0.0.1:$(cat "$run/master.port")"
+}
+
+# await_worker: wait until the worker has bound its port.
+await_worker() {
+  local port
+  port=$(cat "$run/worker.port")
+  await worker "$port" "$run/worker.pid" "$run/worker.log" "service 'sparkWorker' on port $port."
 }
 
 # worker starts the worker again after it died (the worker-loss test kills
@@ -247,8 +260,17 @@ worker() {
   java17 || die "no Java 17"
   alive "$run/master.pid" || die "no master is running (bash scripts/spark.sh start)"
   alive "$run/worker.pid" && return 0
-  start_worker "$(free_port)"
-  await worker "$(cat "$run/worker.port")" "$run/worker.pid" "$run/worker.log"
+  local attempt p rc
+  for attempt in 1 2 3; do
+    p=$(free_port)
+    start_worker "$p" "$(free_port "$p")"
+    rc=0
+    await_worker || rc=$?
+    [ "$rc" -eq 0 ] && return 0
+    halt "$run/worker.pid"
+    [ "$rc" -eq 2 ] || die "the worker did not start"
+  done
+  die "the worker found no port to bind in 3 tries"
 }
 
 # s3a_properties writes the S3A settings from the AWS_* variables into a
@@ -292,26 +314,56 @@ start() {
     echo "sc://127.0.0.1:$(cat "$portfile")"
     return 0
   fi
+  if [ -n "${ENGAGEMENT_SPARK_PORT:-}" ] && answers "$ENGAGEMENT_SPARK_PORT"; then
+    die "ENGAGEMENT_SPARK_PORT=$ENGAGEMENT_SPARK_PORT: another process listens on 127.0.0.1:$ENGAGEMENT_SPARK_PORT"
+  fi
+  local began=$SECONDS attempt rc
+  # A JVM that lost one of its ports to another process exits at start;
+  # new ports are picked for every JVM and the cluster starts again.
+  for attempt in 1 2 3; do
+    rc=0
+    start_cluster || rc=$?
+    if [ "$rc" -eq 0 ]; then
+      echo "spark.sh: Spark cluster ready after $((SECONDS - began))s: master $(cat "$run/master.url"), Connect server on 127.0.0.1:$(cat "$portfile"), UI $(cat "$uifile") (logs: $run)" >&2
+      echo "sc://127.0.0.1:$(cat "$portfile")"
+      return 0
+    fi
+    stop
+    [ "$rc" -eq 2 ] || die "the Spark cluster did not start (logs: $run)"
+    echo "spark.sh: a port was taken under a Spark JVM (try $attempt of 3): starting again on new ports" >&2
+  done
+  die "the Spark cluster found no ports to bind in 3 tries (logs: $run)"
+}
+
+# start_cluster: one try at master, worker and Connect server, every port
+# they listen on chosen here (none left to the kernel, which would pick from
+# the range free_port stays out of). Returns as await does.
+start_cluster() {
   stop
   rm -rf "$run/worker" "$run/tmp"
   mkdir -p "$run/tmp" "$run/worker" "$run/events"
-  local began=$SECONDS
-  local master_port web_port worker_port ui_port port
-  master_port=$(free_port)
-  web_port=$(free_port)
-  worker_port=$(free_port)
-  ui_port=$(free_port)
-  port=${ENGAGEMENT_SPARK_PORT:-$(free_port)}
+  local ports=() p
+  # port: the Connect port; then the master's two, the worker's two, and the
+  # driver's UI, RPC and block manager ports, all distinct.
+  p=${ENGAGEMENT_SPARK_PORT:-$(free_port)}
+  ports+=("$p")
+  for _ in 1 2 3 4 5 6 7; do
+    p=$(free_port "${ports[@]}")
+    ports+=("$p")
+  done
+  local port=${ports[0]} master_port=${ports[1]} web_port=${ports[2]} worker_port=${ports[3]} worker_web=${ports[4]}
+  local ui_port=${ports[5]} driver_port=${ports[6]} block_port=${ports[7]}
   local master=${ENGAGEMENT_SPARK_MASTER:-}
   if [ -z "$master" ]; then
     daemon master org.apache.spark.deploy.master.Master --host 127.0.0.1 --port "$master_port" --webui-port "$web_port"
-    await master "$master_port" "$run/master.pid" "$run/master.log"
+    await master "$master_port" "$run/master.pid" "$run/master.log" "service 'sparkMaster' on port $master_port." || return $?
     echo "$master_port" >"$run/master.port"
     master=spark://127.0.0.1:$master_port
     # The worker and the server start side by side (each JVM takes seconds):
     # the server needs the worker only once it runs a job.
-    start_worker "$worker_port"
+    start_worker "$worker_port" "$worker_web"
   fi
+  echo "$master" >"$run/master.url"
   echo "$port" >"$portfile"
   echo "http://127.0.0.1:$ui_port" >"$uifile"
   local props=$run/server.properties jars=()
@@ -324,7 +376,7 @@ start() {
   # stays on for its REST API, which the skew and spill monitors read.
   (
     cd "$run"
-    export SPARK_HOME=$spark_home
+    export SPARK_HOME=$spark_home SPARK_LOCAL_IP=127.0.0.1
     exec setsid "$spark_home/bin/spark-submit" --class "$server_class" --name engagement-spark-connect \
       --master "$master" --driver-memory "${ENGAGEMENT_SPARK_MEMORY:-2g}" \
       --driver-java-options "${ENGAGEMENT_SPARK_JAVA_OPTS:-}" --conf spark.executor.extraJavaOptions="${ENGAGEMENT_SPARK_JAVA_OPTS:-}" \
@@ -333,6 +385,7 @@ start() {
       --conf spark.connect.grpc.binding.address=127.0.0.1 \
       --conf spark.connect.grpc.binding.port="$port" \
       --conf spark.driver.bindAddress=127.0.0.1 --conf spark.driver.host=127.0.0.1 \
+      --conf spark.driver.port="$driver_port" --conf spark.driver.blockManager.port="$block_port" \
       --conf spark.ui.enabled=true --conf spark.ui.port="$ui_port" --conf spark.port.maxRetries=0 \
       --conf spark.ui.retainedStages=2000 --conf spark.ui.retainedTasks=200000 \
       --conf spark.speculation=false \
@@ -342,10 +395,10 @@ start() {
       --conf spark.sql.session.timeZone=UTC
   ) >"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"
-  [ -n "${ENGAGEMENT_SPARK_MASTER:-}" ] || await worker "$(cat "$run/worker.port")" "$run/worker.pid" "$run/worker.log"
-  await "Connect server" "$port" "$pidfile" "$log"
-  echo "spark.sh: Spark cluster ready after $((SECONDS - began))s: master $master, Connect server on 127.0.0.1:$port, UI $(cat "$uifile") (logs: $run)" >&2
-  echo "sc://127.0.0.1:$port"
+  if [ -z "${ENGAGEMENT_SPARK_MASTER:-}" ]; then
+    await_worker || return $?
+  fi
+  await "Connect server" "$port" "$pidfile" "$log" "Spark Connect server started at: 127.0.0.1:$port"
 }
 
 # halt PIDFILE: stop the process group a pid file names.

@@ -5,9 +5,8 @@ running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
+# shellcheck source=port.sh
+source scripts/lib/port.sh
 
 # await PORT [SECONDS [CHECK]]: wait (10 s by default) until the server
 # started in the background answers on PORT, or, with CHECK, until the
