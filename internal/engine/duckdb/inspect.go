@@ -151,7 +151,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	// be a collision, so the exact count below decides.
 	q := `SELECT count(*) FILTER (WHERE event_time IS NULL),
 		count(*) FILTER (WHERE requested AND event_id IS NULL),
-		count(event_id) FILTER (WHERE requested) - count(DISTINCT hash(event_id)) FILTER (WHERE requested AND event_id IS NOT NULL)`
+		count(event_id) FILTER (WHERE requested) - count(DISTINCT ` + e.hashOf("event_id") + `) FILTER (WHERE requested AND event_id IS NOT NULL)`
 	// One instant range per date, as utcDayRanges: no per-row date.
 	for _, d := range spec.Dates {
 		q += ",\n\t\tcount(*) FILTER (WHERE " + utcDayRanges("ts", []dates.Date{d}) + ")"
@@ -189,24 +189,33 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 }
 
 // checkEnrollments counts the snapshot pin's rows and its duplicated
-// (learner_key, course_id) pairs with a sample of them, in one pass: on the
-// design day the snapshot holds about 20M rows, and each extra GROUP BY over
-// it cost several seconds.
+// (learner_key, course_id) pairs with a sample of them. On the design day the
+// snapshot holds about 20M rows, and each GROUP BY over it costs seconds: the
+// first pass counts the rows and the distinct 64-bit hashes of the pairs
+// (equal pairs hash alike, so as many hashes as rows means no repeat); only
+// a hash repeat, which may be a collision, runs the exact pass by the pair,
+// which counts the repeated pairs and samples five.
 func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files []string, in *engine.Inputs) error {
-	q := fmt.Sprintf(`SELECT coalesce(sum(n), 0)::BIGINT, count(*) FILTER (WHERE n > 1),
-		coalesce(min(coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>'), 5) FILTER (WHERE n > 1), [])
-		FROM (SELECT learner_key, course_id, count(*) AS n
-		      FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s
-		      GROUP BY learner_key, course_id)`, FileList(files), quote(spec.EnrollmentSnapshotID))
-	var sample any
-	if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &in.Figures.DuplicateEnrollCount, &sample); err != nil {
+	pin := fmt.Sprintf(`FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s`, FileList(files), quote(spec.EnrollmentSnapshotID))
+	var distinctHashes int64
+	q := `SELECT count(*), count(DISTINCT ` + e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL") + `) ` + pin
+	if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &distinctHashes); err != nil {
 		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, firstLine(err))
 	}
 	if in.Figures.EnrollmentRows == 0 {
 		_, err := e.pinRows(ctx, "enrollments", spec.Enrollments, files, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
 		return err
 	}
-	in.Figures.DuplicateEnrollments = nil
+	in.Figures.DuplicateEnrollCount, in.Figures.DuplicateEnrollments = 0, nil
+	if distinctHashes == in.Figures.EnrollmentRows {
+		return nil
+	}
+	q = `SELECT count(*), coalesce(min(coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>'), 5), [])
+		FROM (SELECT learner_key, course_id ` + pin + ` GROUP BY learner_key, course_id HAVING count(*) > 1)`
+	var sample any
+	if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.DuplicateEnrollCount, &sample); err != nil {
+		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, firstLine(err))
+	}
 	if l, ok := sample.([]any); ok {
 		for _, v := range l {
 			if s, ok := v.(string); ok {

@@ -108,22 +108,36 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols)
 	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", enrollRel, quote(spec.EnrollmentSnapshotID))
 	// The rows and the repeated pairs in one pass over the pin (each row is
-	// in exactly one pair, nulls included); the sample of repeated pairs is
-	// a second query, run only when there is one to name.
+	// in exactly one group), grouped by a 64-bit hash of the pair as the
+	// event ids are: a collision can only make a repeat appear, so a pass
+	// by the pair itself runs only when one does, and the sample of
+	// repeated pairs only when that pass confirms one.
 	what := "check enrollments " + spec.Enrollments
-	pairs := fmt.Sprintf(`SELECT learner_key, course_id, count(*) AS n FROM (%s) GROUP BY learner_key, course_id`, enrollPin)
-	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), count_if(n > 1) FROM (%s)`, pairs),
-		&in.Figures.EnrollmentRows, &in.Figures.DuplicateEnrollCount); err != nil {
+	pairs := func(cols string) string {
+		return fmt.Sprintf(`SELECT %s, count(*) AS n FROM (%s) GROUP BY %[1]s`, cols, enrollPin)
+	}
+	var hashRepeats int64
+	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), count_if(n > 1) FROM (%s)`,
+		pairs(e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL"))),
+		&in.Figures.EnrollmentRows, &hashRepeats); err != nil {
 		return in, err
 	}
 	if in.Figures.EnrollmentRows == 0 {
 		return in, e.noPin(ctx, "enrollments", spec.Enrollments, enrollRel, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
 	}
+	in.Figures.DuplicateEnrollCount = 0
+	if hashRepeats == 0 {
+		return in, nil
+	}
+	exact := pairs("learner_key, course_id")
+	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT count_if(n > 1) FROM (%s)`, exact), &in.Figures.DuplicateEnrollCount); err != nil {
+		return in, err
+	}
 	if in.Figures.DuplicateEnrollCount == 0 {
 		return in, nil
 	}
 	sample, err := e.strings(ctx, what, fmt.Sprintf(`SELECT coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>') AS pair
-		FROM (%s) WHERE n > 1 ORDER BY pair LIMIT 5`, pairs))
+		FROM (%s) WHERE n > 1 ORDER BY pair LIMIT 5`, exact))
 	if err != nil {
 		return in, err
 	}
@@ -135,10 +149,15 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 // placed or counted once, with the DuckDB engine's meaning: a null
 // event_time anywhere in the read window, and a null or repeated event_id
 // among the events of the requested dates, with a sorted sample of five
-// repeated ids. The three counts come from one scan of raw, grouped by
-// event_id: only events of the requested dates and those without a time
-// (whose date is unknown) reach the shuffle. The sample is a second scan,
-// run only when there is something to name.
+// repeated ids. Only events of the requested dates and those without a time
+// (whose date is unknown) reach the shuffle.
+//
+// The first pass groups by a 64-bit hash of event_id, not by the string:
+// equal ids hash alike, so no repeated hash means no repeated id, and on the
+// design day the shuffle carries a long a row instead of the id. Its other
+// counts do not depend on the grouping and are exact. A repeated hash may be
+// a collision, so only then does an exact pass group by the id itself, and
+// only when that finds repeats does a third name five of them.
 func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.InputFigures, events map[dates.Date]int64) error {
 	if f.RawFiles == 0 {
 		return nil
@@ -155,32 +174,47 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.In
 		perDateIn = append(perDateIn, fmt.Sprintf(",\n\t\tcount_if(event_date = DATE %s) AS n%d", quote(d.String()), i))
 		perDateOut = append(perDateOut, fmt.Sprintf(",\n\t\tCAST(coalesce(sum(n%d), 0) AS BIGINT)", i))
 	}
-	byID := fmt.Sprintf(`SELECT event_id, count_if(event_time IS NULL) AS no_time, count_if(requested) AS n_requested%s
+	// byKey groups the events by key, an expression of event_id that is
+	// null exactly when event_id is.
+	byKey := func(key string) string {
+		return fmt.Sprintf(`SELECT %s AS k, count_if(event_time IS NULL) AS no_time, count_if(requested) AS n_requested%s
 		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s, false) AS requested
 		      FROM (SELECT event_id, event_time, %s AS event_date FROM %s
 		            WHERE ingest_date BETWEEN DATE %s AND DATE %s))
 		WHERE event_time IS NULL OR requested
-		GROUP BY event_id`,
-		strings.Join(perDateIn, ""), dateList(spec.Dates), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+		GROUP BY 1`,
+			key, strings.Join(perDateIn, ""), dateList(spec.Dates), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+	}
+	const repeats = "CAST(coalesce(sum(CASE WHEN k IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT)"
 	perDate := make([]int64, len(spec.Dates))
-	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &f.DuplicateEventIDs}
+	var hashRepeats int64
+	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &hashRepeats}
 	for i := range perDate {
 		dest = append(dest, &perDate[i])
 	}
+	hashed := byKey("CASE WHEN event_id IS NOT NULL THEN " + e.hashOf("event_id") + " END")
 	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(no_time), 0) AS BIGINT),
-		CAST(coalesce(sum(CASE WHEN event_id IS NULL THEN n_requested ELSE 0 END), 0) AS BIGINT),
-		CAST(coalesce(sum(CASE WHEN event_id IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT)%s
-		FROM (%s)`, strings.Join(perDateOut, ""), byID), dest...); err != nil {
+		CAST(coalesce(sum(CASE WHEN k IS NULL THEN n_requested ELSE 0 END), 0) AS BIGINT),
+		%s%s
+		FROM (%s)`, repeats, strings.Join(perDateOut, ""), hashed), dest...); err != nil {
 		return err
 	}
 	for i, d := range spec.Dates {
 		events[d] = perDate[i]
 	}
+	f.DuplicateEventIDs = 0
+	if hashRepeats == 0 {
+		return nil
+	}
+	exact := byKey("event_id")
+	if err := e.scan(ctx, what, fmt.Sprintf("SELECT %s FROM (%s)", repeats, exact), &f.DuplicateEventIDs); err != nil {
+		return err
+	}
 	if f.DuplicateEventIDs == 0 {
 		return nil
 	}
 	sample, err := e.strings(ctx, what, fmt.Sprintf(
-		"SELECT event_id FROM (%s) WHERE event_id IS NOT NULL AND n_requested > 1 ORDER BY event_id LIMIT 5", byID))
+		"SELECT k FROM (%s) WHERE k IS NOT NULL AND n_requested > 1 ORDER BY k LIMIT 5", exact))
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,18 @@ type Engine struct {
 	// counts the statements run.
 	progress progress.Reporter
 	steps    int
+	// keyHash is the 64-bit hash the uniqueness checks group by before
+	// any exact comparison (xxhash64 when nil; a test weakens it to make
+	// collisions, which the exact pass must then see through).
+	keyHash func(cols string) string
+}
+
+// hashOf is the uniqueness checks' hash of cols (a comma-separated list).
+func (e *Engine) hashOf(cols string) string {
+	if e.keyHash != nil {
+		return e.keyHash(cols)
+	}
+	return "xxhash64(" + cols + ")"
 }
 
 // SetProgress makes the engine report each statement it sends as a step

@@ -1,0 +1,24 @@
+package duckdb_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+)
+
+func TestUniquenessSeesThroughCollisions(t *testing.T) {
+	publishtest.CheckUniqueness(t, func(t *testing.T, weak bool) engine.Engine {
+		e, err := duckdb.Open(context.Background(), map[string]string{"threads": "2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		if weak {
+			duckdb.WeakenKeyHash(e, 3)
+		}
+		return e
+	})
+}
