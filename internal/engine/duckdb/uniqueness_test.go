@@ -1,7 +1,6 @@
 package duckdb_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/engine"
@@ -11,10 +10,7 @@ import (
 
 func TestUniquenessSeesThroughCollisions(t *testing.T) {
 	publishtest.CheckUniqueness(t, func(t *testing.T, weak bool) engine.Engine {
-		e, err := duckdb.Open(context.Background(), map[string]string{"threads": "2"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := harness().Open(t).(*duckdb.Engine)
 		t.Cleanup(func() { e.Close() })
 		if weak {
 			duckdb.WeakenKeyHash(e, 3)
