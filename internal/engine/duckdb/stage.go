@@ -182,24 +182,30 @@ func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ")
 // Stage implements engine.Engine: the shared driver (engine.RunStage)
 // decides the order and the files; runner runs DuckDB's SQL.
 func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
-	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
+	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(copyBatches(spec.Dates)), p: e.reporter()}}
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
 	r.steps.next("", 0)
 	return st, err
 }
 
-// runner is the DuckDB side of engine.Runner. It writes each date of a
-// table with its own COPY into a file it names, and reports a step per
-// statement.
+// runner is the DuckDB side of engine.Runner. It writes a table's dates
+// in a few partitioned COPYs, and reports a step per statement.
 type runner struct {
 	e     *Engine
 	s     sources
 	steps stageSteps
+	// figs are the figures BuildFacts counted, nil when they must be
+	// counted again.
+	figs map[dates.Date]engine.DateFigures
 }
 
 // BuildFacts implements engine.Runner: the fact grain as a temp table, its
-// course-conflict rows recomputed at event level (fixConflictRows).
+// course-conflict rows recomputed at event level (fixConflictRows). Each
+// date's figures are counted here, in the scan that finds the conflict rows,
+// and kept for Figures unless the recomputation changed them: a second pass
+// over the temp table cost 14 s in the ten-date backfill, where it is
+// spilled.
 func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), error) {
 	e := r.e
 	r.steps.next("aggregate to the fact grain, join manifest and enrollments", 0)
@@ -207,27 +213,39 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), erro
 		return func() {}, err
 	}
 	release := func() { e.exec(context.WithoutCancel(ctx), "drop fact_stage", "DROP TABLE IF EXISTS fact_stage") }
-	r.steps.next("count course conflicts", 0)
-	var conflictRows int64
-	err := e.eachDate(ctx, "count course conflicts", `SELECT event_date, count(*) FILTER (WHERE course_conflict) FROM fact_stage GROUP BY event_date`,
-		func(_ dates.Date, n ...int64) { conflictRows += n[0] })
+	r.steps.next("count each date's figures and course conflicts", 0)
+	figs, err := r.countFigures(ctx)
 	if err != nil {
 		return release, err
 	}
-	if conflictRows > 0 {
-		if err := e.exec(ctx, "recompute conflict rows", `UPDATE fact_stage f SET enrolled = x.enrolled, manifest_course_conflicts = x.manifest_course_conflicts
-			FROM (`+conflictFixQuery(spec, r.s)+`) x
-			WHERE f.learner_key IS NOT DISTINCT FROM x.learner_key AND f.lesson_id IS NOT DISTINCT FROM x.lesson_id AND f.event_date = x.event_date`); err != nil {
-			return release, err
-		}
+	var conflictRows int64
+	for _, f := range figs {
+		conflictRows += f.FactRowCourseConflicts
+	}
+	if conflictRows == 0 {
+		r.figs = figs
+		return release, nil
+	}
+	if err := e.exec(ctx, "recompute conflict rows", `UPDATE fact_stage f SET enrolled = x.enrolled, manifest_course_conflicts = x.manifest_course_conflicts
+		FROM (`+conflictFixQuery(spec, r.s)+`) x
+		WHERE f.learner_key IS NOT DISTINCT FROM x.learner_key AND f.lesson_id IS NOT DISTINCT FROM x.lesson_id AND f.event_date = x.event_date`); err != nil {
+		return release, err
 	}
 	return release, nil
 }
 
-// Figures implements engine.Runner.
+// Figures implements engine.Runner: BuildFacts' count, or a new one when the
+// conflict rows were recomputed after it.
 func (r *runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, error) {
+	if r.figs != nil {
+		return r.figs, nil
+	}
+	return r.countFigures(ctx)
+}
+
+func (r *runner) countFigures(ctx context.Context) (map[dates.Date]engine.DateFigures, error) {
 	out := map[dates.Date]engine.DateFigures{}
-	err := r.e.eachDate(ctx, "count course conflicts", `SELECT event_date, sum(manifest_course_conflicts)::BIGINT, count(*) FILTER (WHERE course_conflict),
+	err := r.e.eachDate(ctx, "count each date's figures", `SELECT event_date, sum(manifest_course_conflicts)::BIGINT, count(*) FILTER (WHERE course_conflict),
 		count(*), sum(strlen(learner_key) + strlen(lesson_id) + coalesce(strlen(course_id), 0))::BIGINT, count(DISTINCT course_id)
 		FROM fact_stage GROUP BY event_date`,
 		func(d dates.Date, n ...int64) {
@@ -236,20 +254,19 @@ func (r *runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]
 	return out, err
 }
 
-// query is table's SELECT for date d.
+// query is table's SELECT for the dates ds, event_date last.
 // Fact rows are written in no particular order: the contents are
 // deterministic, the row order inside a file is not part of the table, and
 // sorting a design day's 8M rows per date cost more than the rest of the
 // write (measured: 3.6 s sorted vs 1.5 s unsorted for 0.8M rows).
-func (r *runner) query(spec engine.Spec, table string, d dates.Date) string {
-	day := "event_date = DATE " + quote(d.String())
+func (r *runner) query(spec engine.Spec, table string, ds []dates.Date) string {
 	if table == engine.FactTable {
 		return fmt.Sprintf(`WITH %s
 			SELECT f.learner_key, f.lesson_id, f.course_id, CASE WHEN f.matched THEN %s END AS manifest_id, m.lesson_title, f.event_count,
-			f.first_event_time, f.last_event_time, f.enrolled, %s AS enrollment_snapshot_id, %s AS job_id
+			f.first_event_time, f.last_event_time, f.enrolled, %s AS enrollment_snapshot_id, %s AS job_id, f.event_date
 			FROM fact_stage f LEFT JOIN manifest m ON f.lesson_id = m.lesson_id
-			WHERE f.%s`,
-			manifestCTE(spec, r.s), quote(spec.ManifestID), quote(spec.EnrollmentSnapshotID), quote(spec.JobID), day)
+			WHERE f.event_date IN %s`,
+			manifestCTE(spec, r.s), quote(spec.ManifestID), quote(spec.EnrollmentSnapshotID), quote(spec.JobID), dateList(ds))
 	}
 	return fmt.Sprintf(`SELECT course_id,
 			sum(event_count)::BIGINT AS event_count,
@@ -257,38 +274,47 @@ func (r *runner) query(spec engine.Spec, table string, d dates.Date) string {
 			coalesce(sum(event_count) FILTER (WHERE NOT matched), 0)::BIGINT AS unknown_lesson_count,
 			coalesce(sum(event_count) FILTER (WHERE enrolled), 0)::BIGINT AS enrolled_event_count,
 			count(DISTINCT learner_key) AS learner_count,
-			%s AS job_id
-			FROM fact_stage WHERE %s GROUP BY course_id ORDER BY course_id`, quote(spec.JobID), day)
+			%s AS job_id, event_date
+			FROM fact_stage WHERE event_date IN %s GROUP BY event_date, course_id ORDER BY event_date, course_id`, quote(spec.JobID), dateList(ds))
 }
 
-// Write implements engine.Runner: one COPY, one file, per date, and for a
-// split date one COPY per part, each taking the rows whose grain hashes to
-// it, so a row's file is a function of its key. Each date is reported
-// written as its last COPY ends.
+// Write implements engine.Runner. The dates written whole (one file each)
+// go out in partitioned COPYs, a batch of dates per statement (copyBatches),
+// because every COPY reads the whole temp table: one COPY a date made the
+// ten-date backfill's writes grow with dates times dates (448 s of its
+// 712 s stage, the temp table spilled at 4GB). A split date is one COPY per
+// part, each taking the rows whose grain hashes to it, so a row's file is a
+// function of its key. Each date is reported written as its last COPY ends.
 func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
+	var whole, split []dates.Date
 	for _, d := range spec.Dates {
-		parts, ok := n[d]
-		if !ok {
-			continue
+		if parts, ok := n[d]; ok && parts == 1 {
+			whole = append(whole, d)
+		} else if ok {
+			split = append(split, d)
 		}
-		r.steps.next("write "+table+" "+d.String(), 0)
-		if parts == 1 {
-			uri, err := dir.Sub("event_date=" + d.String())
-			if err != nil {
-				return err
-			}
-			if err := r.e.copy(ctx, r.query(spec, table, d), uri+"/part-00000.parquet"); err != nil {
-				return err
-			}
+	}
+	r.steps.total += len(split) // Stage counted batches of every date
+	for _, batch := range copyBatches(whole) {
+		r.steps.next(fmt.Sprintf("write %s %s to %s", table, batch[0], batch[len(batch)-1]), 0)
+		q := fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (event_date), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)",
+			r.query(spec, table, batch), quote(dir.URI))
+		if err := r.e.exec(ctx, "write "+dir.URI, q); err != nil {
+			return err
+		}
+		for _, d := range batch {
 			written(d)
-			continue
 		}
-		for i := range parts {
+	}
+	for _, d := range split {
+		r.steps.next("write "+table+" "+d.String(), 0)
+		for i := range n[d] {
 			uri, err := splitDir.Sub(fmt.Sprintf("event_date=%s/split_part=%d", d, i))
 			if err != nil {
 				return err
 			}
-			part := fmt.Sprintf("SELECT * FROM (%s) t WHERE hash(%s) %% %d = %d", r.query(spec, table, d), engine.GrainKey[table], parts, i)
+			part := fmt.Sprintf("SELECT * EXCLUDE (event_date) FROM (%s) t WHERE hash(%s) %% %d = %d",
+				r.query(spec, table, []dates.Date{d}), engine.GrainKey[table], n[d], i)
 			if err := r.e.copy(ctx, part, uri+"/part-00000.parquet"); err != nil {
 				return err
 			}
@@ -297,6 +323,29 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 	}
 	return nil
 }
+
+// copyBatches groups the dates written whole into at most maxCopies
+// batches of at least minCopyDates dates each, in order. A batch's COPY
+// reads the whole temp table, so the reads stay a fixed number however many
+// dates a backfill restates; a few batches rather than one keep the
+// progress report's dates done and time left moving while a long backfill
+// writes. A day of up to minCopyDates dates is one COPY.
+func copyBatches(ds []dates.Date) [][]dates.Date {
+	k := min(maxCopies, (len(ds)+minCopyDates-1)/minCopyDates)
+	var out [][]dates.Date
+	for i := range k {
+		// Batch i takes its even share, the first ones one more.
+		size := len(ds) / (k - i)
+		if len(ds)%(k-i) != 0 {
+			size++
+		}
+		out = append(out, ds[:size])
+		ds = ds[size:]
+	}
+	return out
+}
+
+const maxCopies, minCopyDates = 3, 4
 
 // CountRows implements engine.Runner, from each file's footer.
 func (r *runner) CountRows(ctx context.Context, uris []string) ([]int64, error) {
