@@ -71,11 +71,17 @@ const parquetShrink = 3
 // written once, split by its grain when its estimated bytes exceed the
 // target (TargetFiles).
 func PlannedFiles(table string, f DateFigures, targetBytes int64) int {
+	return TargetFiles(PlannedBytes(table, f), targetBytes)
+}
+
+// PlannedBytes is the estimate PlannedFiles makes of the Parquet bytes of
+// table's date with figures f.
+func PlannedBytes(table string, f DateFigures) int64 {
 	width := f.FactWidth + factFixedWidth*f.FactRows
 	if table == CourseDayTable {
 		width = courseDayRowWidth * f.Courses
 	}
-	return TargetFiles(width/parquetShrink, targetBytes)
+	return width / parquetShrink
 }
 
 // Dir is a warehouse directory an engine writes into: URI names it (as the

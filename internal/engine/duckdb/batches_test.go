@@ -7,8 +7,8 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 )
 
-// TestCopyBatches: every date once, in order, in at most three batches of at
-// least four dates (a short day one COPY), the sizes even.
+// TestCopyBatches: every date once, in order, one batch for each four dates
+// begun (a short day one COPY), at most three, the sizes even.
 func TestCopyBatches(t *testing.T) {
 	for _, tc := range []struct {
 		n     int

@@ -278,54 +278,48 @@ func (r *runner) query(spec engine.Spec, table string, ds []dates.Date) string {
 			FROM fact_stage WHERE event_date IN %s GROUP BY event_date, course_id ORDER BY event_date, course_id`, quote(spec.JobID), dateList(ds))
 }
 
-// Write implements engine.Runner. The dates written whole (one file each)
-// go out in partitioned COPYs, a batch of dates per statement (copyBatches),
-// because every COPY reads the whole temp table: one COPY a date made the
-// ten-date backfill's writes grow with dates times dates (448 s of its
-// 712 s stage, the temp table spilled at 4GB). A split date is one COPY per
-// part, each taking the rows whose grain hashes to it, so a row's file is a
-// function of its key. Each date is reported written as its last COPY ends.
+// Write implements engine.Runner in partitioned COPYs, a batch of dates per
+// statement (copyBatches), because every COPY reads the whole temp table:
+// one COPY a date, and one more a part of a split date, made the ten-date
+// backfill's writes grow with dates times dates (448 s of its 712 s stage,
+// the temp table spilled at 4GB). A batch without a split date is
+// partitioned by event_date into dir; a batch with one goes under splitDir,
+// partitioned by (event_date, split_part), each row's part a hash of its
+// grain (so a row's file is a function of its key) and a date of one part
+// in part 0. Each date of a batch is reported written as its COPY ends.
 func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
-	var whole, split []dates.Date
+	var ds []dates.Date
 	for _, d := range spec.Dates {
-		if parts, ok := n[d]; ok && parts == 1 {
-			whole = append(whole, d)
-		} else if ok {
-			split = append(split, d)
+		if _, ok := n[d]; ok {
+			ds = append(ds, d)
 		}
 	}
-	r.steps.total += len(split) // Stage counted batches of every date
-	for _, batch := range copyBatches(whole) {
+	for _, batch := range copyBatches(ds) {
 		r.steps.next(fmt.Sprintf("write %s %s to %s", table, batch[0], batch[len(batch)-1]), 0)
-		q := fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (event_date), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)",
-			r.query(spec, table, batch), quote(dir.URI))
-		if err := r.e.exec(ctx, "write "+dir.URI, q); err != nil {
+		var parts []string
+		for _, d := range batch {
+			if n[d] > 1 {
+				parts = append(parts, fmt.Sprintf("WHEN DATE %s THEN hash(%s) %% %d", quote(d.String()), engine.GrainKey[table], n[d]))
+			}
+		}
+		q, to, by := r.query(spec, table, batch), dir.URI, "event_date"
+		if len(parts) > 0 {
+			q = fmt.Sprintf("SELECT *, CASE event_date %s ELSE 0 END AS split_part FROM (%s) t", strings.Join(parts, " "), q)
+			to, by = splitDir.URI, "event_date, split_part"
+		}
+		stmt := fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", q, quote(to), by)
+		if err := r.e.exec(ctx, "write "+to, stmt); err != nil {
 			return err
 		}
 		for _, d := range batch {
 			written(d)
 		}
 	}
-	for _, d := range split {
-		r.steps.next("write "+table+" "+d.String(), 0)
-		for i := range n[d] {
-			uri, err := splitDir.Sub(fmt.Sprintf("event_date=%s/split_part=%d", d, i))
-			if err != nil {
-				return err
-			}
-			part := fmt.Sprintf("SELECT * EXCLUDE (event_date) FROM (%s) t WHERE hash(%s) %% %d = %d",
-				r.query(spec, table, []dates.Date{d}), engine.GrainKey[table], n[d], i)
-			if err := r.e.copy(ctx, part, uri+"/part-00000.parquet"); err != nil {
-				return err
-			}
-		}
-		written(d)
-	}
 	return nil
 }
 
-// copyBatches groups the dates written whole into at most maxCopies
-// batches of at least minCopyDates dates each, in order. A batch's COPY
+// copyBatches groups a table's dates, in order, into batches of even size:
+// one batch for each minCopyDates dates begun, at most maxCopies. A batch's COPY
 // reads the whole temp table, so the reads stay a fixed number however many
 // dates a backfill restates; a few batches rather than one keep the
 // progress report's dates done and time left moving while a long backfill
@@ -409,9 +403,4 @@ func (e *Engine) eachDate(ctx context.Context, what, q string, fn func(d dates.D
 		return fmt.Errorf("%s: %w", what, firstLine(err))
 	}
 	return nil
-}
-
-func (e *Engine) copy(ctx context.Context, query, file string) error {
-	q := fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd)", query, quote(file))
-	return e.exec(ctx, "write "+file, q)
 }
