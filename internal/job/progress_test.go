@@ -49,9 +49,7 @@ func (r *recorder) Step(done, total int, rows int64, what string) {
 }
 
 // TestProgressReportsPhasesAndSteps: a publish reports its four phases in
-// order, each ended, and the DuckDB stage reports a step per COPY: a batch
-// of dates (both of the fixture's dates in one), each date reported done
-// after it.
+// order, each ended, and the DuckDB stage reports a step per date written.
 func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")
 	j := fx.Job(t, t.TempDir(), "progress-1", "2026-03-02", "2026-03-03")
@@ -78,15 +76,15 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	if !slices.Equal(phases, want) {
 		t.Errorf("phases %v, want %v", phases, want)
 	}
-	for _, s := range []string{"step aggregate to the fact grain, join manifest and enrollments", "step write fact_lesson_engagement 2026-03-02 to 2026-03-03", "step write course_day 2026-03-02 to 2026-03-03"} {
+	for _, s := range []string{"step aggregate to the fact grain, join manifest and enrollments", "step write fact_lesson_engagement 2026-03-02", "step write course_day 2026-03-03"} {
 		if !slices.Contains(rec.events, s) {
 			t.Errorf("no %q in %v", s, rec.events)
 		}
 	}
-	// Each date of a batch is reported written when the batch's COPY ends,
-	// before the next COPY starts.
-	order := []string{"step write fact_lesson_engagement 2026-03-02 to 2026-03-03", "dates 1", "dates 2",
-		"step write course_day 2026-03-02 to 2026-03-03", "dates 3", "dates 4"}
+	// DuckDB writes a date at a time: each is reported done as soon as it
+	// is written, before the next date's write starts.
+	order := []string{"step write fact_lesson_engagement 2026-03-02", "dates 1", "step write fact_lesson_engagement 2026-03-03",
+		"dates 2", "step write course_day 2026-03-02", "dates 3", "step write course_day 2026-03-03", "dates 4"}
 	last := -1
 	for _, ev := range order {
 		i := slices.Index(rec.events, ev)

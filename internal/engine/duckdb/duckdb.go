@@ -29,6 +29,9 @@ type Engine struct {
 	// test weakens it to make collisions, which the exact pass must then
 	// see through).
 	keyHash func(cols string) string
+	// alwaysBatch makes Write take its spilled way whatever the memory, so
+	// the tests, whose temp tables never spill, run it too.
+	alwaysBatch bool
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).

@@ -7,3 +7,7 @@ import "fmt"
 func WeakenKeyHash(e *Engine, n int) {
 	e.keyHash = func(cols string) string { return fmt.Sprintf("hash(%s) %% %d", cols, n) }
 }
+
+// AlwaysBatch makes e write as if its temp table had spilled: a batch of
+// dates per partitioned COPY.
+func AlwaysBatch(e *Engine) { e.alwaysBatch = true }

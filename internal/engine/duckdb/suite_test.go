@@ -24,6 +24,25 @@ func harness() publishtest.Harness {
 
 func TestPublishSuite(t *testing.T) { publishtest.Run(t, harness()) }
 
+// TestPublishSuiteBatched runs the suite, locally and on S3, with the
+// writes a spilled temp table takes (a batch of dates per partitioned COPY),
+// which the fixture's few rows never cause.
+func TestPublishSuiteBatched(t *testing.T) {
+	for name, h := range map[string]publishtest.Harness{"local": harness(), "s3": s3Harness()} {
+		t.Run(name, func(t *testing.T) { publishtest.Run(t, batched(h)) })
+	}
+}
+
+func batched(h publishtest.Harness) publishtest.Harness {
+	open := h.Open
+	h.Open = func(t *testing.T) engine.Engine {
+		e := open(t)
+		duckdb.AlwaysBatch(e.(*duckdb.Engine))
+		return e
+	}
+	return h
+}
+
 // TestPublishSuiteS3 runs the same suite with the warehouse and the inputs
 // on the test S3 server: DuckDB reads the inputs and writes the staged
 // files through httpfs, the pointer moves by conditional writes.
