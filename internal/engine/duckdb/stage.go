@@ -284,7 +284,8 @@ func (r *runner) query(spec engine.Spec, table string, ds []dates.Date) string {
 //
 //   - In memory (spilledBytes 0) that read is cheap, and one plain COPY a
 //     date, or a part of a split date, is the fastest write: the 60M design
-//     day's 23M fact rows took 12.5 s so, 16.3 s in one partitioned COPY.
+//     day's 23M fact rows took 12.5 s written so, against 16.3 s in one
+//     partitioned COPY.
 //   - Spilled, each COPY reads the table back from disk, and one a date
 //     made the ten-date backfill's writes grow with dates times dates (448 s
 //     of its 712 s stage at 4GB). The dates then go out in partitioned
@@ -383,9 +384,9 @@ func (e *Engine) copy(ctx context.Context, query, file string) error {
 }
 
 // copyBatches groups a table's dates, in order, into batches of even size:
-// one batch for each minCopyDates dates begun, at most maxCopies. A batch's COPY
-// reads the whole temp table, so the reads stay a fixed number however many
-// dates a backfill restates; a few batches rather than one keep the
+// one batch for each minCopyDates dates begun, at most maxCopies. A batch's
+// COPY reads the whole temp table, so the reads stay a fixed number however
+// many dates a backfill restates; a few batches rather than one keep the
 // progress report's dates done and time left moving while a long backfill
 // writes. A day of up to minCopyDates dates is one COPY.
 func copyBatches(ds []dates.Date) [][]dates.Date {
