@@ -310,8 +310,9 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 	if spilled == 0 && !r.e.alwaysBatch {
 		return r.writeByDate(ctx, spec, table, ds, n, dir, splitDir, written)
 	}
-	r.steps.total -= len(ds) - len(copyBatches(ds)) // Stage counted a step a date
-	for _, batch := range copyBatches(ds) {
+	batches := copyBatches(ds)
+	r.steps.total -= len(ds) - len(batches) // Stage counted a step a date
+	for _, batch := range batches {
 		r.steps.next(fmt.Sprintf("write %s %s to %s", table, batch[0], batch[len(batch)-1]), 0)
 		var parts []string
 		for _, d := range batch {

@@ -614,10 +614,10 @@ func testFileCountFollowsBytes(t *testing.T, h Harness) {
 	checkSplit(t, fx, wh2, h.MustPublish(t, j2), j2.TargetFileBytes, map[string]int{big: 2, small: 1})
 }
 
-// checkSplit: each date of res has at least min[date] fact files, exactly
-// one when min is 1, none empty, their rows the generator's, no fact row
-// twice, and each date's events the generator's.
-func checkSplit(t *testing.T, fx Fixture, wh string, res job.Result, target int64, min map[string]int) {
+// checkSplit: each date of res has at least minFiles[date] fact files,
+// exactly one when that is 1, none empty, their rows the generator's, no
+// fact row twice, and each date's events the generator's.
+func checkSplit(t *testing.T, fx Fixture, wh string, res job.Result, target int64, minFiles map[string]int) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, r := range Rows(Visible(t, wh, engine.FactTable)) {
@@ -627,7 +627,7 @@ func checkSplit(t *testing.T, fx Fixture, wh string, res job.Result, target int6
 		}
 		seen[k] = true
 	}
-	for ds, want := range min {
+	for ds, want := range minFiles {
 		files := res.Entries[d(ds)].FactFiles
 		var total, rowSum int64
 		for _, f := range files {
@@ -640,8 +640,8 @@ func checkSplit(t *testing.T, fx Fixture, wh string, res job.Result, target int6
 		if len(files) < want || (want == 1 && len(files) != 1) {
 			t.Errorf("%s: %d fact files of %d bytes at a %d-byte target, want %d", ds, len(files), total, target, want)
 		}
-		if want := fx.Expected.ByDate[d(ds)].FactRows; rowSum != want {
-			t.Errorf("%s: listed rows %d, want %d", ds, rowSum, want)
+		if rows := fx.Expected.ByDate[d(ds)].FactRows; rowSum != rows {
+			t.Errorf("%s: listed rows %d, want %d", ds, rowSum, rows)
 		}
 	}
 	for ds, n := range FactSum(t, wh) {
