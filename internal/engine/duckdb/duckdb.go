@@ -32,6 +32,9 @@ type Engine struct {
 	// alwaysBatch makes Write take its spilled way whatever the memory, so
 	// the tests, whose temp tables never spill, run it too.
 	alwaysBatch bool
+	// uniqueBy forces the uniqueness checks' way (uniqueness.go) when
+	// not uniqueAuto, so the tests run both.
+	uniqueBy uniqueBy
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).

@@ -1,6 +1,9 @@
 package duckdb
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // WeakenKeyHash makes e's uniqueness hash take n values, so distinct keys
 // collide and the exact pass must decide.
@@ -11,3 +14,9 @@ func WeakenKeyHash(e *Engine, n int) {
 // AlwaysBatch makes e write as if its temp table had spilled: a batch of
 // dates per partitioned COPY.
 func AlwaysBatch(e *Engine) { e.alwaysBatch = true }
+
+// CountRepeatsBy makes e's uniqueness checks take one way: "sort" or "hash".
+func CountRepeatsBy(e *Engine, way string) { e.uniqueBy = uniqueBy(way) }
+
+// SortsFit is sortsFit, for the choice's own test.
+func SortsFit(e *Engine, files []string) (bool, error) { return e.sortsFit(context.Background(), files) }

@@ -24,9 +24,10 @@ func harness() publishtest.Harness {
 
 func TestPublishSuite(t *testing.T) { publishtest.Run(t, harness()) }
 
-// TestPublishSuiteBatched runs the suite, locally and on S3, with the
-// writes a spilled temp table takes (a batch of dates per partitioned COPY),
-// which the fixture's few rows never cause.
+// TestPublishSuiteBatched runs the suite, locally and on S3, the ways a day
+// larger than memory takes, which the fixture's few rows never cause: the
+// writes of a spilled temp table (a batch of dates per partitioned COPY) and
+// the uniqueness checks by hash table.
 func TestPublishSuiteBatched(t *testing.T) {
 	for name, h := range map[string]publishtest.Harness{"local": harness(), "s3": s3Harness()} {
 		t.Run(name, func(t *testing.T) { publishtest.Run(t, batched(h)) })
@@ -38,6 +39,7 @@ func batched(h publishtest.Harness) publishtest.Harness {
 	h.Open = func(t *testing.T) engine.Engine {
 		e := open(t)
 		duckdb.AlwaysBatch(e.(*duckdb.Engine))
+		duckdb.CountRepeatsBy(e.(*duckdb.Engine), "hash")
 		return e
 	}
 	return h

@@ -1,0 +1,46 @@
+package duckdb
+
+import "testing"
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"5.5 GiB", 5905580032, false},
+		{"953.6 MiB", 999922073, false},
+		{"512 bytes", 512, false},
+		{"2GB", 2000000000, false},
+		{"1.5 TiB", 1649267441664, false},
+		{"-1 GiB", 0, true},
+		{"lots", 0, true},
+		{"", 0, true},
+	} {
+		got, err := parseBytes(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+// TestSortFits: the design day's 60M events sort at 6GB and 4GB, not at 2GB;
+// the ten-date backfill's 300M events take the hash table at 4GB, its one
+// date (30M) the sort.
+func TestSortFits(t *testing.T) {
+	for _, tc := range []struct {
+		rows, limit int64
+		want        bool
+	}{
+		{60e6, 6e9, true},
+		{60e6, 4e9, true},
+		{60e6, 2e9, false},
+		{300e6, 4e9, false},
+		{30e6, 4e9, true},
+		{0, 0, true},
+	} {
+		if got := sortFits(tc.rows, tc.limit); got != tc.want {
+			t.Errorf("sortFits(%d rows, %d bytes) = %v, want %v", tc.rows, tc.limit, got, tc.want)
+		}
+	}
+}
