@@ -19,4 +19,6 @@ func AlwaysBatch(e *Engine) { e.alwaysBatch = true }
 func CountRepeatsBy(e *Engine, way string) { e.uniqueBy = uniqueBy(way) }
 
 // SortsFit is sortsFit, for the choice's own test.
-func SortsFit(e *Engine, files []string) (bool, error) { return e.sortsFit(context.Background(), files) }
+func SortsFit(e *Engine, files []string) (bool, error) {
+	return e.sortsFit(context.Background(), files)
+}
