@@ -1,6 +1,9 @@
 package duckdb
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestParseBytes(t *testing.T) {
 	for _, tc := range []struct {
@@ -10,16 +13,18 @@ func TestParseBytes(t *testing.T) {
 	}{
 		{"5.5 GiB", 5905580032, false},
 		{"953.6 MiB", 999922073, false},
+		{"97.6 KiB", 99942, false},
 		{"512 bytes", 512, false},
 		{"2GB", 2000000000, false},
 		{"1.5 TiB", 1649267441664, false},
+		{"16383.9 PiB", math.MaxInt64, false},
 		{"-1 GiB", 0, true},
 		{"lots", 0, true},
 		{"", 0, true},
 	} {
-		got, err := parseBytes(tc.in)
-		if (err != nil) != tc.bad || got != tc.want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.bad)
+		got, ok := parseBytes(tc.in)
+		if ok == tc.bad || got != tc.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d, readable %v", tc.in, got, ok, tc.want, !tc.bad)
 		}
 	}
 }

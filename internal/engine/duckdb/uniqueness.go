@@ -3,6 +3,7 @@ package duckdb
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 )
@@ -56,9 +57,15 @@ func (e *Engine) sortsFit(ctx context.Context, files []string) (bool, error) {
 	if err := e.conn.QueryRowContext(ctx, "SELECT coalesce(sum(num_rows), 0)::BIGINT FROM parquet_file_metadata("+FileList(files)+")").Scan(&rows); err != nil {
 		return false, fmt.Errorf("read row counts: %w", firstLine(err))
 	}
-	limit, err := e.memoryLimit(ctx)
-	if err != nil {
-		return false, err
+	var setting string
+	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('memory_limit')").Scan(&setting); err != nil {
+		return false, fmt.Errorf("read DuckDB's memory_limit: %w", firstLine(err))
+	}
+	limit, ok := parseBytes(setting)
+	if !ok {
+		// Both ways are exact: a limit this code cannot read takes the
+		// one that works at any size rather than failing the publish.
+		return false, nil
 	}
 	return sortFits(rows, limit), nil
 }
@@ -73,26 +80,22 @@ var byteUnits = map[string]float64{
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50,
 }
 
-// memoryLimit is DuckDB's memory_limit in bytes. DuckDB reports it only as
-// text ("5.5 GiB"), rounded; a tenth of a unit does not move the choice.
-func (e *Engine) memoryLimit(ctx context.Context) (int64, error) {
-	var s string
-	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('memory_limit')").Scan(&s); err != nil {
-		return 0, fmt.Errorf("read DuckDB's memory_limit: %w", firstLine(err))
-	}
-	return parseBytes(s)
-}
-
-func parseBytes(s string) (int64, error) {
+// parseBytes reads DuckDB's text for a size ("5.5 GiB", rounded to a
+// tenth, which does not move the choice); an unlimited memory_limit reads
+// "16383.9 PiB", past int64, and is kept at its largest value.
+func parseBytes(s string) (int64, bool) {
 	m := humanBytes.FindStringSubmatch(s)
 	if m == nil {
-		return 0, fmt.Errorf("read DuckDB's memory_limit: %q is not a size", s)
+		return 0, false
 	}
 	n, err := strconv.ParseFloat(m[1], 64)
 	if err != nil {
-		return 0, fmt.Errorf("read DuckDB's memory_limit %q: %w", s, err)
+		return 0, false
 	}
-	return int64(n * byteUnits[m[2]]), nil
+	if b := n * byteUnits[m[2]]; b < math.MaxInt64 {
+		return int64(b), true
+	}
+	return math.MaxInt64, true
 }
 
 // sortedRepeats ends a SELECT over rows, whose column h is the key's hash
