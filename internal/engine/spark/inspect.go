@@ -169,21 +169,31 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.In
 	// Each requested date's events are counted in the same scan: the
 	// silent-drop figures Stage audits against, so a publish reads raw
 	// twice in all, here and for the fact grain.
-	var perDateIn, perDateOut []string
+	//
+	// Each event reaches the shuffle as its key and one packed integer f:
+	// bit 0 a null event_time, bit 1 a requested date, f >> 2 the 1-based
+	// index of that date. The rows are distributed by the key before they
+	// are grouped: nearly every key is distinct, so a partial aggregate
+	// before the shuffle would only widen the rows (a buffer a count).
+	var dateIdx, perDateIn, perDateOut []string
 	for i, d := range spec.Dates {
-		perDateIn = append(perDateIn, fmt.Sprintf(",\n\t\tcount_if(event_date = DATE %s) AS n%d", quote(d.String()), i))
+		dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 4*(i+1)))
+		perDateIn = append(perDateIn, fmt.Sprintf(",\n\t\tcount_if(shiftright(f, 2) = %d) AS n%d", i+1, i))
 		perDateOut = append(perDateOut, fmt.Sprintf(",\n\t\tCAST(coalesce(sum(n%d), 0) AS BIGINT)", i))
 	}
 	// byKey groups the events by key, an expression of event_id that is
 	// null exactly when event_id is.
 	byKey := func(key string) string {
-		return fmt.Sprintf(`SELECT %s AS k, count_if(event_time IS NULL) AS no_time, count_if(requested) AS n_requested%s
-		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s, false) AS requested
-		      FROM (SELECT event_id, event_time, %s AS event_date FROM %s
-		            WHERE ingest_date BETWEEN DATE %s AND DATE %s))
-		WHERE event_time IS NULL OR requested
-		GROUP BY 1`,
-			key, strings.Join(perDateIn, ""), dateList(spec.Dates), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+		return fmt.Sprintf(`SELECT k, count_if((f & 1) = 1) AS no_time, count_if((f & 2) = 2) AS n_requested%s
+		FROM (SELECT %s AS k,
+		             CASE WHEN event_time IS NULL THEN 1 ELSE 0 END + CASE WHEN requested THEN 2 + CASE event_date %s END ELSE 0 END AS f
+		      FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s, false) AS requested
+		            FROM (SELECT event_id, event_time, %s AS event_date FROM %s
+		                  WHERE ingest_date BETWEEN DATE %s AND DATE %s))
+		      WHERE event_time IS NULL OR requested
+		      DISTRIBUTE BY k)
+		GROUP BY k`,
+			strings.Join(perDateIn, ""), key, strings.Join(dateIdx, " "), dateList(spec.Dates), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
 	}
 	const repeats = "CAST(coalesce(sum(CASE WHEN k IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT)"
 	perDate := make([]int64, len(spec.Dates))

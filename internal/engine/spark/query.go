@@ -79,14 +79,17 @@ func dateList(ds []dates.Date) string {
 	return "(" + strings.Join(q, ", ") + ")"
 }
 
-// saltOf is the salt of an event: pmod(hash(event_id), n) for a hot course,
-// 0 for any other. It is a function of the event alone, so a retry puts
-// every event in the same bucket.
+// saltOf is the salt of an event: pmod(hash(lesson_id, event_date), n)
+// for a hot course, 0 for any other. It is a function of the event alone,
+// so a retry puts every event in the same bucket, and of the fact row's
+// lesson and date, so one bucket holds all of a fact row's events of one
+// course and the rows aggregate before the join without a shuffle of
+// their own.
 func saltOf(spec engine.Spec) string {
 	if len(spec.HotCourses) == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("CASE WHEN course_id IN %s THEN pmod(hash(event_id), %d) ELSE 0 END", list(spec.HotCourses), spec.SaltBuckets)
+	return fmt.Sprintf("CASE WHEN course_id IN %s THEN pmod(hash(lesson_id, event_date), %d) ELSE 0 END", list(spec.HotCourses), spec.SaltBuckets)
 }
 
 // saltsOf is the enrollment side's salt list: every bucket for a hot
@@ -98,31 +101,36 @@ func saltsOf(spec engine.Spec) string {
 	return fmt.Sprintf("CASE WHEN course_id IN %s THEN sequence(0, %d) ELSE array(0) END", list(spec.HotCourses), spec.SaltBuckets-1)
 }
 
-// factQuery is the event-level plan, the same logical job as the DuckDB
-// engine's: events LEFT JOIN the manifest pin on lesson_id (unknown lessons
+// factQuery is the same logical job as the DuckDB engine's event-level
+// plan: events LEFT JOIN the manifest pin on lesson_id (unknown lessons
 // stay, with a null manifest_id), LEFT JOIN the enrollment snapshot on
-// (learner_key, course_id), then aggregate to the fact grain, keeping two
+// (learner_key, course_id), aggregated to the fact grain, keeping two
 // audit columns the published table does not carry.
+//
+// It aggregates first. The events are distributed by (learner_key, _salt)
+// and aggregated there, without a shuffle of their own, to one row per
+// (learner_key, lesson_id, event_date, course_id): a fact row's events
+// of one course. Those rows (about 2.6 times fewer than the events on the
+// design day) meet the enrollments, distributed the same way, in a
+// sort-merge join that needs no further shuffle
+// (spark.sql.requireAllClusterKeysForCoPartition is off, see defaults),
+// then the broadcast manifest, and a second aggregate merges the rows of
+// a fact row whose events disagree on course_id. Each enrollment match
+// and manifest comparison is made per course_id, as the event-level plan
+// makes it per event, so every figure is exact on conflict rows too, with
+// no second pass over raw (TestPlanEqualsEventLevel).
 //
 // Physical choices, by hint so they do not depend on size estimates: the
 // manifest pin is broadcast (40,000 lessons, a few MB); the enrollment join
 // is a sort-merge shuffle join even when a small input would fall under the
 // auto-broadcast threshold, because at design volume 20M enrollments must
-// never be broadcast. Hot courses are salted: their events carry
-// pmod(hash(event_id), n) and their enrollments are replicated once per
-// salt, so one course's events spread over n shuffle partitions. The salt
-// joins and is dropped before the aggregate.
+// never be broadcast. Hot courses are salted (saltOf, saltsOf), so one
+// learner's events of a hot course spread over n shuffle partitions.
 //
 // Events disagreeing on course_id is min(course_id) <> max(course_id),
 // not count(DISTINCT course_id) > 1: the two agree (both skip nulls), and
 // a distinct count makes Spark aggregate twice, with a shuffle of its own
-// between (on the 6M design day a 4.6 s stage of a 26 s build).
-//
-// The enrollment join comes first and the manifest's broadcast join after
-// it, so the shuffle and sort of the events carry only the narrow raw
-// projection: joined first, the pin's three strings (manifest_id,
-// lesson_title, its course_id) rode every event through the exchange. Both
-// are left joins on different keys, so the order changes no row.
+// between.
 func factQuery(spec engine.Spec, events string) string {
 	// Subqueries, not WITH: Spark gives a CTE fresh ids each time a view
 	// over it is analyzed, so a cached view defined with WITH never matches
@@ -130,60 +138,89 @@ func factQuery(spec engine.Spec, events string) string {
 	// from raw (the profile showed raw read four times per publish).
 	return fmt.Sprintf(`SELECT learner_key, lesson_id, event_date,
        CASE WHEN bool_or(course_id IS NULL) THEN NULL ELSE min(course_id) END AS course_id,
-       min(manifest_id) AS manifest_id,
-       min(lesson_title) AS lesson_title,
-       count(*) AS event_count,
-       min(event_time) AS first_event_time,
-       max(event_time) AS last_event_time,
+       bool_or(matched) AS matched,
+       sum(event_count) AS event_count,
+       min(first_event_time) AS first_event_time,
+       max(last_event_time) AS last_event_time,
        bool_or(enrolled) AS enrolled,
-       count_if(manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id) AS manifest_course_conflicts,
+       sum(CASE WHEN manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id THEN event_count ELSE 0 END) AS manifest_course_conflicts,
        (coalesce(min(course_id) <> max(course_id), false) OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
 FROM (
   SELECT /*+ BROADCAST(m), MERGE(en) */
-         ev.learner_key, ev.lesson_id, ev.event_date, ev.course_id, ev.event_time,
-         m.manifest_id, m.lesson_title, m.manifest_course_id,
+         g.learner_key, g.lesson_id, g.event_date, g.course_id, g.event_count, g.first_event_time, g.last_event_time,
+         m.lesson_id IS NOT NULL AS matched, m.manifest_course_id,
          en.learner_key IS NOT NULL AS enrolled
   FROM (
-    SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date, %s AS _salt
+    SELECT learner_key, lesson_id, event_date, course_id, _salt,
+           count(*) AS event_count, min(event_time) AS first_event_time, max(event_time) AS last_event_time
     FROM (
+      SELECT learner_key, lesson_id, event_date, course_id, event_time, %s AS _salt
+      FROM (
 %s
-    ) events
-  ) ev
+      ) events
+      DISTRIBUTE BY learner_key, _salt
+    ) salted
+    GROUP BY learner_key, lesson_id, event_date, course_id, _salt
+  ) g
   LEFT JOIN (
     SELECT learner_key, course_id, _salt
     FROM (SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s) enrollments
     LATERAL VIEW explode(%s) salts AS _salt
-  ) en ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id AND ev._salt = en._salt
+    DISTRIBUTE BY learner_key, _salt
+  ) en ON g.learner_key = en.learner_key AND g.course_id = en.course_id AND g._salt = en._salt
   LEFT JOIN (
-    SELECT lesson_id, course_id AS manifest_course_id, manifest_id, lesson_title
+    SELECT lesson_id, course_id AS manifest_course_id
     FROM %s WHERE manifest_id = %s
-  ) m ON ev.lesson_id = m.lesson_id
+  ) m ON g.lesson_id = m.lesson_id
+  DISTRIBUTE BY learner_key, lesson_id, event_date
 ) joined
 GROUP BY learner_key, lesson_id, event_date`,
-		saltOf(spec), indent(indent(indent(events))),
+		saltOf(spec), indent(indent(indent(indent(events)))),
 		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID), saltsOf(spec),
 		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
 }
 
 func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
 
-// factColumns and courseDayQuery produce the published columns from the
+// factRows and courseDayQuery produce the published columns from the
 // cached fact view, event_date last (PARTITIONED BY puts it in the path).
-func factColumns(spec engine.Spec) string {
-	return fmt.Sprintf(`learner_key, lesson_id, course_id, manifest_id, lesson_title, event_count,
-  first_event_time, last_event_time, enrolled, %s AS enrollment_snapshot_id, %s AS job_id, event_date`,
-		quote(spec.EnrollmentSnapshotID), quote(spec.JobID))
+//
+// The cache keeps a matched flag instead of manifest_id and lesson_title:
+// manifest_id is the pin on every matched row, and the title is joined
+// here from the broadcast pin, so the 23M rows of the design day carry
+// neither string through the second aggregate, its shuffle and the cache.
+func factRows(spec engine.Spec) string {
+	return fmt.Sprintf(`SELECT /*+ BROADCAST(m) */ f.learner_key, f.lesson_id, f.course_id,
+  CASE WHEN f.matched THEN %s END AS manifest_id, m.lesson_title, f.event_count,
+  f.first_event_time, f.last_event_time, f.enrolled, %s AS enrollment_snapshot_id, %s AS job_id, f.event_date
+FROM %s f
+LEFT JOIN (SELECT lesson_id, lesson_title FROM %s WHERE manifest_id = %s) m ON f.lesson_id = m.lesson_id`,
+		quote(spec.ManifestID), quote(spec.EnrollmentSnapshotID), quote(spec.JobID), factView,
+		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
 }
 
+// courseDayQuery counts learners in two aggregates, (course, date,
+// learner) and then (course, date), instead of count(DISTINCT learner_key)
+// beside the filtered sums: Spark plans that as an Expand, which doubles
+// the fact rows, and two aggregates with a shuffle between. count(learner_key)
+// outside skips a null learner as the distinct count does.
 func courseDayQuery(spec engine.Spec) string {
 	return fmt.Sprintf(`SELECT course_id,
   sum(event_count) AS event_count,
-  coalesce(sum(event_count) FILTER (WHERE manifest_id IS NOT NULL), 0) AS matched_lesson_count,
-  coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0) AS unknown_lesson_count,
-  coalesce(sum(event_count) FILTER (WHERE enrolled), 0) AS enrolled_event_count,
-  count(DISTINCT learner_key) AS learner_count,
+  sum(matched_lesson_count) AS matched_lesson_count,
+  sum(unknown_lesson_count) AS unknown_lesson_count,
+  sum(enrolled_event_count) AS enrolled_event_count,
+  count(learner_key) AS learner_count,
   %s AS job_id,
   event_date
-FROM %s
+FROM (
+  SELECT course_id, event_date, learner_key,
+    sum(event_count) AS event_count,
+    coalesce(sum(event_count) FILTER (WHERE matched), 0) AS matched_lesson_count,
+    coalesce(sum(event_count) FILTER (WHERE NOT matched), 0) AS unknown_lesson_count,
+    coalesce(sum(event_count) FILTER (WHERE enrolled), 0) AS enrolled_event_count
+  FROM %s
+  GROUP BY course_id, event_date, learner_key
+) learners
 GROUP BY course_id, event_date`, quote(spec.JobID), factView)
 }

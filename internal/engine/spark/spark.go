@@ -129,8 +129,14 @@ var forced = [][2]string{
 // them, and then every read of the cache ran 200 tasks (on the design day
 // a count over it took 105 s of executor time on 2 cores). Allowed, AQE
 // coalesces them as it does for any other query.
+//
+// The fact plan distributes events and enrollments by (learner_key, _salt)
+// and joins them on (learner_key, course_id, _salt): Spark shuffles both
+// again for the join unless it may accept a partitioning on some of the
+// join keys (factQuery).
 var defaults = [][2]string{
 	{"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"},
+	{"spark.sql.requireAllClusterKeysForCoPartition", "false"},
 }
 
 // Open connects to the Spark Connect server at remote (sc://HOST:PORT) and

@@ -90,7 +90,8 @@ func TestSettingErrors(t *testing.T) {
 // manifest join is a BroadcastHashJoin on lesson_id, the enrollment join a
 // shuffle join (never a broadcast, even on the tiny fixture where the
 // enrollments are far under the auto-broadcast threshold), hot courses are
-// salted on both sides, and the salt is gone before any aggregate.
+// salted on both sides, and the salt is gone before the fact grain's
+// aggregate.
 func TestExplainMarksBothJoins(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")
 	j := fx.Job(t, t.TempDir(), "explain", mon, tue)
@@ -127,13 +128,32 @@ func TestExplainMarksBothJoins(t *testing.T) {
 	if strings.Count(plan, "BroadcastExchange (") != 1 {
 		t.Errorf("more than one broadcast in the plan:\n%s", plan)
 	}
-	if !strings.Contains(plan, "pmod(hash(event_id") || !strings.Contains(plan, "Generate") {
-		t.Errorf("plan lacks the salt (pmod(hash(event_id)) on events, Generate on enrollments):\n%s", plan)
+	if !regexp.MustCompile(`pmod\(hash\(lesson_id#\d+, event_date#\d+`).MatchString(plan) || !strings.Contains(plan, "Generate") {
+		t.Errorf("plan lacks the salt (pmod(hash(lesson_id, event_date)) on events, Generate on enrollments):\n%s", plan)
 	}
+	// Events and enrollments are shuffled once each, by (learner_key,
+	// _salt), and the joined rows once more for the fact grain: a fourth
+	// shuffle would mean the join re-partitioned what the first aggregate
+	// had already placed.
+	if n := strings.Count(plan, "- Exchange ("); n != 3 {
+		t.Errorf("%d shuffles, want 3 (events, enrollments, fact grain):\n%s", n, plan)
+	}
+	// The salt may group only beside the lesson and date it is made of, and
+	// the last aggregate, to the fact grain, must not see it.
+	keys := regexp.MustCompile(`(?m)^Keys \[\d+\]: \[(.*)\]$`)
+	var last string
 	for _, section := range strings.Split(plan, "\n\n") {
-		if regexp.MustCompile(`^\(\d+\) \w*Aggregate`).MatchString(section) && strings.Contains(section, "_salt") {
-			t.Errorf("an aggregate still sees the salt:\n%s", section)
+		if !regexp.MustCompile(`^\(\d+\) \w*Aggregate`).MatchString(section) {
+			continue
 		}
+		last = section
+		if m := keys.FindStringSubmatch(section); m != nil && strings.Contains(m[1], "_salt") &&
+			!(strings.Contains(m[1], "lesson_id") && strings.Contains(m[1], "event_date")) {
+			t.Errorf("an aggregate groups by the salt without its lesson and date:\n%s", section)
+		}
+	}
+	if last == "" || strings.Contains(last, "_salt") {
+		t.Errorf("the fact grain's aggregate sees the salt (or there is none):\n%s", last)
 	}
 
 	// The command prints the same plan with both joins marked.

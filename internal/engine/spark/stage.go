@@ -71,7 +71,7 @@ func (r runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]e
 // query is table's rows of every date, event_date last.
 func (r runner) query(spec engine.Spec, table string) string {
 	if table == engine.FactTable {
-		return "SELECT " + factColumns(spec) + " FROM " + factView
+		return factRows(spec)
 	}
 	return courseDayQuery(spec)
 }

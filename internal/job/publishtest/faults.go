@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/engine"
@@ -110,32 +111,65 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 		})
 	}
 
-	t.Run("events of one fact row disagree on course_id", func(t *testing.T) {
-		fx := h.LoadFixture(t, "")
-		// Two extra events for one (learner, lesson, day) with different
-		// course ids, landed as a second file of an ingest partition.
-		extra := filepath.Join(t.TempDir(), "part-extra.parquet")
-		db := DB(t)
-		q := fmt.Sprintf(`COPY (SELECT * FROM (VALUES
-			('ev-x1', 'learner-conflict', 'lesson-x', 'course-a', TIMESTAMPTZ '%[1]s 10:00:00+00'),
-			('ev-x2', 'learner-conflict', 'lesson-x', 'course-b', TIMESTAMPTZ '%[1]s 11:00:00+00'))
-			AS t(event_id, learner_key, lesson_id, course_id, event_time)) TO '%[2]s' (FORMAT parquet)`, mon, extra)
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
+	// Events of one (learner, lesson, day) with different course ids,
+	// landed as a second file of an ingest partition: every such fact row
+	// is counted once, and the gate rejects. The hot course is salted
+	// where the engine salts, so its events and the other course's may
+	// meet only after the join (eight unknown lessons, eight fact rows,
+	// so some salt is not 0 whatever the hash).
+	hot := h.LoadFixture(t, "").Expected.HotCourse
+	pairs := func(lesson, first, second string) (rows []string, keys int64) {
+		for i := 1; i <= 8; i++ {
+			l := fmt.Sprintf("%s-%d", lesson, i)
+			rows = append(rows,
+				fmt.Sprintf("('ev-%s-a', 'learner-conflict', '%s', %s, TIMESTAMPTZ '%s 10:00:00+00')", l, l, first, mon),
+				fmt.Sprintf("('ev-%s-b', 'learner-conflict', '%s', %s, TIMESTAMPTZ '%s 11:00:00+00')", l, l, second, mon))
 		}
-		data, err := os.ReadFile(extra)
-		if err != nil {
-			t.Fatal(err)
-		}
-		Put(t, fx.In(), "raw/ingest_date="+mon+"/part-extra.parquet", data)
-		res, err := h.Publish(t, fx.Job(t, h.NewWarehouse(t), "row-conflict", mon, tue))
-		if exitcode.Code(err) != exitcode.GateRejected {
-			t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
-		}
-		if !slices.Contains(res.Report.FailedNames(), gate.CheckFactRowCourseConflict) {
-			t.Errorf("failed checks %v, want %s", res.Report.FailedNames(), gate.CheckFactRowCourseConflict)
-		}
-	})
+		return rows, 8
+	}
+	for _, tc := range []struct {
+		name          string
+		first, second string
+	}{
+		{"two other courses", "'course-a'", "'course-b'"},
+		{"the hot course and another", "'" + hot + "'", "'course-a'"},
+		{"the hot course and none", "'" + hot + "'", "NULL"},
+	} {
+		t.Run("events of one fact row disagree on course_id: "+tc.name, func(t *testing.T) {
+			fx := h.LoadFixture(t, "")
+			rows, want := pairs("lesson-x", tc.first, tc.second)
+			extra := filepath.Join(t.TempDir(), "part-extra.parquet")
+			q := fmt.Sprintf(`COPY (SELECT event_id, learner_key, lesson_id, CAST(course_id AS VARCHAR) AS course_id, event_time FROM (VALUES %s)
+				AS t(event_id, learner_key, lesson_id, course_id, event_time)) TO '%s' (FORMAT parquet)`, strings.Join(rows, ",\n"), extra)
+			if _, err := DB(t).Exec(q); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			Put(t, fx.In(), "raw/ingest_date="+mon+"/part-extra.parquet", data)
+			j := fx.Job(t, h.NewWarehouse(t), "row-conflict", mon, tue)
+			j.HotCourses = []string{hot}
+			res, err := h.Publish(t, j)
+			if exitcode.Code(err) != exitcode.GateRejected {
+				t.Fatalf("exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
+			}
+			var got int64 // the check is made a date
+			for _, c := range res.Report.Checks {
+				if c.Name == gate.CheckFactRowCourseConflict {
+					n, ok := c.Figures["conflicting_fact_rows"].(int64)
+					if !ok {
+						t.Fatalf("%s figures %v: no conflicting_fact_rows count", c.Name, c.Figures)
+					}
+					got += n
+				}
+			}
+			if got != want {
+				t.Errorf("%s counted %d fact rows, want %d; failed checks %v", gate.CheckFactRowCourseConflict, got, want, res.Report.FailedNames())
+			}
+		})
+	}
 }
 
 // testAppendingPublisherDoubles keeps the seed's incident as a negative
