@@ -118,7 +118,9 @@ func saltsOf(spec engine.Spec) string {
 // a fact row whose events disagree on course_id. Each enrollment match
 // and manifest comparison is made per course_id, as the event-level plan
 // makes it per event, so every figure is exact on conflict rows too, with
-// no second pass over raw (TestPlanEqualsEventLevel).
+// no second pass over raw. TestEnginesPublishTheSameTables holds it to the
+// DuckDB engine's tables, and the publish suite's conflict cases count
+// conflict rows whose hot-course events were salted apart from the rest.
 //
 // Physical choices, by hint so they do not depend on size estimates: the
 // manifest pin is broadcast (40,000 lessons, a few MB); the enrollment join
