@@ -119,14 +119,15 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 	// a salt other than 0 on Spark with the fixture's salts, and a merge
 	// made per salt counts only the other two (tried).
 	hot := h.LoadFixture(t, "").Expected.HotCourse
-	pairs := func(lesson, first, second string) (rows []string, keys int64) {
-		for i := 1; i <= 8; i++ {
-			l := fmt.Sprintf("%s-%d", lesson, i)
+	const lessons = 8 // one conflicting fact row each
+	pairs := func(first, second string) (rows []string) {
+		for i := 1; i <= lessons; i++ {
+			l := fmt.Sprintf("lesson-x-%d", i)
 			rows = append(rows,
 				fmt.Sprintf("('ev-%s-a', 'learner-conflict', '%s', %s, TIMESTAMPTZ '%s 10:00:00+00')", l, l, first, mon),
 				fmt.Sprintf("('ev-%s-b', 'learner-conflict', '%s', %s, TIMESTAMPTZ '%s 11:00:00+00')", l, l, second, mon))
 		}
-		return rows, 8
+		return rows
 	}
 	for _, tc := range []struct {
 		name          string
@@ -138,7 +139,7 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 	} {
 		t.Run("events of one fact row disagree on course_id: "+tc.name, func(t *testing.T) {
 			fx := h.LoadFixture(t, "")
-			rows, want := pairs("lesson-x", tc.first, tc.second)
+			rows, want := pairs(tc.first, tc.second), int64(lessons)
 			extra := filepath.Join(t.TempDir(), "part-extra.parquet")
 			q := fmt.Sprintf(`COPY (SELECT event_id, learner_key, lesson_id, CAST(course_id AS VARCHAR) AS course_id, event_time FROM (VALUES %s)
 				AS t(event_id, learner_key, lesson_id, course_id, event_time)) TO '%s' (FORMAT parquet)`, strings.Join(rows, ",\n"), extra)
