@@ -134,9 +134,23 @@ var forced = [][2]string{
 // and joins them on (learner_key, course_id, _salt): Spark shuffles both
 // again for the join unless it may accept a partitioning on some of the
 // join keys (factQuery).
+//
+// The cache is kept uncompressed: it is read three times (the figures and
+// both writes) and lives only for one publish, and on the design day
+// compressing it cost more of the build than its reads saved.
+//
+// A partitioned write sorts each task's rows by the partition columns
+// first, unless the writer may keep files open: every task of Write holds
+// one (date, part), so the sort (of a whole date's fact rows, spilling on
+// the design day) bought nothing. With planned writes off and concurrent
+// writers allowed, a task writes its rows as they come, and sorts only if
+// it meets more partitions than writers.
 var defaults = [][2]string{
 	{"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"},
 	{"spark.sql.requireAllClusterKeysForCoPartition", "false"},
+	{"spark.sql.inMemoryColumnarStorage.compressed", "false"},
+	{"spark.sql.optimizer.plannedWrite.enabled", "false"},
+	{"spark.sql.maxConcurrentOutputFileWriters", "4"},
 }
 
 // Open connects to the Spark Connect server at remote (sc://HOST:PORT) and

@@ -68,14 +68,6 @@ func (r runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]e
 	return out, err
 }
 
-// query is table's rows of every date, event_date last.
-func (r runner) query(spec engine.Spec, table string) string {
-	if table == engine.FactTable {
-		return factRows(spec)
-	}
-	return courseDayQuery(spec)
-}
-
 // Write implements engine.Runner in one partitioned write of every date,
 // so no date is done before the others (the driver counts them when Write
 // returns).
@@ -85,6 +77,9 @@ func (r runner) query(spec engine.Spec, table string) string {
 // every (date, part) is written by one task into one file; a date of one
 // part is part 0. Spark's bookkeeping files are hidden by their names and
 // deleted by the driver; Spark's file names are kept.
+//
+// The fact rows are repartitioned as the cache holds them, before
+// factRows adds the title and the constant columns.
 func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, _ func(dates.Date)) error {
 	var cases, in []string
 	var ds []dates.Date
@@ -98,13 +93,23 @@ func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map
 		cases = append(cases, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), n[d]))
 		in = append(in, "DATE "+quote(d.String()))
 	}
-	rows := fmt.Sprintf("(%s) t WHERE event_date IN (%s)", r.query(spec, table), strings.Join(in, ", "))
-	if !split {
-		return r.ctas(ctx, spec, dir.URI, table, "event_date", "SELECT /*+ REPARTITION(event_date) */ * FROM "+rows)
+	hint, part, cols, uri, what := "REPARTITION(event_date)", "", "event_date", dir.URI, table
+	if split {
+		hint, cols, uri, what = "REPARTITION(event_date, split_part)", "event_date, split_part", splitDir.URI, table+" (split)"
+		part = fmt.Sprintf(", pmod(hash(%s), CASE event_date %s END) AS split_part", engine.GrainKey[table], strings.Join(cases, " "))
 	}
-	q := fmt.Sprintf(`SELECT /*+ REPARTITION(event_date, split_part) */ *, pmod(hash(%s), CASE event_date %s END) AS split_part
-FROM %s`, engine.GrainKey[table], strings.Join(cases, " "), rows)
-	return r.ctas(ctx, spec, splitDir.URI, table+" (split)", "event_date, split_part", q)
+	repartitioned := func(src string) string {
+		return fmt.Sprintf("SELECT /*+ %s */ *%s FROM %s WHERE event_date IN (%s)", hint, part, src, strings.Join(in, ", "))
+	}
+	q := repartitioned("(" + courseDayQuery(spec) + ") t")
+	if table == engine.FactTable {
+		tail := ""
+		if split {
+			tail = ", f.split_part"
+		}
+		q = factRows(spec, repartitioned(factView), tail)
+	}
+	return r.ctas(ctx, spec, uri, what, cols, q)
 }
 
 // CountRows implements engine.Runner: each staged file's rows as Spark
