@@ -167,9 +167,8 @@ FROM (
 %s
       ) events
       DISTRIBUTE BY learner_key, _salt
-      SORT BY learner_key, course_id, _salt, lesson_id, event_date
     ) salted
-    GROUP BY learner_key, course_id, _salt, lesson_id, event_date
+    GROUP BY learner_key, lesson_id, event_date, course_id, _salt
   ) g
   LEFT JOIN (
     SELECT learner_key, course_id, _salt
