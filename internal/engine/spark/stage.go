@@ -101,15 +101,14 @@ func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map
 	repartitioned := func(src string) string {
 		return fmt.Sprintf("SELECT /*+ %s */ *%s FROM %s WHERE event_date IN (%s)", hint, part, src, strings.Join(in, ", "))
 	}
-	q := repartitioned("(" + courseDayQuery(spec) + ") t")
-	if table == engine.FactTable {
-		tail := ""
-		if split {
-			tail = ", f.split_part"
-		}
-		q = factRows(spec, repartitioned(factView), tail)
+	if table != engine.FactTable {
+		return r.ctas(ctx, spec, uri, what, cols, repartitioned("("+courseDayQuery(spec)+") t"))
 	}
-	return r.ctas(ctx, spec, uri, what, cols, q)
+	tail := ""
+	if split {
+		tail = ", f.split_part"
+	}
+	return r.ctas(ctx, spec, uri, what, cols, factRows(spec, repartitioned(factView), tail))
 }
 
 // CountRows implements engine.Runner: each staged file's rows as Spark
