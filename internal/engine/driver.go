@@ -22,11 +22,10 @@ import (
 // files are staged; no engine lists, splits or finalizes files itself.
 type Runner interface {
 	// BuildFacts computes the fact grain with both joins once, for the
-	// conflict counts and both tables' writes; release frees it.
-	BuildFacts(ctx context.Context, spec Spec) (release func(), err error)
-	// Figures are each date's figures of the built fact grain, from one
-	// aggregate over it (the audit counts and what sizes the files).
-	Figures(ctx context.Context, spec Spec) (map[dates.Date]DateFigures, error)
+	// conflict counts and both tables' writes, and each date's figures of
+	// it (the audit counts and what sizes the files); release frees it,
+	// and is not nil when err is.
+	BuildFacts(ctx context.Context, spec Spec) (figs map[dates.Date]DateFigures, release func(), err error)
 	// Write writes table's rows of each date d of n once: into one file
 	// under dir/event_date=<d>/ when n[d] is 1, else split by a hash of the
 	// table's grain (GrainKey) into n[d] parts, part i under
@@ -37,8 +36,6 @@ type Runner interface {
 	// one statement need not call it: the driver counts every date done
 	// when Write returns.
 	Write(ctx context.Context, spec Spec, table string, n map[dates.Date]int, dir, splitDir Dir, written func(dates.Date)) error
-	// CountRows reads back the row count of each file, in order.
-	CountRows(ctx context.Context, uris []string) ([]int64, error)
 }
 
 // DateFigures are one date's figures of the built fact grain.
@@ -123,12 +120,8 @@ func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagi
 		f.InputEvents = n
 		st.Stage[d] = f
 	}
-	release, err := r.BuildFacts(ctx, spec)
-	if err != nil {
-		return st, err
-	}
+	figs, release, err := r.BuildFacts(ctx, spec)
 	defer release()
-	figs, err := r.Figures(ctx, spec)
 	if err != nil {
 		return st, err
 	}
@@ -273,36 +266,29 @@ func (t tableStager) stage(ctx context.Context, table, relDir string) (map[dates
 			files[d] = append(files[d], objs...)
 		}
 	}
-	var uris []string
 	for _, d := range t.dates {
 		if len(files[d]) == 0 || len(files[d]) > n[d] {
 			return nil, fmt.Errorf("write %s %s: %d files, want 1 to %d", relDir, d, len(files[d]), n[d])
 		}
-		for _, o := range files[d] {
-			uris = append(uris, t.wh.Location().Join(o.Key).String())
-		}
 	}
-	rows, err := t.r.CountRows(ctx, uris)
-	if err != nil {
-		return nil, err
-	}
-	if len(rows) != len(uris) {
-		return nil, fmt.Errorf("count staged rows in %s: %d counts for %d files", relDir, len(rows), len(uris))
-	}
+	// Each file's rows are its footer's, read here for every engine alike:
+	// a query per table cost the Spark engine a job per publish.
 	out := map[dates.Date][]pointer.File{}
-	i := 0
 	for _, d := range t.dates {
 		for _, o := range files[d] {
+			rows, err := inputs.Rows(ctx, t.wh, o.Key, o.Size)
+			if err != nil {
+				return nil, fmt.Errorf("count staged rows: %w", err)
+			}
 			// An empty split part (an engine that writes a file for it)
 			// holds no row of the table: it is not staged.
-			if rows[i] == 0 && n[d] > 1 {
+			if rows == 0 && n[d] > 1 {
 				if err := t.wh.Delete(ctx, o.Key); err != nil {
 					return nil, err
 				}
-			} else {
-				out[d] = append(out[d], pointer.File{Path: o.Key, Bytes: o.Size, Rows: rows[i]})
+				continue
 			}
-			i++
+			out[d] = append(out[d], pointer.File{Path: o.Key, Bytes: o.Size, Rows: rows})
 		}
 	}
 	// Durable before anything names them.

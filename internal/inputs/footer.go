@@ -196,6 +196,33 @@ func (r *thrift) skip(typ byte, depth int) error {
 	return fmt.Errorf("%w: unknown type %d at byte %d", errFooter, typ, r.pos)
 }
 
+// numRows reads FileMetaData's num_rows (field 3), skipping every other
+// field, the schema and the row groups among them.
+func numRows(footer []byte) (int64, error) {
+	r := &thrift{b: footer}
+	var last int16
+	for {
+		id, typ, err := r.fieldHeader(last)
+		if err != nil {
+			return 0, err
+		}
+		if typ == ctStop {
+			return 0, fmt.Errorf("%w: no num_rows", errFooter)
+		}
+		last = id
+		if id == 3 && typ == ctI64 {
+			n, err := r.varint()
+			if err == nil && n < 0 {
+				err = fmt.Errorf("%w: num_rows %d", errFooter, n)
+			}
+			return n, err
+		}
+		if err := r.skip(typ, 1); err != nil {
+			return 0, err
+		}
+	}
+}
+
 // element is one SchemaElement's name and child count.
 type element struct {
 	name     string

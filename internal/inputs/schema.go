@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // maxFooterBytes bounds the footer read from one file: a real footer is
@@ -24,36 +26,65 @@ func (f Field) String() string { return strings.Join(f, ".") }
 // schema order. It reads only the footer (two ranged reads), in Go, so every
 // engine is judged on the same schema.
 func (s *Source) Fields(ctx context.Context, what string, f File) ([]Field, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s file %s: not a readable Parquet footer: %s", what, f.Path, fmt.Sprintf(format, args...))
-	}
-	if f.Bytes < 12 {
-		return nil, bad("%d bytes", f.Bytes)
-	}
+	name := what + " file " + f.Path
 	b, key, err := s.object(ctx, f.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, f.Path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	tail, err := b.ReadRange(ctx, key, f.Bytes-8, 8)
+	buf, err := footer(ctx, b, key, f.Bytes, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, f.Path, err)
+		return nil, err
 	}
-	if len(tail) != 8 {
-		return nil, bad("%d bytes at its end", len(tail))
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n <= 0 || n > f.Bytes-12 || n > maxFooterBytes {
-		return nil, bad("footer length %d in a file of %d bytes", n, f.Bytes)
-	}
-	buf, err := b.ReadRange(ctx, key, f.Bytes-8-n, n)
-	if err != nil {
-		return nil, fmt.Errorf("%s file %s: %w", what, f.Path, err)
-	}
+	bad := func(format string, args ...any) error { return badFooter(name, format, args...) }
 	elems, err := schemaElements(buf)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
 	return flatten(elems, bad)
+}
+
+// Rows is the row count a Parquet file's footer states (num_rows), read
+// in Go through the bucket as Fields reads a schema: what a staged file
+// holds, counted alike whichever engine wrote it, without a query.
+func Rows(ctx context.Context, b storage.Bucket, key string, size int64) (int64, error) {
+	buf, err := footer(ctx, b, key, size, key)
+	if err != nil {
+		return 0, err
+	}
+	n, err := numRows(buf)
+	if err != nil {
+		return 0, badFooter(key, "%v", err)
+	}
+	return n, nil
+}
+
+func badFooter(name, format string, args ...any) error {
+	return fmt.Errorf("%s: not a readable Parquet footer: %s", name, fmt.Sprintf(format, args...))
+}
+
+// footer reads the thrift FileMetaData of the Parquet object key of size
+// bytes, the file that errors call name: its length from the last eight
+// bytes, then the footer itself.
+func footer(ctx context.Context, b storage.Bucket, key string, size int64, name string) ([]byte, error) {
+	if size < 12 {
+		return nil, badFooter(name, "%d bytes", size)
+	}
+	tail, err := b.ReadRange(ctx, key, size-8, 8)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(tail) != 8 {
+		return nil, badFooter(name, "%d bytes at its end", len(tail))
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n <= 0 || n > size-12 || n > maxFooterBytes {
+		return nil, badFooter(name, "footer length %d in a file of %d bytes", n, size)
+	}
+	buf, err := b.ReadRange(ctx, key, size-8-n, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return buf, nil
 }
 
 // flatten turns Parquet's depth-first schema list (each group followed by

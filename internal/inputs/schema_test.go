@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2" // writes the nested test files
+
+	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
 // writeParquet writes the rows of query to a new Parquet file.
@@ -146,4 +148,53 @@ func TestFieldsSurvivesCorruption(t *testing.T) {
 		}
 		_, _ = src().Fields(t.Context(), "raw", fileAt(t, p)) // must return
 	}
+}
+
+// Rows reads a file's row count from its footer: the counts here are the
+// rows each query makes, over one row group and over many.
+func TestRowsFromFooter(t *testing.T) {
+	cases := []struct {
+		name  string
+		query string
+		want  int64
+	}{
+		{"none", "SELECT 1 AS a WHERE false", 0},
+		{"one", "SELECT 'x' AS a", 1},
+		{"many row groups", "SELECT i, 'v' || i AS s FROM range(25000) t(i)", 25000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeParquet(t, tc.query)
+			if tc.want > 1 {
+				// Several row groups, so the count is the file's, not one group's.
+				db, err := sql.Open("duckdb", "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if _, err := db.Exec("COPY (" + tc.query + ") TO '" + p + "' (FORMAT parquet, ROW_GROUP_SIZE 2048)"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := fileAt(t, p)
+			b := local.New(filepath.Dir(p), local.Options{})
+			got, err := Rows(t.Context(), b, filepath.Base(p), f.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("Rows = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	t.Run("not parquet", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "part-0.parquet")
+		if err := os.WriteFile(p, []byte("PAR1 this is no footer at all PAR1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Rows(t.Context(), local.New(filepath.Dir(p), local.Options{}), "part-0.parquet", fileAt(t, p).Bytes)
+		if err == nil || !strings.Contains(err.Error(), "part-0.parquet: not a readable Parquet footer") {
+			t.Errorf("Rows error %v, want one naming the file and its footer", err)
+		}
+	})
 }

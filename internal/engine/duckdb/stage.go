@@ -185,7 +185,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
-	r.steps.next("", 0)
+	r.steps.next("")
 	return st, err
 }
 
@@ -196,52 +196,40 @@ type runner struct {
 	e     *Engine
 	s     sources
 	steps stageSteps
-	// figs are the figures BuildFacts counted, nil when they must be
-	// counted again.
-	figs map[dates.Date]engine.DateFigures
 }
 
 // BuildFacts implements engine.Runner: the fact grain as a temp table, its
-// course-conflict rows recomputed at event level (fixConflictRows). Each
-// date's figures are counted here, in the scan that finds the conflict rows,
-// and kept for Figures unless the recomputation changed them: a second pass
+// course-conflict rows recomputed at event level (conflictFixQuery). Each
+// date's figures are counted in the scan that finds the conflict rows, and
+// counted again only when the recomputation changed them: a second pass
 // over the temp table cost 14 s in the ten-date backfill, where it is
 // spilled.
-func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), error) {
+func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, func(), error) {
 	e := r.e
-	r.steps.next("aggregate to the fact grain, join manifest and enrollments", 0)
-	if err := e.exec(ctx, "build fact_lesson_engagement", "CREATE OR REPLACE TEMP TABLE fact_stage AS "+factQuery(spec, r.s)); err != nil {
-		return func() {}, err
-	}
 	release := func() { e.exec(context.WithoutCancel(ctx), "drop fact_stage", "DROP TABLE IF EXISTS fact_stage") }
-	r.steps.next("count each date's figures and course conflicts", 0)
+	r.steps.next("aggregate to the fact grain, join manifest and enrollments")
+	if err := e.exec(ctx, "build fact_lesson_engagement", "CREATE OR REPLACE TEMP TABLE fact_stage AS "+factQuery(spec, r.s)); err != nil {
+		return nil, release, err
+	}
+	r.steps.next("count each date's figures and course conflicts")
 	figs, err := r.countFigures(ctx)
 	if err != nil {
-		return release, err
+		return nil, release, err
 	}
 	var conflictRows int64
 	for _, f := range figs {
 		conflictRows += f.FactRowCourseConflicts
 	}
 	if conflictRows == 0 {
-		r.figs = figs
-		return release, nil
+		return figs, release, nil
 	}
 	if err := e.exec(ctx, "recompute conflict rows", `UPDATE fact_stage f SET enrolled = x.enrolled, manifest_course_conflicts = x.manifest_course_conflicts
 		FROM (`+conflictFixQuery(spec, r.s)+`) x
 		WHERE f.learner_key IS NOT DISTINCT FROM x.learner_key AND f.lesson_id IS NOT DISTINCT FROM x.lesson_id AND f.event_date = x.event_date`); err != nil {
-		return release, err
+		return nil, release, err
 	}
-	return release, nil
-}
-
-// Figures implements engine.Runner: BuildFacts' count, or a new one when the
-// conflict rows were recomputed after it.
-func (r *runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, error) {
-	if r.figs != nil {
-		return r.figs, nil
-	}
-	return r.countFigures(ctx)
+	figs, err = r.countFigures(ctx)
+	return figs, release, err
 }
 
 func (r *runner) countFigures(ctx context.Context) (map[dates.Date]engine.DateFigures, error) {
@@ -313,7 +301,7 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 	batches := copyBatches(ds)
 	r.steps.total -= len(ds) - len(batches) // Stage counted a step a date
 	for _, batch := range batches {
-		r.steps.next(fmt.Sprintf("write %s %s to %s", table, batch[0], batch[len(batch)-1]), 0)
+		r.steps.next(fmt.Sprintf("write %s %s to %s", table, batch[0], batch[len(batch)-1]))
 		var parts []string
 		for _, d := range batch {
 			if n[d] > 1 {
@@ -341,7 +329,7 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 // for a split date one COPY per part.
 func (r *runner) writeByDate(ctx context.Context, spec engine.Spec, table string, ds []dates.Date, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
 	for _, d := range ds {
-		r.steps.next("write "+table+" "+d.String(), 0)
+		r.steps.next("write "+table+" "+d.String())
 		rows := fmt.Sprintf("SELECT * EXCLUDE (event_date) FROM (%s) t", r.query(spec, table, []dates.Date{d}))
 		if n[d] == 1 {
 			uri, err := dir.Sub("event_date=" + d.String())
@@ -407,31 +395,15 @@ func copyBatches(ds []dates.Date) [][]dates.Date {
 
 const maxCopies, minCopyDates = 3, 4
 
-// CountRows implements engine.Runner, from each file's footer.
-func (r *runner) CountRows(ctx context.Context, uris []string) ([]int64, error) {
-	out := make([]int64, len(uris))
-	for i, u := range uris {
-		if err := r.e.conn.QueryRowContext(ctx, "SELECT num_rows FROM parquet_file_metadata("+FileRef(u)+")").Scan(&out[i]); err != nil {
-			return nil, fmt.Errorf("read staged %s: %w", u, firstLine(err))
-		}
-		r.steps.rows += out[i]
-	}
-	return out, nil
-}
-
-// stageSteps numbers Stage's steps for the progress report; rows counts the
-// rows written so far.
+// stageSteps numbers Stage's steps for the progress report.
 type stageSteps struct {
 	p           progress.Reporter
 	done, total int
-	rows        int64
 }
 
-// next reports that the previous step is done and what runs now; written
-// rows of the previous step are added to the running total.
-func (s *stageSteps) next(what string, written int64) {
-	s.rows += written
-	s.p.Step(s.done, s.total, s.rows, what)
+// next reports that the previous step is done and what runs now.
+func (s *stageSteps) next(what string) {
+	s.p.Step(s.done, s.total, 0, what)
 	if s.done < s.total {
 		s.done++
 	}

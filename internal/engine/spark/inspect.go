@@ -82,6 +82,10 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 
+	// Both pins are checked in one statement (each part a scalar subquery
+	// over its own pin): a statement is a Spark job with its fixed cost,
+	// and the manifest's figures are judged first, as if it ran alone.
+	//
 	// The longest title is measured in bytes (octet_length; Spark's length
 	// counts characters) and ties go to the smallest lesson_id, nulls last,
 	// as in the DuckDB engine, so both name the same lesson. A null
@@ -89,45 +93,45 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	// duplicates, which name lessons.
 	lessonPin := fmt.Sprintf("SELECT lesson_id, octet_length(lesson_title) AS title_bytes FROM %s WHERE manifest_id = %s",
 		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
+	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols)
+	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", enrollRel, quote(spec.EnrollmentSnapshotID))
+	// The enrollment rows and the repeated pairs in one pass over the pin
+	// (each row is in exactly one group), grouped by a 64-bit hash of the
+	// pair as the event ids are: a collision can only make a repeat
+	// appear, so a pass by the pair itself runs only when one does, and
+	// the sample of repeated pairs only when that pass confirms one. The
+	// hashes are distributed before they are grouped: nearly every pair is
+	// distinct, so a partial aggregate before the shuffle would only widen
+	// its rows.
+	hashed := fmt.Sprintf(`SELECT k, count(*) AS n FROM (SELECT %s AS k FROM (%s) DISTRIBUTE BY k) GROUP BY k`,
+		e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL"), enrollPin)
 	var dupLessons string
-	if err := e.scan(ctx, "check manifest "+spec.Lessons, fmt.Sprintf(`WITH pin AS (%s),
-		longest AS (SELECT lesson_id, title_bytes FROM pin WHERE title_bytes IS NOT NULL
-		            ORDER BY title_bytes DESC, lesson_id ASC NULLS LAST LIMIT 1)
-		SELECT (SELECT count(*) FROM pin), (SELECT count_if(lesson_id IS NULL) FROM pin),
-		       (SELECT concat_ws(char(1), sort_array(collect_list(lesson_id))) FROM
-		          (SELECT lesson_id FROM pin WHERE lesson_id IS NOT NULL GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)),
-		       (SELECT CAST(title_bytes AS BIGINT) FROM longest), (SELECT lesson_id FROM longest)`, lessonPin),
-		&in.Figures.ManifestRows, &in.Figures.NullLessonIDs, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson); err != nil {
+	var hashRepeats int64
+	// Each scalar subquery is a job of its own, run beside the others:
+	// one returns a struct where a pin gives several figures, so none is
+	// computed twice.
+	if err := e.scan(ctx, "check manifest "+spec.Lessons+" and enrollments "+spec.Enrollments, fmt.Sprintf(`WITH pin AS (%s)
+		SELECT m.rows, m.null_ids, dups, longest.bytes, longest.lesson_id, en.rows, en.repeats FROM (SELECT
+		  (SELECT named_struct('rows', count(*), 'null_ids', count_if(lesson_id IS NULL)) FROM pin) AS m,
+		  (SELECT concat_ws(char(1), sort_array(collect_list(lesson_id))) FROM
+		     (SELECT lesson_id FROM pin WHERE lesson_id IS NOT NULL GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)) AS dups,
+		  (SELECT named_struct('bytes', CAST(title_bytes AS BIGINT), 'lesson_id', lesson_id) FROM pin WHERE title_bytes IS NOT NULL
+		     ORDER BY title_bytes DESC, lesson_id ASC NULLS LAST LIMIT 1) AS longest,
+		  (SELECT named_struct('rows', CAST(coalesce(sum(n), 0) AS BIGINT), 'repeats', count_if(n > 1)) FROM (%s)) AS en)`, lessonPin, hashed),
+		&in.Figures.ManifestRows, &in.Figures.NullLessonIDs, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson,
+		&in.Figures.EnrollmentRows, &hashRepeats); err != nil {
 		return in, err
 	}
 	if in.Figures.ManifestRows == 0 {
 		return in, e.noPin(ctx, "lessons", spec.Lessons, filesRel(spec.Inputs.LessonPaths(), manifestCols), "manifest_id", spec.ManifestID, "--manifest-id")
 	}
 	in.Figures.DuplicateLessonIDs = splitList(dupLessons)
-
-	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols)
-	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", enrollRel, quote(spec.EnrollmentSnapshotID))
-	// The rows and the repeated pairs in one pass over the pin (each row is
-	// in exactly one group), grouped by a 64-bit hash of the pair as the
-	// event ids are: a collision can only make a repeat appear, so a pass
-	// by the pair itself runs only when one does, and the sample of
-	// repeated pairs only when that pass confirms one.
+	if in.Figures.EnrollmentRows == 0 {
+		return in, e.noPin(ctx, "enrollments", spec.Enrollments, enrollRel, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
+	}
 	what := "check enrollments " + spec.Enrollments
 	pairs := func(cols string) string {
 		return fmt.Sprintf(`SELECT %s, count(*) AS n FROM (%s) GROUP BY %[1]s`, cols, enrollPin)
-	}
-	// The hashes are distributed before they are grouped, as the event
-	// ids are: nearly every pair is distinct, so a partial aggregate before
-	// the shuffle would only widen its rows.
-	hashed := fmt.Sprintf(`SELECT k, count(*) AS n FROM (SELECT %s AS k FROM (%s) DISTRIBUTE BY k) GROUP BY k`,
-		e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL"), enrollPin)
-	var hashRepeats int64
-	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), count_if(n > 1) FROM (%s)`, hashed),
-		&in.Figures.EnrollmentRows, &hashRepeats); err != nil {
-		return in, err
-	}
-	if in.Figures.EnrollmentRows == 0 {
-		return in, e.noPin(ctx, "enrollments", spec.Enrollments, enrollRel, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
 	}
 	in.Figures.DuplicateEnrollCount = 0
 	if hashRepeats == 0 {

@@ -46,9 +46,15 @@ func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error
 			quote(f.IngestDate.String()), pathRef(f.Path))
 	}
 	q := fmt.Sprintf("CREATE OR REPLACE TEMPORARY VIEW %s AS %s", rawView, strings.Join(parts, "\nUNION ALL\n"))
+	if q == e.rawViewSQL {
+		// Inspect registered this very view in this session; Stage
+		// would only pay a round trip to register it again.
+		return true, nil
+	}
 	if err := e.exec(ctx, "read raw "+spec.Raw, q); err != nil {
 		return false, err
 	}
+	e.rawViewSQL = q
 	return true, nil
 }
 

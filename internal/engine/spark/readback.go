@@ -32,27 +32,24 @@ func listed(wh storage.Bucket, byDate map[dates.Date][]pointer.File, ds []dates.
 }
 
 // ReadBack implements engine.Engine: Spark computes the gate's figures from
-// the staged bytes read back, one query per table for all dates.
+// the staged bytes read back, both tables' dates in one query (a statement
+// is a Spark job with its fixed cost), each row tagged with its table.
 func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
 	out := map[dates.Date]gate.StagedFigures{}
 	for _, d := range spec.Dates {
 		out[d] = gate.StagedFigures{}
 	}
+	const fact, courseDay = 0, 1
+	var parts []string
 	files, err := listed(wh, staged.FactFiles, spec.Dates,
 		"learner_key, lesson_id, course_id, CAST(event_count AS BIGINT) AS event_count")
 	if err != nil {
 		return nil, err
 	}
 	if files != "" {
-		if err := e.byDate(ctx, "read back "+engine.FactTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
-			count_if(learner_key IS NULL OR lesson_id IS NULL OR course_id IS NULL)
-			FROM (%s) GROUP BY listed_date`, files), func(d dates.Date, n []int64) {
-			f := out[d]
-			f.FactRows, f.FactEventSum, f.FactNullKeyRows = n[0], n[1], n[2]
-			out[d] = f
-		}); err != nil {
-			return nil, err
-		}
+		parts = append(parts, fmt.Sprintf(`SELECT listed_date, %d, count(*), coalesce(sum(event_count), 0),
+			count_if(learner_key IS NULL OR lesson_id IS NULL OR course_id IS NULL), 0, 0, 0
+			FROM (%s) GROUP BY listed_date`, fact, files))
 	}
 	files, err = listed(wh, staged.CourseDayFiles, spec.Dates, `CAST(event_count AS BIGINT) AS event_count,
 		CAST(matched_lesson_count AS BIGINT) AS matched_lesson_count, CAST(unknown_lesson_count AS BIGINT) AS unknown_lesson_count,
@@ -61,18 +58,27 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 		return nil, err
 	}
 	if files != "" {
-		if err := e.byDate(ctx, "read back "+engine.CourseDayTable, fmt.Sprintf(`SELECT listed_date, count(*), coalesce(sum(event_count), 0),
+		parts = append(parts, fmt.Sprintf(`SELECT listed_date, %d, count(*), coalesce(sum(event_count), 0),
 			coalesce(sum(matched_lesson_count), 0), coalesce(sum(unknown_lesson_count), 0),
 			coalesce(sum(enrolled_event_count), 0),
 			count_if(matched_lesson_count + unknown_lesson_count <> event_count)
-			FROM (%s) GROUP BY listed_date`, files), func(d dates.Date, n []int64) {
-			f := out[d]
-			f.CourseDayRows, f.EventCount, f.MatchedLessonCount = n[0], n[1], n[2]
-			f.UnknownLessonCount, f.EnrolledEventCount, f.IdentityViolatedRows = n[3], n[4], n[5]
-			out[d] = f
-		}); err != nil {
-			return nil, err
+			FROM (%s) GROUP BY listed_date`, courseDay, files))
+	}
+	if len(parts) == 0 {
+		return out, nil
+	}
+	err = e.byDate(ctx, "read back "+engine.FactTable+" and "+engine.CourseDayTable, strings.Join(parts, "\nUNION ALL\n"), func(d dates.Date, n []int64) {
+		f := out[d]
+		if n[0] == fact {
+			f.FactRows, f.FactEventSum, f.FactNullKeyRows = n[1], n[2], n[3]
+		} else {
+			f.CourseDayRows, f.EventCount, f.MatchedLessonCount = n[1], n[2], n[3]
+			f.UnknownLessonCount, f.EnrolledEventCount, f.IdentityViolatedRows = n[4], n[5], n[6]
 		}
+		out[d] = f
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

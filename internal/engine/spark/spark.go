@@ -60,6 +60,9 @@ type Engine struct {
 	// any exact comparison (xxhash64 when nil; a test weakens it to make
 	// collisions, which the exact pass must then see through).
 	keyHash func(cols string) string
+	// rawViewSQL is the statement that registered rawView in this
+	// session, "" before one did.
+	rawViewSQL string
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).

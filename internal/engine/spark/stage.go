@@ -30,7 +30,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 }
 
 // runner is the Spark side of engine.Runner. It writes a table's dates in
-// one partitioned write, and counts staged rows in one query.
+// one partitioned write.
 type runner struct {
 	e      *Engine
 	events string     // the raw relation over exactly the listed files
@@ -38,9 +38,9 @@ type runner struct {
 }
 
 // BuildFacts implements engine.Runner. CACHE TABLE is eager: the joins and
-// the aggregate run once here, and the audit counts and both writes read the
-// cached fact grain.
-func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), error) {
+// the aggregate run once here, and every date's figures (one aggregate) and
+// both writes read the cached fact grain.
+func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, func(), error) {
 	release := func() {
 		r.e.exec(context.WithoutCancel(ctx), "uncache fact_lesson_engagement", "UNCACHE TABLE IF EXISTS "+factView)
 	}
@@ -50,14 +50,11 @@ func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (func(), error
 		probe.finish(ctx)
 	}
 	*r.probe = *probe
-	return release, err
-}
-
-// Figures implements engine.Runner: every date's figures in one aggregate
-// over the cached grain.
-func (r runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, error) {
+	if err != nil {
+		return nil, release, err
+	}
 	out := map[dates.Date]engine.DateFigures{}
-	err := r.e.byDate(ctx, "count course conflicts", fmt.Sprintf(
+	err = r.e.byDate(ctx, "count course conflicts", fmt.Sprintf(
 		`SELECT CAST(event_date AS STRING), CAST(sum(manifest_course_conflicts) AS BIGINT), count_if(course_conflict),
 		 count(*), CAST(sum(octet_length(learner_key) + octet_length(lesson_id) + coalesce(octet_length(course_id), 0)) AS BIGINT),
 		 count(DISTINCT course_id)
@@ -65,7 +62,7 @@ func (r runner) Figures(ctx context.Context, spec engine.Spec) (map[dates.Date]e
 		func(d dates.Date, n []int64) {
 			out[d] = engine.DateFigures{ManifestCourseConflicts: n[0], FactRowCourseConflicts: n[1], FactRows: n[2], FactWidth: n[3], Courses: n[4]}
 		})
-	return out, err
+	return out, release, err
 }
 
 // Write implements engine.Runner in one partitioned write of every date,
@@ -109,37 +106,6 @@ func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map
 		tail = ", f.split_part"
 	}
 	return r.ctas(ctx, spec, uri, what, cols, factRows(spec, repartitioned(factView), tail))
-}
-
-// CountRows implements engine.Runner: each staged file's rows as Spark
-// reads it back, in one query over exactly those files.
-func (r runner) CountRows(ctx context.Context, uris []string) ([]int64, error) {
-	if len(uris) == 0 {
-		return nil, nil
-	}
-	parts := make([]string, len(uris))
-	for i, u := range uris {
-		p, err := serverPath(u)
-		if err != nil {
-			return nil, err
-		}
-		parts[i] = fmt.Sprintf("SELECT %d AS f, count(*) AS n FROM %s", i, pathRef(p))
-	}
-	rows, err := r.e.rows(ctx, "count staged rows", strings.Join(parts, "\nUNION ALL\n"))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(uris))
-	for _, row := range rows {
-		i, err := asInt(row.At(0))
-		if err != nil || i < 0 || int(i) >= len(out) {
-			return nil, fmt.Errorf("count staged rows: file index %v", row.At(0))
-		}
-		if out[i], err = asInt(row.At(1)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // ctas writes query under the directory uri with CREATE TABLE …
