@@ -329,7 +329,7 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 // for a split date one COPY per part.
 func (r *runner) writeByDate(ctx context.Context, spec engine.Spec, table string, ds []dates.Date, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
 	for _, d := range ds {
-		r.steps.next("write "+table+" "+d.String())
+		r.steps.next("write " + table + " " + d.String())
 		rows := fmt.Sprintf("SELECT * EXCLUDE (event_date) FROM (%s) t", r.query(spec, table, []dates.Date{d}))
 		if n[d] == 1 {
 			uri, err := dir.Sub("event_date=" + d.String())
