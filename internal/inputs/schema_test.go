@@ -15,8 +15,9 @@ import (
 	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
-// writeParquet writes the rows of query to a new Parquet file.
-func writeParquet(t *testing.T, query string) string {
+// writeParquet writes the rows of query to a new Parquet file, with
+// more COPY options if given (", ROW_GROUP_SIZE 2048").
+func writeParquet(t *testing.T, query string, opts ...string) string {
 	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -24,7 +25,7 @@ func writeParquet(t *testing.T, query string) string {
 	}
 	defer db.Close()
 	p := filepath.Join(t.TempDir(), "f.parquet")
-	if _, err := db.Exec("COPY (" + query + ") TO '" + p + "' (FORMAT parquet)"); err != nil {
+	if _, err := db.Exec("COPY (" + query + ") TO '" + p + "' (FORMAT parquet" + strings.Join(opts, "") + ")"); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -154,28 +155,17 @@ func TestFieldsSurvivesCorruption(t *testing.T) {
 // rows each query makes, over one row group and over many.
 func TestRowsFromFooter(t *testing.T) {
 	cases := []struct {
-		name  string
-		query string
-		want  int64
+		name, query, opts string
+		want              int64
 	}{
-		{"none", "SELECT 1 AS a WHERE false", 0},
-		{"one", "SELECT 'x' AS a", 1},
-		{"many row groups", "SELECT i, 'v' || i AS s FROM range(25000) t(i)", 25000},
+		{"none", "SELECT 1 AS a WHERE false", "", 0},
+		{"one", "SELECT 'x' AS a", "", 1},
+		// Many row groups: the count is the file's, not one group's.
+		{"many row groups", "SELECT i, 'v' || i AS s FROM range(25000) t(i)", ", ROW_GROUP_SIZE 2048", 25000},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := writeParquet(t, tc.query)
-			if tc.want > 1 {
-				// Several row groups, so the count is the file's, not one group's.
-				db, err := sql.Open("duckdb", "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				if _, err := db.Exec("COPY (" + tc.query + ") TO '" + p + "' (FORMAT parquet, ROW_GROUP_SIZE 2048)"); err != nil {
-					t.Fatal(err)
-				}
-			}
+			p := writeParquet(t, tc.query, tc.opts)
 			f := fileAt(t, p)
 			b := local.New(filepath.Dir(p), local.Options{})
 			got, err := Rows(t.Context(), b, filepath.Base(p), f.Bytes)
