@@ -509,15 +509,90 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 	}
 }
 
+// TestPublishGivesUpOnEndlessConflict: 256 attempts, each retry after a
+// wait that grows to a 1 s ceiling and repeats from run to run, then
+// ErrConflict. The waits are recorded, not slept (they add up to about two
+// minutes); TestPublishWaitEndsWithContext sleeps for real.
 func TestPublishGivesUpOnEndlessConflict(t *testing.T) {
-	s := &fakeStore{cur: pointer.Empty(), swapErr: pointer.ErrConflict}
-	_, err := pointer.Publish(t.Context(), s, commit("job-x", map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}}))
-	if !errors.Is(err, pointer.ErrConflict) {
-		t.Errorf("error = %v, want ErrConflict", err)
+	var waits []time.Duration
+	defer pointer.SetSleep(func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	})()
+	run := func() []time.Duration {
+		waits = nil
+		s := &fakeStore{cur: pointer.Empty(), swapErr: pointer.ErrConflict}
+		_, err := pointer.Publish(t.Context(), s, commit("job-x", map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}}))
+		if !errors.Is(err, pointer.ErrConflict) {
+			t.Errorf("error = %v, want ErrConflict", err)
+		}
+		if s.swaps != 256 {
+			t.Errorf("Swap called %d times, want 256", s.swaps)
+		}
+		return waits
 	}
-	if s.swaps != 256 {
-		t.Errorf("Swap called %d times, want 256", s.swaps)
+	first := run()
+	if len(first) != 255 {
+		t.Fatalf("%d waits, want one before each of the 255 retries", len(first))
 	}
+	var late time.Duration
+	for i, w := range first {
+		if w < time.Millisecond || w > time.Second+time.Millisecond {
+			t.Errorf("wait %d is %v, want 1 ms to 1 s", i, w)
+		}
+		if i >= 10 {
+			late += w
+		}
+	}
+	// The first retries come back within milliseconds; the ceiling then
+	// doubles to 1 s, so the waits from the eleventh on average far above
+	// the first ones (about 0.5 s each, spread by the jitter).
+	if first[0] > 3*time.Millisecond {
+		t.Errorf("first wait %v, want at most 3 ms", first[0])
+	}
+	if avg := late / time.Duration(len(first)-10); avg < 250*time.Millisecond {
+		t.Errorf("waits from the eleventh on average %v, want the backoff near its 1 s ceiling", avg)
+	}
+	if again := run(); !slices.Equal(first, again) {
+		t.Errorf("the same job waited differently in a second run: the backoff must repeat")
+	}
+}
+
+// TestPublishWaitEndsWithContext: a context that ends during the backoff
+// ends Publish with its error, on the real timer and on a recorded wait.
+func TestPublishWaitEndsWithContext(t *testing.T) {
+	entries := map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}}
+	t.Run("Timer", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		s := &fakeStore{cur: pointer.Empty(), swapErr: pointer.ErrConflict}
+		_, err := pointer.Publish(ctx, s, commit("job-x", entries))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("error = %v, want the context's deadline", err)
+		}
+		if s.swaps == 0 || s.swaps >= 256 {
+			t.Errorf("Swap called %d times, want some, ended by the deadline", s.swaps)
+		}
+	})
+	t.Run("CancelledDuringThirdWait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		n := 0
+		defer pointer.SetSleep(func(ctx context.Context, d time.Duration) error {
+			if n++; n == 3 {
+				cancel()
+			}
+			return ctx.Err()
+		})()
+		s := &fakeStore{cur: pointer.Empty(), swapErr: pointer.ErrConflict}
+		_, err := pointer.Publish(ctx, s, commit("job-x", entries))
+		if !errors.Is(err, context.Canceled) || errors.Is(err, pointer.ErrConflict) {
+			t.Errorf("error = %v, want the cancellation alone", err)
+		}
+		if s.swaps != 3 {
+			t.Errorf("Swap called %d times, want 3 (no attempt after the cancelled wait)", s.swaps)
+		}
+	})
 }
 
 func TestPublishRefusesInvalid(t *testing.T) {

@@ -410,7 +410,10 @@ func backoff(jobID string, attempt int) time.Duration {
 	return time.Millisecond + time.Duration(h.Sum64()%uint64(ceiling))
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits out one backoff, or until ctx ends. It is a variable so that
+// the tests of the retry loop can record its waits instead of sleeping
+// through them (256 attempts wait about two minutes).
+var sleep = func(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

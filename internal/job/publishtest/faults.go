@@ -85,14 +85,18 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 			rewrite(t, db, wh, st.FactFiles[d(mon)][0].Path, "SELECT * REPLACE (CASE WHEN learner_key = (SELECT min(learner_key) FROM f) THEN NULL ELSE lesson_id END AS lesson_id) FROM f")
 		}},
 	}
-	for _, tc := range cases {
+	// The tampered attempts share one warehouse and one clean publish
+	// before them: each is rejected, so each must leave the same pointer,
+	// and each stages under its own job id (a publish on Spark costs
+	// seconds of the cluster, one per case would be five more).
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
+	h.MustPublish(t, fx.Job(t, wh, "clean", mon, tue))
+	before := Get(t, wh, "pointer.json")
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fx := h.LoadFixture(t, "")
-			wh := h.NewWarehouse(t)
-			h.MustPublish(t, fx.Job(t, wh, "clean", mon, tue))
-			before := Get(t, wh, "pointer.json")
 			var tp *tamper
-			res, err := h.PublishWith(t, fx.Job(t, wh, "tampered", mon, tue), func(e engine.Engine) engine.Engine {
+			res, err := h.PublishWith(t, fx.Job(t, wh, fmt.Sprintf("tampered-%d", i), mon, tue), func(e engine.Engine) engine.Engine {
 				tp = &tamper{Engine: e, t: t, db: DBFor(t, wh), fn: tc.fn, wh: wh}
 				return tp
 			})
