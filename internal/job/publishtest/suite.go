@@ -28,15 +28,15 @@ const (
 
 // Run runs the whole suite against one engine.
 func Run(t *testing.T, h Harness) {
-	tests := []struct {
+	type test struct {
 		name string
 		fn   func(*testing.T, Harness)
-	}{
+	}
+	tests := []test{
 		{"UnknownLessonSurvives", testUnknownLessonSurvives},
 		{"CapBlocksPointer", testCapBlocksPointer},
 		{"TwoJobIDsOneSum", testTwoJobIDsOneSum},
 		{"CrashBeforePointer", testCrashBeforePointer},
-		{"CrashMidPointer", testCrashMidPointer},
 		{"NeighborDate", testNeighborDate},
 		{"LateEvent", testLateEvent},
 		{"DuplicateEnrollmentFails", testDuplicateEnrollmentFails},
@@ -44,23 +44,26 @@ func Run(t *testing.T, h Harness) {
 		{"GateReadsStagedBytes", testGateReadsStagedBytes},
 		{"NoHelperColumn", testNoHelperColumn},
 		{"IdentitiesAndGroundTruth", testIdentitiesAndGroundTruth},
-		{"AppendingPublisherDoubles", testAppendingPublisherDoubles},
 		{"ConcurrentPublishersDifferentDates", testConcurrentDifferentDates},
-		{"PublishedJobIDRefused", testPublishedJobIDRefused},
 		{"TimeZoneIndependent", testTimeZoneIndependent},
 		{"EmptyDatePublishesZeros", testEmptyDate},
 		{"FileCountFollowsBytes", testFileCountFollowsBytes},
 		{"InputsChangedDuringAttempt", testInputsChangedDuringAttempt},
 	}
-	// A rollback never calls the engine (it copies pointer entries and
-	// checks files through the storage seam), so it runs once per storage
-	// backend, with the DuckDB harnesses, not again on Spark, where its
-	// three publishes cost a minute of the suite.
+	// These cases judge what the driver does after (or instead of) the
+	// engine's work, which is the same whichever engine staged: a rollback
+	// copies pointer entries and checks files through the storage seam; a
+	// crash between the history copy and pointer.json, an appending
+	// publisher's copies and a published job id's refusal never reach the
+	// engine differently. They run once per storage backend, with the
+	// DuckDB harnesses, not again on Spark, where their nine publishes
+	// cost well over a minute of the suite.
 	if h.Engine == "duckdb" {
-		tests = append(tests, struct {
-			name string
-			fn   func(*testing.T, Harness)
-		}{"RollbackThroughReader", testRollbackThroughReader})
+		tests = append(tests,
+			test{"CrashMidPointer", testCrashMidPointer},
+			test{"AppendingPublisherDoubles", testAppendingPublisherDoubles},
+			test{"PublishedJobIDRefused", testPublishedJobIDRefused},
+			test{"RollbackThroughReader", testRollbackThroughReader})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
