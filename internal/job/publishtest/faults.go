@@ -87,8 +87,8 @@ func testGateReadsStagedBytes(t *testing.T, h Harness) {
 	}
 	// The tampered attempts share one warehouse and one clean publish
 	// before them: each is rejected, so each must leave the same pointer,
-	// and each stages under its own job id (a publish on Spark costs
-	// seconds of the cluster, one per case would be five more).
+	// and each stages under its own job id. (A publish costs the Spark
+	// cluster about ten seconds; a clean one per case was four more.)
 	fx := h.LoadFixture(t, "")
 	wh := h.NewWarehouse(t)
 	h.MustPublish(t, fx.Job(t, wh, "clean", mon, tue))
