@@ -563,7 +563,7 @@ func TestPublishGivesUpOnEndlessConflict(t *testing.T) {
 func TestPublishWaitEndsWithContext(t *testing.T) {
 	entries := map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}}
 	t.Run("Timer", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
 		s := &fakeStore{cur: pointer.Empty(), swapErr: pointer.ErrConflict}
 		_, err := pointer.Publish(ctx, s, commit("job-x", entries))
