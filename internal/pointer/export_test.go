@@ -12,3 +12,9 @@ func SetSleep(f func(context.Context, time.Duration) error) (restore func()) {
 	sleep = f
 	return func() { sleep = old }
 }
+
+// CheckKeys and IsPlainKey let the key check be held to its reference.
+var (
+	CheckKeys  = checkKeys
+	IsPlainKey = isPlainKey
+)

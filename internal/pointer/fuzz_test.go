@@ -53,21 +53,45 @@ func FuzzDecode(f *testing.F) {
 // The committed seeds are named for what they are, so the corpus keeps
 // exercising both sides of Decode even as it grows.
 func TestFuzzSeedsDecodeAsNamed(t *testing.T) {
+	for _, sd := range decodeSeeds(t) {
+		valid := strings.HasPrefix(sd.name, "valid_")
+		if !valid && !strings.HasPrefix(sd.name, "invalid_") {
+			continue // added by the fuzzer itself
+		}
+		_, err := pointer.Decode(sd.b)
+		if valid && err != nil {
+			t.Errorf("%s: %v", sd.name, err)
+		}
+		if !valid && err == nil {
+			t.Errorf("%s: decoded without error", sd.name)
+		}
+	}
+}
+
+type seed struct {
+	name string
+	b    []byte
+}
+
+// decodeSeeds reads every committed seed of FuzzDecode, each a
+// "go test fuzz v1" file of one []byte literal.
+func decodeSeeds(t *testing.T) []seed {
+	t.Helper()
 	entries, err := os.ReadDir("testdata/fuzz/FuzzDecode")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []seed
 	for _, e := range entries {
 		name := e.Name()
-		valid := strings.HasPrefix(name, "valid_")
-		if !valid && !strings.HasPrefix(name, "invalid_") {
-			continue // added by the fuzzer itself
-		}
 		raw, err := os.ReadFile(filepath.Join("testdata/fuzz/FuzzDecode", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.SplitN(string(raw), "\n", 3)
+		if len(lines) < 2 {
+			t.Fatalf("%s: not a go test fuzz v1 []byte seed", name)
+		}
 		lit, ok := strings.CutPrefix(lines[1], "[]byte(")
 		lit, ok2 := strings.CutSuffix(lit, ")")
 		if lines[0] != "go test fuzz v1" || !ok || !ok2 {
@@ -77,12 +101,7 @@ func TestFuzzSeedsDecodeAsNamed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		_, err = pointer.Decode([]byte(b))
-		if valid && err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-		if !valid && err == nil {
-			t.Errorf("%s: decoded without error", name)
-		}
+		out = append(out, seed{name, []byte(b)})
 	}
+	return out
 }

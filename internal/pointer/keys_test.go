@@ -1,14 +1,15 @@
-package pointer
+package pointer_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
 // checkKeysByTokens is checkKeys as it was written first, on
@@ -35,11 +36,11 @@ func checkKeysByTokens(b []byte) error {
 			top = stack[len(stack)-1]
 		}
 		if s, ok := tok.(string); ok && top != nil && top.object && top.expectKey {
-			if !isPlainKey(s) {
-				return errorf("object key %q: want lower-case ASCII letters, digits, '_' or '-' (field names match exactly)", s)
+			if !pointer.IsPlainKey(s) {
+				return fmt.Errorf("object key %q: want lower-case ASCII letters, digits, '_' or '-' (field names match exactly)", s)
 			}
 			if top.keys[s] {
-				return errorf("object key %q: appears twice", s)
+				return fmt.Errorf("object key %q: appears twice", s)
 			}
 			top.keys[s] = true
 			top.expectKey = false
@@ -59,14 +60,6 @@ func checkKeysByTokens(b []byte) error {
 			stack = append(stack, &frame{})
 		}
 	}
-}
-
-type keyError string
-
-func (e keyError) Error() string { return string(e) }
-
-func errorf(format string, s string) error {
-	return keyError(strings.Replace(format, "%q", strconv.Quote(s), 1))
 }
 
 // TestCheckKeysAgreesWithTokens: the byte scanner gives the token
@@ -96,23 +89,8 @@ func TestCheckKeysAgreesWithTokens(t *testing.T) {
 		`{"a":1,"b":{"c":2},"b":3}`,
 		` { "a" : 1 , "b" : [ ] } `,
 	}
-	seeds, err := filepath.Glob("testdata/fuzz/FuzzDecode/*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range seeds {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A seed file is "go test fuzz v1" and one []byte("...") line.
-		lines := strings.SplitN(strings.TrimSpace(string(data)), "\n", 2)
-		lit := strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")")
-		s, err := strconv.Unquote(lit)
-		if err != nil {
-			t.Fatalf("seed %s: %v", f, err)
-		}
-		cases = append(cases, s)
+	for _, sd := range decodeSeeds(t) {
+		cases = append(cases, string(sd.b))
 	}
 	cases = append(cases, validForKeys(t, 640))
 	valid := 0
@@ -121,7 +99,7 @@ func TestCheckKeysAgreesWithTokens(t *testing.T) {
 			continue // checkKeys is only ever given valid JSON
 		}
 		valid++
-		got, want := checkKeys([]byte(c)), checkKeysByTokens([]byte(c))
+		got, want := pointer.CheckKeys([]byte(c)), checkKeysByTokens([]byte(c))
 		if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
 			t.Errorf("%.80s: bytes say %v, tokens say %v", c, got, want)
 		}
@@ -152,7 +130,7 @@ func BenchmarkCheckKeys(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		fn   func([]byte) error
-	}{{"bytes", checkKeys}, {"tokens", checkKeysByTokens}} {
+	}{{"bytes", pointer.CheckKeys}, {"tokens", checkKeysByTokens}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				if err := bc.fn(doc); err != nil {
