@@ -69,11 +69,6 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	in.Figures.RawColumns = union
-	in.Events = map[dates.Date]int64{}
-	if err := e.eventIdentity(ctx, spec, &in.Figures, in.Events); err != nil {
-		return in, err
-	}
-
 	check := func(what string, files []string, required []engine.Column) error {
 		_, err := e.checkColumns(ctx, what, files, required)
 		return err
@@ -81,10 +76,18 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if err := engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check); err != nil {
 		return in, err
 	}
+	in.Events = map[dates.Date]int64{}
+	ev, err := e.eventCheck(ctx, spec, &in.Figures)
+	if err != nil {
+		return in, err
+	}
 
-	// Both pins are checked in one statement (each part a scalar subquery
-	// over its own pin): a statement is a Spark job with its fixed cost,
-	// and the manifest's figures are judged first, as if it ran alone.
+	// The raw events' first pass and both pins are checked in one
+	// statement, each part a scalar subquery of its own: a statement is a
+	// Spark job with its fixed cost, and the subqueries run side by side,
+	// so the pins' small stages (the enrollment file is one task) fill the
+	// cores the event-id check's stages leave idle. The manifest's figures
+	// are judged first, as if it ran alone.
 	//
 	// The longest title is measured in bytes (octet_length; Spark's length
 	// counts characters) and ties go to the smallest lesson_id, nulls last,
@@ -107,19 +110,26 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL"), enrollPin)
 	var dupLessons string
 	var hashRepeats int64
-	// Each scalar subquery is a job of its own, run beside the others:
-	// one returns a struct where a pin gives several figures, so none is
-	// computed twice.
-	if err := e.scan(ctx, "check manifest "+spec.Lessons+" and enrollments "+spec.Enrollments, fmt.Sprintf(`WITH pin AS (%s)
-		SELECT m.rows, m.null_ids, dups, longest.bytes, longest.lesson_id, en.rows, en.repeats FROM (SELECT
+	// One subquery returns a struct where a part gives several figures,
+	// so none is computed twice.
+	what := "check manifest " + spec.Lessons + " and enrollments " + spec.Enrollments
+	if ev.query != "" {
+		what = "check raw event ids " + spec.Raw + ", manifest " + spec.Lessons + " and enrollments " + spec.Enrollments
+	}
+	dest := append(ev.dest, &in.Figures.ManifestRows, &in.Figures.NullLessonIDs, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson,
+		&in.Figures.EnrollmentRows, &hashRepeats)
+	if err := e.scan(ctx, what, fmt.Sprintf(`WITH pin AS (%s)
+		SELECT %sm.rows, m.null_ids, dups, longest.bytes, longest.lesson_id, en.rows, en.repeats FROM (SELECT%s
 		  (SELECT named_struct('rows', count(*), 'null_ids', count_if(lesson_id IS NULL)) FROM pin) AS m,
 		  (SELECT concat_ws(char(1), sort_array(collect_list(lesson_id))) FROM
 		     (SELECT lesson_id FROM pin WHERE lesson_id IS NOT NULL GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)) AS dups,
 		  (SELECT named_struct('bytes', CAST(title_bytes AS BIGINT), 'lesson_id', lesson_id) FROM pin WHERE title_bytes IS NOT NULL
 		     ORDER BY title_bytes DESC, lesson_id ASC NULLS LAST LIMIT 1) AS longest,
-		  (SELECT named_struct('rows', CAST(coalesce(sum(n), 0) AS BIGINT), 'repeats', count_if(n > 1)) FROM (%s)) AS en)`, lessonPin, hashed),
-		&in.Figures.ManifestRows, &in.Figures.NullLessonIDs, &dupLessons, &in.Figures.LongestTitleBytes, &in.Figures.LongestTitleLesson,
-		&in.Figures.EnrollmentRows, &hashRepeats); err != nil {
+		  (SELECT named_struct('rows', CAST(coalesce(sum(n), 0) AS BIGINT), 'repeats', count_if(n > 1)) FROM (%s)) AS en)`,
+		lessonPin, ev.fields, ev.query, hashed), dest...); err != nil {
+		return in, err
+	}
+	if err := e.eventExact(ctx, spec, ev, &in.Figures, in.Events); err != nil {
 		return in, err
 	}
 	if in.Figures.ManifestRows == 0 {
@@ -129,7 +139,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if in.Figures.EnrollmentRows == 0 {
 		return in, e.noPin(ctx, "enrollments", spec.Enrollments, enrollRel, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
 	}
-	what := "check enrollments " + spec.Enrollments
+	what = "check enrollments " + spec.Enrollments
 	pairs := func(cols string) string {
 		return fmt.Sprintf(`SELECT %s, count(*) AS n FROM (%s) GROUP BY %[1]s`, cols, enrollPin)
 	}
@@ -153,12 +163,26 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	return in, nil
 }
 
-// eventIdentity counts, before any join, the raw events that cannot be
-// placed or counted once, with the DuckDB engine's meaning: a null
-// event_time anywhere in the read window, and a null or repeated event_id
-// among the events of the requested dates, with a sorted sample of five
-// repeated ids. Only events of the requested dates and those without a time
-// (whose date is unknown) reach the shuffle.
+// eventPass is the first pass of the raw events' check, as a part of
+// Inspect's one statement: query is a scalar subquery (with its leading
+// space and trailing comma, empty when the read window holds no raw file),
+// fields the outer columns that read its struct (with a trailing comma),
+// dest where they go (the null counts straight into the input figures).
+// Only hashRepeats says whether eventExact has more to do.
+type eventPass struct {
+	query, fields string
+	dest          []any
+	hashRepeats   int64
+	counts        []int64
+	keyed         func(key string) string
+}
+
+// eventCheck prepares the check of the raw events that cannot be placed
+// or counted once, with the DuckDB engine's meaning: a null event_time
+// anywhere in the read window, and a null or repeated event_id among the
+// events of the requested dates, with a sorted sample of five repeated ids
+// (eventExact). Only events of the requested dates and those without a
+// time (whose date is unknown) reach the shuffle.
 //
 // The first pass keys each event by a 64-bit hash of event_id, not by the
 // string: equal ids hash alike, so no repeated hash means no repeated id,
@@ -166,14 +190,14 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 // Its other counts do not depend on the key and are exact. A repeated hash
 // may be a collision, so only then does an exact pass group by the id
 // itself, and only when that finds repeats does a third name five of them.
-func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.InputFigures, events map[dates.Date]int64) error {
-	if f.RawFiles == 0 {
-		return nil
+func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.InputFigures) (*eventPass, error) {
+	p := &eventPass{counts: make([]int64, len(spec.Dates))}
+	if len(spec.Inputs.Raw) == 0 {
+		return p, nil
 	}
 	if _, err := e.registerRaw(ctx, spec); err != nil {
-		return err
+		return nil, err
 	}
-	what := "check raw event ids " + spec.Raw
 	// Each requested date's events are counted in the same scan: the
 	// silent-drop figures Stage audits against, so a publish reads raw
 	// twice in all, here and for the fact grain.
@@ -181,14 +205,15 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.In
 	// Each event reaches the shuffle as its key and one packed integer f:
 	// bit 0 a null event_time, bit 1 a requested date, f >> 2 the 1-based
 	// index of that date.
-	var dateIdx, perDate []string
+	var dateIdx, perDate, fields []string
 	for i, d := range spec.Dates {
 		dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 4*(i+1)))
-		perDate = append(perDate, fmt.Sprintf(",\n\t\tcount_if(shiftright(f, 2) = %d)", i+1))
+		perDate = append(perDate, fmt.Sprintf(", 'd%d', count_if(shiftright(f, 2) = %d)", i, i+1))
+		fields = append(fields, fmt.Sprintf("ev.d%d, ", i))
 	}
 	// keyed is every event as (k, f); key is an expression of event_id
 	// that is null exactly when event_id is.
-	keyed := func(key string) string {
+	p.keyed = func(key string) string {
 		return fmt.Sprintf(`SELECT %s AS k,
 		       CASE WHEN event_time IS NULL THEN 1 ELSE 0 END + CASE WHEN requested THEN 2 + CASE event_date %s END ELSE 0 END AS f
 		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s, false) AS requested
@@ -204,30 +229,38 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, f *gate.In
 	// keys, one after the other in the same tasks; on the design day the
 	// window spent 15% less executor time. Only whether some hash repeats
 	// matters here (the exact pass counts the repeats).
-	var hashRepeats int64
-	counts := make([]int64, len(spec.Dates))
-	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &hashRepeats}
-	for i := range counts {
-		dest = append(dest, &counts[i])
+	p.query = fmt.Sprintf(`
+		  (SELECT named_struct('null_times', CAST(count_if((f & 1) = 1) AS BIGINT),
+		     'null_ids', CAST(count_if(k IS NULL AND (f & 2) = 2) AS BIGINT),
+		     'repeats', CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n_requested > 1) AS BIGINT)%s)
+		   FROM (SELECT k, f, count_if((f & 2) = 2) OVER (PARTITION BY k) AS n_requested FROM (%s))) AS ev,`,
+		strings.Join(perDate, ""), p.keyed("CASE WHEN event_id IS NOT NULL THEN "+e.hashOf("event_id")+" END"))
+	p.fields = "ev.null_times, ev.null_ids, ev.repeats, " + strings.Join(fields, "")
+	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats}
+	for i := range p.counts {
+		p.dest = append(p.dest, &p.counts[i])
 	}
-	if err := e.scan(ctx, what, fmt.Sprintf(`SELECT CAST(count_if((f & 1) = 1) AS BIGINT),
-		CAST(count_if(k IS NULL AND (f & 2) = 2) AS BIGINT),
-		CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n_requested > 1) AS BIGINT)%s
-		FROM (SELECT k, f, count_if((f & 2) = 2) OVER (PARTITION BY k) AS n_requested FROM (%s))`,
-		strings.Join(perDate, ""), keyed("CASE WHEN event_id IS NOT NULL THEN "+e.hashOf("event_id")+" END")), dest...); err != nil {
-		return err
-	}
-	for i, d := range spec.Dates {
-		events[d] = counts[i]
-	}
-	f.DuplicateEventIDs = 0
-	if hashRepeats == 0 {
+	return p, nil
+}
+
+// eventExact files the first pass's figures and, when a hash repeated,
+// counts the repeated ids exactly and names five of them.
+func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass, f *gate.InputFigures, events map[dates.Date]int64) error {
+	if p.query == "" {
 		return nil
 	}
+	for i, d := range spec.Dates {
+		events[d] = p.counts[i]
+	}
+	f.DuplicateEventIDs = 0
+	if p.hashRepeats == 0 {
+		return nil
+	}
+	what := "check raw event ids " + spec.Raw
 	// The rows are distributed by the id before they are grouped: nearly
 	// every id is distinct, so a partial aggregate before the shuffle would
 	// only widen the rows.
-	exact := fmt.Sprintf(`SELECT k, count_if((f & 2) = 2) AS n_requested FROM (%s DISTRIBUTE BY k) GROUP BY k`, keyed("event_id"))
+	exact := fmt.Sprintf(`SELECT k, count_if((f & 2) = 2) AS n_requested FROM (%s DISTRIBUTE BY k) GROUP BY k`, p.keyed("event_id"))
 	if err := e.scan(ctx, what, fmt.Sprintf(
 		"SELECT CAST(coalesce(sum(CASE WHEN k IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT) FROM (%s)", exact),
 		&f.DuplicateEventIDs); err != nil {
