@@ -164,11 +164,11 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 }
 
 // eventPass is the first pass of the raw events' check, as a part of
-// Inspect's one statement: query is a scalar subquery (with its leading
-// space and trailing comma, empty when the read window holds no raw file),
-// fields the outer columns that read its struct (with a trailing comma),
-// dest where they go (the null counts straight into the input figures).
-// Only hashRepeats says whether eventExact has more to do.
+// Inspect's one statement: query is a scalar subquery and its alias on
+// lines of their own, ending in a comma (empty when the read window holds
+// no raw file), fields the outer columns that read its struct (ending in
+// a comma too), dest where they go (the null counts straight into the
+// input figures). Only hashRepeats says whether eventExact has more to do.
 type eventPass struct {
 	query, fields string
 	dest          []any
