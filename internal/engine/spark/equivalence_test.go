@@ -10,6 +10,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/gen"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
@@ -153,5 +154,78 @@ func TestEnginesListTheSameUnknownLessons(t *testing.T) {
 	}
 	if got["duckdb"] != got["spark"] {
 		t.Errorf("unknown lessons differ:\nduckdb: %s\nspark:  %s", got["duckdb"], got["spark"])
+	}
+}
+
+// TestConflictRowsMergedOnlyWhenSuspect stages the fixture and its two
+// conflict variants with both engines: Spark builds its fact grain a second
+// time, merging a fact row's courses, exactly when the first grain shows a
+// suspect (events off their manifest course, a null course), and either way
+// its conflict figures and each date's fact rows equal DuckDB's. The base
+// fixture must not pay for the merge. The unknown lessons whose events
+// disagree on course (no manifest course to differ from) are the publish
+// suite's conflict cases.
+func TestConflictRowsMergedOnlyWhenSuspect(t *testing.T) {
+	for _, tc := range []struct {
+		variant string
+		merges  int
+	}{
+		{"", 0},
+		{gen.VariantCourseConflict, 1},
+		{gen.VariantNullCourse, 1},
+	} {
+		t.Run("variant "+tc.variant, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, tc.variant)
+			type staged struct {
+				figs map[string]gate.StageFigures
+				rows map[string]int64
+			}
+			stage := func(e engine.Engine) staged {
+				wh := t.TempDir()
+				j := fx.Job(t, wh, "merge", mon, tue)
+				if len(j.HotCourses) == 0 {
+					t.Fatal("fixture.conf salts no course: the split rows would not be exercised")
+				}
+				st, err := e.Stage(context.Background(), publishtest.Inspected(t, e, publishtest.Listed(t, j)), publishtest.Bucket(t, wh), "staging/job_id=merge")
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := staged{figs: map[string]gate.StageFigures{}, rows: map[string]int64{}}
+				for d, f := range st.Stage {
+					out.figs[d.String()] = f
+				}
+				for d, files := range st.FactFiles {
+					for _, f := range files {
+						out.rows[d.String()] += f.Rows
+					}
+				}
+				return out
+			}
+			duck, err := duckdb.Open(context.Background(), map[string]string{"threads": "2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer duck.Close()
+			want := stage(duck)
+			e := open(t)
+			defer e.Close()
+			got := stage(e)
+			if n := spark.Merges(e); n != tc.merges {
+				t.Errorf("merged the grain %d times, want %d", n, tc.merges)
+			}
+			var conflicts int64
+			for ds, f := range want.figs {
+				conflicts += f.ManifestCourseConflicts + f.FactRowCourseConflicts
+				if got.figs[ds] != f || got.rows[ds] != want.rows[ds] {
+					t.Errorf("%s: spark %+v and %d fact rows, duckdb %+v and %d", ds, got.figs[ds], got.rows[ds], f, want.rows[ds])
+				}
+			}
+			if len(got.figs) != len(want.figs) || len(want.figs) == 0 {
+				t.Errorf("spark staged dates %v, duckdb %v", got.figs, want.figs)
+			}
+			if (conflicts > 0) != (tc.merges > 0) {
+				t.Errorf("duckdb counts %d conflicts in variant %q: the case tests nothing", conflicts, tc.variant)
+			}
+		})
 	}
 }

@@ -47,3 +47,7 @@ func ReleaseOnServer(ctx context.Context, e *Engine) error {
 func WeakenKeyHash(e *Engine, n int) {
 	e.keyHash = func(cols string) string { return fmt.Sprintf("pmod(xxhash64(%s), %d)", cols, n) }
 }
+
+// Merges is how many times e built the fact grain again with a fact row's
+// courses merged.
+func Merges(e *Engine) int { return e.merges }

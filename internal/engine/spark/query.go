@@ -111,7 +111,9 @@ func saltsOf(spec engine.Spec) string {
 // plan: events LEFT JOIN the manifest pin on lesson_id (unknown lessons
 // stay, with a null manifest_id), LEFT JOIN the enrollment snapshot on
 // (learner_key, course_id), aggregated to the fact grain, keeping two
-// audit columns the published table does not carry.
+// audit columns the published table does not carry, and course_pinned
+// (the lesson has a manifest course), which says whether a fact row split
+// over courses would show in those columns (conflictSuspects).
 //
 // It aggregates first. The events are distributed by (learner_key, _salt)
 // and aggregated there, without a shuffle of their own, to one row per
@@ -120,19 +122,20 @@ func saltsOf(spec engine.Spec) string {
 // design day) meet the enrollments, distributed the same way, in a
 // sort-merge join that needs no further shuffle
 // (spark.sql.requireAllClusterKeysForCoPartition is off, see defaults),
-// then the broadcast manifest, and a second aggregate merges the rows of
-// a fact row whose events disagree on course_id. The joined rows are
-// distributed for it by (learner_key, event_date), part of its keys, so
-// the cached grain is partitioned that way and course_day's aggregate by
-// (course, date, learner) reads it without a shuffle (on the design day
-// that write went from 25 s to 16 s); the first aggregate has already
-// made a hot learner's events one row per lesson, date and course, so a
-// learner's day is never a large partition. Each enrollment match
-// and manifest comparison is made per course_id, as the event-level plan
-// makes it per event, so every figure is exact on conflict rows too, with
-// no second pass over raw. TestEnginesPublishTheSameTables holds it to the
-// DuckDB engine's tables, and the publish suite's conflict cases count
-// conflict rows whose hot-course events were salted apart from the rest.
+// then the broadcast manifest. That is the fact grain whenever no fact
+// row's events disagree on course_id: the salt is a function of the
+// course, the lesson and the date, so a fact row of one course is one
+// row. The grain is not aggregated again: a second aggregate, to merge
+// the rows of a fact row of several courses, took a shuffle and a sort of
+// every row (55 s of the design day's 150 s build) for rows that fail the
+// gate. BuildFacts counts what such a row leaves behind and, only when
+// there is any, builds the grain again with that merge (mergedFactQuery).
+// Each enrollment match and manifest comparison is made per course_id, as
+// the event-level plan makes it per event, so every figure is exact on
+// conflict rows too, with no second pass over raw.
+// TestEnginesPublishTheSameTables holds it to the DuckDB engine's tables,
+// and the publish suite's conflict cases count conflict rows whose
+// hot-course events were salted apart from the rest.
 //
 // Physical choices, by hint so they do not depend on size estimates: the
 // manifest pin is broadcast (40,000 lessons, a few MB); the enrollment join
@@ -140,19 +143,32 @@ func saltsOf(spec engine.Spec) string {
 // auto-broadcast threshold, because at design volume 20M enrollments must
 // never be broadcast. Hot courses are salted (saltOf, saltsOf), so one
 // learner's events of a hot course spread over n shuffle partitions.
+func factQuery(spec engine.Spec, events string) string {
+	return fmt.Sprintf(`SELECT learner_key, lesson_id, event_date, course_id, matched,
+       manifest_course_id IS NOT NULL AS course_pinned,
+       event_count, first_event_time, last_event_time, enrolled,
+       CASE WHEN manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id THEN event_count ELSE 0 END AS manifest_course_conflicts,
+       false AS course_conflict
+FROM (
+%s
+) joined`, indent(joinedGrain(spec, events)))
+}
+
+// mergedFactQuery is factQuery with the rows of a fact row of several
+// courses merged into one, as the DuckDB engine's grain has it: the
+// course_id null when any event's is, the conflict flag set. The joined
+// rows are distributed by (learner_key, event_date), part of its keys,
+// so the merged grain is partitioned that way.
 //
 // Events disagreeing on course_id is min(course_id) <> max(course_id),
 // not count(DISTINCT course_id) > 1: the two agree (both skip nulls), and
 // a distinct count makes Spark aggregate twice, with a shuffle of its own
 // between.
-func factQuery(spec engine.Spec, events string) string {
-	// Subqueries, not WITH: Spark gives a CTE fresh ids each time a view
-	// over it is analyzed, so a cached view defined with WITH never matches
-	// the queries that read it, and each of them computed the grain again
-	// from raw (the profile showed raw read four times per publish).
+func mergedFactQuery(spec engine.Spec, events string) string {
 	return fmt.Sprintf(`SELECT learner_key, lesson_id, event_date,
        CASE WHEN bool_or(course_id IS NULL) THEN NULL ELSE min(course_id) END AS course_id,
        bool_or(matched) AS matched,
+       bool_or(manifest_course_id IS NOT NULL) AS course_pinned,
        sum(event_count) AS event_count,
        min(first_event_time) AS first_event_time,
        max(last_event_time) AS last_event_time,
@@ -160,36 +176,46 @@ func factQuery(spec engine.Spec, events string) string {
        sum(CASE WHEN manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id THEN event_count ELSE 0 END) AS manifest_course_conflicts,
        (coalesce(min(course_id) <> max(course_id), false) OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
 FROM (
-  SELECT /*+ BROADCAST(m), MERGE(en) */
-         g.learner_key, g.lesson_id, g.event_date, g.course_id, g.event_count, g.first_event_time, g.last_event_time,
-         m.lesson_id IS NOT NULL AS matched, m.manifest_course_id,
-         en.learner_key IS NOT NULL AS enrolled
-  FROM (
-    SELECT learner_key, lesson_id, event_date, course_id, _salt,
-           count(*) AS event_count, min(event_time) AS first_event_time, max(event_time) AS last_event_time
-    FROM (
-      SELECT learner_key, lesson_id, event_date, course_id, event_time, %s AS _salt
-      FROM (
 %s
-      ) events
-      DISTRIBUTE BY learner_key, _salt
-    ) salted
-    GROUP BY learner_key, lesson_id, event_date, course_id, _salt
-  ) g
-  LEFT JOIN (
-    SELECT learner_key, course_id, _salt
-    FROM (SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s) enrollments
-    LATERAL VIEW explode(%s) salts AS _salt
-    DISTRIBUTE BY learner_key, _salt
-  ) en ON g.learner_key = en.learner_key AND g.course_id = en.course_id AND g._salt = en._salt
-  LEFT JOIN (
-    SELECT lesson_id, course_id AS manifest_course_id
-    FROM %s WHERE manifest_id = %s
-  ) m ON g.lesson_id = m.lesson_id
   DISTRIBUTE BY learner_key, event_date
 ) joined
-GROUP BY learner_key, lesson_id, event_date`,
-		saltOf(spec), indent(indent(indent(indent(events)))),
+GROUP BY learner_key, lesson_id, event_date`, indent(joinedGrain(spec, events)))
+}
+
+// joinedGrain is both fact queries' rows: a fact row's events of one
+// course (and salt), with the manifest's course and the enrollment match.
+func joinedGrain(spec engine.Spec, events string) string {
+	// Subqueries, not WITH: Spark gives a CTE fresh ids each time a view
+	// over it is analyzed, so a cached view defined with WITH never matches
+	// the queries that read it, and each of them computed the grain again
+	// from raw (the profile showed raw read four times per publish).
+	return fmt.Sprintf(`SELECT /*+ BROADCAST(m), MERGE(en) */
+       g.learner_key, g.lesson_id, g.event_date, g.course_id, g.event_count, g.first_event_time, g.last_event_time,
+       m.lesson_id IS NOT NULL AS matched, m.manifest_course_id,
+       en.learner_key IS NOT NULL AS enrolled
+FROM (
+  SELECT learner_key, lesson_id, event_date, course_id, _salt,
+         count(*) AS event_count, min(event_time) AS first_event_time, max(event_time) AS last_event_time
+  FROM (
+    SELECT learner_key, lesson_id, event_date, course_id, event_time, %s AS _salt
+    FROM (
+%s
+    ) events
+    DISTRIBUTE BY learner_key, _salt
+  ) salted
+  GROUP BY learner_key, lesson_id, event_date, course_id, _salt
+) g
+LEFT JOIN (
+  SELECT learner_key, course_id, _salt
+  FROM (SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s) enrollments
+  LATERAL VIEW explode(%s) salts AS _salt
+  DISTRIBUTE BY learner_key, _salt
+) en ON g.learner_key = en.learner_key AND g.course_id = en.course_id AND g._salt = en._salt
+LEFT JOIN (
+  SELECT lesson_id, course_id AS manifest_course_id
+  FROM %s WHERE manifest_id = %s
+) m ON g.lesson_id = m.lesson_id`,
+		saltOf(spec), indent(indent(indent(events))),
 		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID), saltsOf(spec),
 		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
 }
@@ -220,9 +246,10 @@ LEFT JOIN (SELECT lesson_id, lesson_title FROM %s WHERE manifest_id = %s) m ON f
 // learner) and then (course, date), instead of count(DISTINCT learner_key)
 // beside the filtered sums: Spark plans that as an Expand, which doubles
 // the fact rows, and two aggregates with a shuffle between. count(learner_key)
-// outside skips a null learner as the distinct count does. The cache is
-// partitioned by (learner_key, event_date) (factQuery), so the first
-// aggregate runs where the rows are and only its result is shuffled.
+// outside skips a null learner as the distinct count does. The first
+// aggregate runs partly where the cached rows are (a learner's rows of a
+// hot course are in as many partitions as salts) and only its partial
+// result is shuffled.
 func courseDayQuery(spec engine.Spec) string {
 	return fmt.Sprintf(`SELECT course_id,
   sum(event_count) AS event_count,

@@ -63,6 +63,8 @@ type Engine struct {
 	// rawViewSQL is the statement that registered rawView in this
 	// session, "" before one did.
 	rawViewSQL string
+	// merges counts the fact grains built again merged (BuildFacts).
+	merges int
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).

@@ -39,7 +39,9 @@ type runner struct {
 
 // BuildFacts implements engine.Runner. CACHE TABLE is eager: the joins and
 // the aggregate run once here, and every date's figures (one aggregate) and
-// both writes read the cached fact grain.
+// both writes read the cached fact grain. The grain is built unmerged
+// (factQuery) and built again merged (mergedFactQuery) only when its
+// figures show a suspect (conflictSuspects).
 func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, func(), error) {
 	release := func() {
 		r.e.exec(context.WithoutCancel(ctx), "uncache fact_lesson_engagement", "UNCACHE TABLE IF EXISTS "+factView)
@@ -53,16 +55,47 @@ func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Dat
 	if err != nil {
 		return nil, release, err
 	}
+	figs, suspects, err := r.e.factFigures(ctx)
+	if err != nil || suspects == 0 {
+		return figs, release, err
+	}
+	// Dropping a temporary view uncaches it; CACHE TABLE … AS will not
+	// replace one.
+	if err := r.e.exec(ctx, "merge conflict rows", "DROP VIEW IF EXISTS "+factView); err != nil {
+		return nil, release, err
+	}
+	if err := r.e.exec(ctx, "merge conflict rows", fmt.Sprintf("CACHE TABLE %s AS %s", factView, mergedFactQuery(spec, r.events))); err != nil {
+		return nil, release, err
+	}
+	r.e.merges++
+	figs, _, err = r.e.factFigures(ctx)
+	return figs, release, err
+}
+
+// factFigures counts each date's figures of the cached grain, and the
+// suspects of a fact row left split over courses by factQuery. A fact row
+// of several courses is several rows there, one a course, and its events'
+// course ids are non-null and differ, or some are null. So one of its rows
+// has a null course_id, or it has a pinned course (the lesson's manifest
+// course), which at least one of its rows' courses differs from, counted
+// in manifest_course_conflicts, or, unpinned (an unknown lesson, a null
+// manifest course), its key repeats among the unpinned rows. The sum of
+// those three counts is the suspects: none, and every fact row is one row
+// of the grain, which is then exact.
+func (e *Engine) factFigures(ctx context.Context) (map[dates.Date]engine.DateFigures, int64, error) {
 	out := map[dates.Date]engine.DateFigures{}
-	err = r.e.byDate(ctx, "count course conflicts", fmt.Sprintf(
+	var suspects int64
+	err := e.byDate(ctx, "count course conflicts", fmt.Sprintf(
 		`SELECT CAST(event_date AS STRING), CAST(sum(manifest_course_conflicts) AS BIGINT), count_if(course_conflict),
 		 count(*), CAST(sum(octet_length(learner_key) + octet_length(lesson_id) + coalesce(octet_length(course_id), 0)) AS BIGINT),
-		 count(DISTINCT course_id)
-		 FROM %s GROUP BY event_date`, factView),
+		 count(DISTINCT course_id), count_if(course_id IS NULL),
+		 (SELECT count(*) FROM (SELECT 1 FROM %[1]s WHERE NOT course_pinned GROUP BY learner_key, lesson_id, event_date HAVING count(*) > 1) r)
+		 FROM %[1]s GROUP BY event_date`, factView),
 		func(d dates.Date, n []int64) {
 			out[d] = engine.DateFigures{ManifestCourseConflicts: n[0], FactRowCourseConflicts: n[1], FactRows: n[2], FactWidth: n[3], Courses: n[4]}
+			suspects += n[0] + n[5] + n[6]
 		})
-	return out, release, err
+	return out, suspects, err
 }
 
 // Write implements engine.Runner in one partitioned write of every date,

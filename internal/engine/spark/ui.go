@@ -110,13 +110,12 @@ type restJob struct {
 }
 
 type restStage struct {
-	StageID             int    `json:"stageId"`
-	AttemptID           int    `json:"attemptId"`
-	Status              string `json:"status"`
-	NumTasks            int    `json:"numTasks"`
-	NumCompleteTasks    int    `json:"numCompleteTasks"`
-	ShuffleReadRecords  int64  `json:"shuffleReadRecords"`
-	ShuffleWriteRecords int64  `json:"shuffleWriteRecords"`
+	StageID            int    `json:"stageId"`
+	AttemptID          int    `json:"attemptId"`
+	Status             string `json:"status"`
+	NumTasks           int    `json:"numTasks"`
+	NumCompleteTasks   int    `json:"numCompleteTasks"`
+	ShuffleReadRecords int64  `json:"shuffleReadRecords"`
 }
 
 type restTask struct {
@@ -194,9 +193,10 @@ func (e *Engine) startProbe(ctx context.Context) *taskProbe {
 
 // finish finds the enrollment join stage among the session's jobs since
 // the probe started and reads its tasks. The join stage is the one that
-// reads a shuffle (the events and the enrollments, partitioned by the
-// join key) and writes one (the partial aggregate, for the fact grain):
-// of those, the one reading the most records.
+// reads the events and the enrollments, partitioned by the join key: of
+// the stages reading a shuffle, the one reading the most records. It
+// writes none: the grain it builds goes to the cache (only a merge of
+// conflict rows, BuildFacts' second build, shuffles it again).
 func (p *taskProbe) finish(ctx context.Context) {
 	if p.c == nil {
 		return
@@ -224,7 +224,7 @@ func (p *taskProbe) finish(ctx context.Context) {
 				continue // a stage the UI no longer retains
 			}
 			for _, a := range attempts {
-				if a.Status == "COMPLETE" && a.ShuffleReadRecords > 0 && a.ShuffleWriteRecords > 0 &&
+				if a.Status == "COMPLETE" && a.ShuffleReadRecords > 0 &&
 					(stage.StageID < 0 || a.ShuffleReadRecords > stage.ShuffleReadRecords) {
 					stage = a
 				}
