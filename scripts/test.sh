@@ -104,11 +104,12 @@ export ENGAGEMENT_AIRFLOW ENGAGEMENT_PYARROW_PYTHON
 unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 
 # The packages where goroutines or processes race (the pointer stores, the
-# job's publish and its unknown-outcome paths, progress, gc, the listing)
+# job's publish and its unknown-outcome paths, progress, gc, the listing,
+# the staging driver's overlapped writes)
 # run under the race detector; the rest run plainly, once.
 # The 64-writer stress of the pointer store runs once, without the race
 # detector, which would only slow its thousands of requests down.
-race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/..."
+race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine"
 echo "== go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
 echo "== the pointer store's stress: 64 concurrent writers, 10 rounds on S3"
@@ -122,7 +123,7 @@ echo "== go test (the other packages)"
 # first, the long pole starts at once and the others share the second slot,
 # instead of the Spark package waiting ~8 minutes for the packages sorted
 # before it (airflow, cli, crashtest, duckdb).
-others=$(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage)$|/internal/(pointer|storage)/|/internal/engine/spark$')
+others=$(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage|engine)$|/internal/(pointer|storage)/|/internal/engine/spark$')
 go test -count=1 -timeout 35m -skip '^TestWorkerLostDuringStaging$' ./internal/engine/spark $others
 
 # It kills the cluster's worker mid-stage (then starts it again), so it runs

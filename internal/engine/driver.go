@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/failpoint"
@@ -36,6 +37,16 @@ type Runner interface {
 	// one statement need not call it: the driver counts every date done
 	// when Write returns.
 	Write(ctx context.Context, spec Spec, table string, n map[dates.Date]int, dir, splitDir Dir, written func(dates.Date)) error
+}
+
+// Overlapper is a Runner whose engine runs two statements at once on
+// shared cores (Spark: a session's statements are jobs of one scheduler).
+// The driver then writes course_day while the fact table is written: the
+// fact write is a task a date, so a day of fewer dates than cores (or an
+// odd number on two) leaves cores idle that course_day's aggregate fills.
+// Both Writes may then run at once, and call written from two goroutines.
+type Overlapper interface {
+	OverlapsWrites() bool
 }
 
 // DateFigures are one date's figures of the built fact grain.
@@ -143,14 +154,50 @@ func RunStage(ctx context.Context, r Runner, spec Spec, wh storage.Bucket, stagi
 		p = progress.Discard
 	}
 	t := tableStager{r: r, spec: spec, wh: wh, dates: withEvents, figs: figs, progress: newDateProgress(p, len(spec.Dates), withEvents, figs)}
-	if st.FactFiles, err = t.stage(ctx, FactTable, path.Join(stagingDir, FactTable)); err != nil {
+	factDir, courseDayDir := path.Join(stagingDir, FactTable), path.Join(stagingDir, CourseDayTable)
+	if o, ok := r.(Overlapper); ok && o.OverlapsWrites() {
+		st.FactFiles, st.CourseDayFiles, err = t.stageBoth(ctx, factDir, courseDayDir)
+		return st, err
+	}
+	if st.FactFiles, err = t.stage(ctx, FactTable, factDir); err != nil {
 		return st, err
 	}
 	failpoint.HitCtx(ctx, failpoint.MidStaging)
-	if st.CourseDayFiles, err = t.stage(ctx, CourseDayTable, path.Join(stagingDir, CourseDayTable)); err != nil {
+	if st.CourseDayFiles, err = t.stage(ctx, CourseDayTable, courseDayDir); err != nil {
 		return st, err
 	}
 	return st, nil
+}
+
+// stageBoth stages course_day while the fact table is staged (Overlapper).
+// The mid-staging failpoint is where it is without the overlap: the fact
+// table staged, course_day not (yet) complete. A failure of either write
+// cancels the other, and the first error is returned.
+func (t tableStager) stageBoth(ctx context.Context, factDir, courseDayDir string) (fact, courseDay map[dates.Date][]pointer.File, err error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		courseDay, err = t.stage(ctx, CourseDayTable, courseDayDir)
+		if err != nil {
+			cancel(err)
+		}
+		done <- err
+	}()
+	fact, err = t.stage(ctx, FactTable, factDir)
+	if err != nil {
+		cancel(err)
+		<-done
+		// The write that failed first is the one to report, not the
+		// other's cancellation.
+		return nil, nil, context.Cause(ctx)
+	}
+	failpoint.HitCtx(ctx, failpoint.MidStaging)
+	if err := <-done; err != nil {
+		return nil, nil, err
+	}
+	return fact, courseDay, nil
 }
 
 type tableStager struct {
@@ -171,6 +218,7 @@ type tableStager struct {
 // Each table's write of a date weighs the date's fact rows, which both
 // writes read, times the table's writeCost.
 type dateProgress struct {
+	mu              sync.Mutex // written is called by both writes at once (Overlapper)
 	p               progress.Reporter
 	finished, total int
 	pending         map[tableDate]bool
@@ -206,6 +254,8 @@ func newDateProgress(p progress.Reporter, requested int, withEvents []dates.Date
 // written records that table's date d is written; a repeated report is
 // ignored.
 func (dp *dateProgress) written(table string, d dates.Date) {
+	dp.mu.Lock()
+	defer dp.mu.Unlock()
 	k := tableDate{table, d}
 	if !dp.pending[k] {
 		return

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,7 @@ type Engine struct {
 	// progress hears of each statement as it starts (SetProgress); steps
 	// counts the statements run.
 	progress progress.Reporter
+	stepMu   sync.Mutex // both tables' writes run at once (OverlapsWrites)
 	steps    int
 	// keyHash is the 64-bit hash the uniqueness checks group by before
 	// any exact comparison (xxhash64 when nil; a test weakens it to make
@@ -82,6 +84,8 @@ func (e *Engine) SetProgress(r progress.Reporter) { e.progress = r }
 
 // step reports that what starts now.
 func (e *Engine) step(what string) {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
 	if e.progress != nil {
 		e.progress.Step(e.steps, 0, 0, what)
 	}

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
@@ -23,7 +24,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 	if err != nil {
 		return engine.Staged{}, err
 	}
-	r := runner{e: e, events: events, probe: &taskProbe{why: "the fact grain was not built"}}
+	r := runner{e: e, events: events, probe: &taskProbe{why: "the fact grain was not built"}, factStarted: newLatch()}
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.progress)
 	st.Tasks, st.TasksUnavailable = r.probe.tasks, r.probe.why
 	return st, err
@@ -35,6 +36,27 @@ type runner struct {
 	e      *Engine
 	events string     // the raw relation over exactly the listed files
 	probe  *taskProbe // the enrollment join stage's tasks, read after BuildFacts
+	// factStarted opens once the fact write's first job runs: course_day's
+	// write, run beside it (OverlapsWrites), waits for it, so that Spark's
+	// FIFO scheduler ranks the fact write, the longer, first.
+	factStarted *latch
+}
+
+// latch is a gate opened once.
+type latch struct {
+	once sync.Once
+	open chan struct{}
+}
+
+func newLatch() *latch    { return &latch{open: make(chan struct{})} }
+func (l *latch) release() { l.once.Do(func() { close(l.open) }) }
+func (l *latch) wait(ctx context.Context) error {
+	select {
+	case <-l.open:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // BuildFacts implements engine.Runner. CACHE TABLE is eager: the joins and
@@ -98,6 +120,12 @@ func (e *Engine) factFigures(ctx context.Context) (map[dates.Date]engine.DateFig
 	return out, suspects, err
 }
 
+// OverlapsWrites implements engine.Overlapper: the fact write is a task a
+// date (on the design day three tasks on two cores, the last alone for
+// half the write), and course_day's aggregate takes the idle core. Spark's
+// scheduler gives the fact write's tasks their cores first (FIFO by job).
+func (runner) OverlapsWrites() bool { return true }
+
 // Write implements engine.Runner in one partitioned write of every date,
 // so no date is done before the others (the driver counts them when Write
 // returns).
@@ -132,8 +160,16 @@ func (r runner) Write(ctx context.Context, spec engine.Spec, table string, n map
 		return fmt.Sprintf("SELECT /*+ %s */ *%s FROM %s WHERE event_date IN (%s)", hint, part, src, strings.Join(in, ", "))
 	}
 	if table != engine.FactTable {
+		if err := r.factStarted.wait(ctx); err != nil {
+			return err
+		}
 		return r.ctas(ctx, spec, uri, what, cols, repartitioned("("+courseDayQuery(spec)+") t"))
 	}
+	defer r.factStarted.release()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	watch := r.e.jobStarted(wctx, r.factStarted.release)
+	go watch()
 	tail := ""
 	if split {
 		tail = ", f.split_part"

@@ -160,6 +160,41 @@ func (c *ui) lastJob(ctx context.Context) (int, error) {
 	return last, nil
 }
 
+// jobStarted notes the application's newest job and returns a watch that
+// calls then once a newer job of this session runs, or after ten seconds:
+// run the watch beside the statement sent after jobStarted returned. The
+// watch is then itself when there is no UI to ask.
+func (e *Engine) jobStarted(ctx context.Context, then func()) (watch func()) {
+	c, _ := e.openUI(ctx)
+	if c == nil {
+		return then
+	}
+	after, err := c.lastJob(ctx)
+	if err != nil {
+		return then
+	}
+	marker := fmt.Sprintf("session_id: %q", e.sessionID())
+	return func() {
+		defer then()
+		for range 50 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			var jobs []restJob
+			if err := c.get(ctx, "/jobs", &jobs); err != nil {
+				return
+			}
+			for _, j := range jobs {
+				if j.JobID > after && strings.Contains(j.Description, marker) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // taskProbe measures the enrollment join stage of BuildFacts.
 type taskProbe struct {
 	c       *ui
