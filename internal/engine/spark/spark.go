@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/spark-connect-go/spark/client/channel"
@@ -46,10 +45,15 @@ type Engine struct {
 	// executorWait bounds a statement's wait with no live executor
 	// (DefaultExecutorWait when 0).
 	executorWait time.Duration
-	// server is the time spent waiting on the Spark Connect server, in
-	// nanoseconds: what the rest of a publish's wall time is spent on is the
-	// engine's own work (listing, the pointer, the gate's arithmetic).
-	server atomic.Int64
+	// server is the time spent waiting on the Spark Connect server: the
+	// rest of a publish's wall time is spent on the engine's own work
+	// (listing, the pointer, the gate's arithmetic). Two requests at once
+	// (the overlapped writes) count once: busy is how many are in flight,
+	// since when one was.
+	serverMu  sync.Mutex
+	server    time.Duration
+	busy      int
+	busySince time.Time
 	// clock is the command's clock (SetClock): the engine reads none itself,
 	// and without one it counts no server time.
 	clock func() time.Time
@@ -98,7 +102,11 @@ func (e *Engine) SetClock(clock func() time.Time) { e.clock = clock }
 
 // ServerTime is the time the engine has spent waiting on the Spark Connect
 // server since SetClock: every statement, schema request and setting.
-func (e *Engine) ServerTime() time.Duration { return time.Duration(e.server.Load()) }
+func (e *Engine) ServerTime() time.Duration {
+	e.serverMu.Lock()
+	defer e.serverMu.Unlock()
+	return e.server
+}
 
 // onServer runs one request to the server, counting its time in
 // ServerTime.
@@ -106,9 +114,18 @@ func (e *Engine) onServer(op func() error) error {
 	if e.clock == nil {
 		return op()
 	}
-	start := e.clock()
+	e.serverMu.Lock()
+	if e.busy == 0 {
+		e.busySince = e.clock()
+	}
+	e.busy++
+	e.serverMu.Unlock()
 	err := op()
-	e.server.Add(int64(e.clock().Sub(start)))
+	e.serverMu.Lock()
+	if e.busy--; e.busy == 0 {
+		e.server += e.clock().Sub(e.busySince)
+	}
+	e.serverMu.Unlock()
 	return err
 }
 

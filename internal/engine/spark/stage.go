@@ -63,7 +63,7 @@ func (l *latch) wait(ctx context.Context) error {
 // the aggregate run once here, and every date's figures (one aggregate) and
 // both writes read the cached fact grain. The grain is built unmerged
 // (factQuery) and built again merged (mergedFactQuery) only when its
-// figures show a suspect (conflictSuspects).
+// figures show a suspect (factFigures).
 func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Date]engine.DateFigures, func(), error) {
 	release := func() {
 		r.e.exec(context.WithoutCancel(ctx), "uncache fact_lesson_engagement", "UNCACHE TABLE IF EXISTS "+factView)

@@ -226,12 +226,14 @@ func (e *Engine) startProbe(ctx context.Context) *taskProbe {
 	return p
 }
 
-// finish finds the enrollment join stage among the session's jobs since
-// the probe started and reads its tasks. The join stage is the one that
-// reads the events and the enrollments, partitioned by the join key: of
-// the stages reading a shuffle, the one reading the most records. It
-// writes none: the grain it builds goes to the cache (only a merge of
-// conflict rows, BuildFacts' second build, shuffles it again).
+// finish finds, among the session's jobs since the probe started, the
+// stage that reads the events' shuffle, where a hot key lands, and reads
+// its tasks: of the stages reading a shuffle, the one reading the most
+// records (it writes none: the grain goes to the cache). With a hot course
+// salted it is the enrollment join stage itself (the events and the
+// enrollments, partitioned alike, aggregated, joined and cached in one
+// stage); without one, Spark shuffles the aggregated rows again for the
+// join, and it is the events' aggregate.
 func (p *taskProbe) finish(ctx context.Context) {
 	if p.c == nil {
 		return
