@@ -113,7 +113,7 @@ func saltsOf(spec engine.Spec) string {
 // (learner_key, course_id), aggregated to the fact grain, keeping two
 // audit columns the published table does not carry, and course_pinned
 // (the lesson has a manifest course), which says whether a fact row split
-// over courses would show in those columns (conflictSuspects).
+// over courses would show in those columns (factFigures).
 //
 // It aggregates first. The events are distributed by (learner_key, _salt)
 // and aggregated there, without a shuffle of their own, to one row per
