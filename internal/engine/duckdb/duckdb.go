@@ -65,10 +65,10 @@ var defaultSettings = map[string]string{
 	// DuckDB's bundled jemalloc gives memory back to the kernel from
 	// background threads; without them, memory a thread frees stays
 	// resident until later allocations happen to purge it (a dropped 1.2
-	// GiB table stayed resident indefinitely, and went in 3 s with them).
-	// The ten-date backfill at memory_limit 4GB held 1.5 GiB more RSS than
-	// DuckDB's own use for minutes at a time in half its runs, 5.8 GiB
-	// against 4.3 GiB (benchmark.md, run 12).
+	// GiB table stayed resident until the process ended, and went in 3 s
+	// with them). The ten-date backfill at memory_limit 4GB held about 2
+	// GiB that DuckDB no longer used, for minutes at a time, in seven runs
+	// of ten: 5.3 to 6.0 GiB against 4.3 to 4.7 GiB (benchmark.md, run 12).
 	"allocator_background_threads": "true",
 }
 
