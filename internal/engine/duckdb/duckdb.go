@@ -35,6 +35,9 @@ type Engine struct {
 	// uniqueBy forces the uniqueness checks' way (uniqueness.go) when
 	// not uniqueAuto, so the tests run both.
 	uniqueBy uniqueBy
+	// titleEnumMinRows replaces titleEnumMinRows (stage.go) when above
+	// zero, so the tests' small dates write their titles as an ENUM too.
+	titleEnumMinRows int64
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).

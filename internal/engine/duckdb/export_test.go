@@ -15,6 +15,10 @@ func WeakenKeyHash(e *Engine, n int) {
 // dates per partitioned COPY.
 func AlwaysBatch(e *Engine) { e.alwaysBatch = true }
 
+// EnumTitlesFrom makes e write the titles of a date with at least rows fact
+// rows as an ENUM.
+func EnumTitlesFrom(e *Engine, rows int64) { e.titleEnumMinRows = rows }
+
 // CountRepeatsBy makes e's uniqueness checks take one way: "sort" or "hash".
 func CountRepeatsBy(e *Engine, way string) { e.uniqueBy = uniqueBy(way) }
 

@@ -68,81 +68,95 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 			dates     []dates.Date
 		}{name, fx.Dir, fx.Expected.Dates})
 	}
+	// Each case twice: the titles written as VARCHAR (the fixtures' small
+	// dates) and as an ENUM (what a date of a full row group gets).
+	titles := []struct {
+		name    string
+		minRows int64
+	}{{"varchar titles", 0}, {"enum titles", 1}}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			spec := engine.Spec{
-				JobID: "plan-test", Dates: c.dates,
-				IngestFrom: c.dates[0], IngestTo: c.dates[len(c.dates)-1].AddDays(2),
-				Raw: filepath.Join(c.dir, "raw"), Lessons: filepath.Join(c.dir, "lessons"), Enrollments: filepath.Join(c.dir, "enrollments"),
-				ManifestID: gen.ManifestID, EnrollmentSnapshotID: gen.EnrollmentSnapshotID,
-				TargetFileBytes: engine.DefaultTargetFileBytes,
-			}
-			spec = publishtest.WithInputs(t, spec)
-			e, err := duckdb.Open(ctx, map[string]string{"threads": "2"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			spec = publishtest.Inspected(t, e, spec)
-			wh := t.TempDir()
-			bucket, _ := publishtest.Warehouse(wh)
-			st, err := e.Stage(ctx, spec, bucket, "staging/job_id=plan-test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			conn := e.DB()
-			var ds []string
-			for _, d := range c.dates {
-				ds = append(ds, "DATE '"+d.String()+"'")
-			}
-			ref := fmt.Sprintf(eventLevelFact, quote(filepath.Join(c.dir, "raw", "*", "*.parquet")),
-				quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
-				quote(filepath.Join(c.dir, "lessons", "*.parquet")), quote(gen.ManifestID),
-				quote(filepath.Join(c.dir, "enrollments", "*.parquet")), quote(gen.EnrollmentSnapshotID), strings.Join(ds, ", "))
-			exec(t, conn, "CREATE TEMP TABLE ref_fact AS "+ref)
+		for _, tt := range titles {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) { planEqualsEventLevel(t, c.dir, c.name, c.dates, tt.minRows) })
+		}
+	}
+}
 
-			exec(t, conn, "CREATE TEMP TABLE got_fact AS "+staged(wh, st.FactFiles, c.dates, engine.FactColumns))
-			factCols := "learner_key, lesson_id, event_date, course_id, manifest_id, lesson_title, event_count, first_event_time, last_event_time, enrolled"
-			sameRows(t, conn, "fact_lesson_engagement",
-				"SELECT "+factCols+" FROM ref_fact",
-				"SELECT "+factCols+" FROM got_fact")
+// planEqualsEventLevel stages the day in dir (the case name) with the
+// titles written as an ENUM from enumTitlesFrom fact rows a date (0: the
+// engine's default) and compares it with the reference plan.
+func planEqualsEventLevel(t *testing.T, dir, name string, ds []dates.Date, enumTitlesFrom int64) {
+	ctx := context.Background()
+	spec := engine.Spec{
+		JobID: "plan-test", Dates: ds,
+		IngestFrom: ds[0], IngestTo: ds[len(ds)-1].AddDays(2),
+		Raw: filepath.Join(dir, "raw"), Lessons: filepath.Join(dir, "lessons"), Enrollments: filepath.Join(dir, "enrollments"),
+		ManifestID: gen.ManifestID, EnrollmentSnapshotID: gen.EnrollmentSnapshotID,
+		TargetFileBytes: engine.DefaultTargetFileBytes,
+	}
+	spec = publishtest.WithInputs(t, spec)
+	e, err := duckdb.Open(ctx, map[string]string{"threads": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	duckdb.EnumTitlesFrom(e, enumTitlesFrom)
+	spec = publishtest.Inspected(t, e, spec)
+	wh := t.TempDir()
+	bucket, _ := publishtest.Warehouse(wh)
+	st, err := e.Stage(ctx, spec, bucket, "staging/job_id=plan-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := e.DB()
+	var lits []string
+	for _, d := range ds {
+		lits = append(lits, "DATE '"+d.String()+"'")
+	}
+	ref := fmt.Sprintf(eventLevelFact, quote(filepath.Join(dir, "raw", "*", "*.parquet")),
+		quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
+		quote(filepath.Join(dir, "lessons", "*.parquet")), quote(gen.ManifestID),
+		quote(filepath.Join(dir, "enrollments", "*.parquet")), quote(gen.EnrollmentSnapshotID), strings.Join(lits, ", "))
+	exec(t, conn, "CREATE TEMP TABLE ref_fact AS "+ref)
 
-			exec(t, conn, "CREATE TEMP TABLE got_cd AS "+staged(wh, st.CourseDayFiles, c.dates, engine.CourseDayColumns))
-			sameRows(t, conn, "course_day",
-				`SELECT course_id, event_date, sum(event_count), sum(event_count) FILTER (WHERE manifest_id IS NOT NULL),
-				        coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0), coalesce(sum(event_count) FILTER (WHERE enrolled), 0),
-				        count(DISTINCT learner_key)
-				 FROM ref_fact GROUP BY course_id, event_date`,
-				`SELECT course_id, event_date, event_count, matched_lesson_count, unknown_lesson_count, enrolled_event_count, learner_count FROM got_cd`)
+	exec(t, conn, "CREATE TEMP TABLE got_fact AS "+staged(wh, st.FactFiles, ds, engine.FactColumns))
+	factCols := "learner_key, lesson_id, event_date, course_id, manifest_id, lesson_title, event_count, first_event_time, last_event_time, enrolled"
+	sameRows(t, conn, "fact_lesson_engagement",
+		"SELECT "+factCols+" FROM ref_fact",
+		"SELECT "+factCols+" FROM got_fact")
 
-			for _, d := range c.dates {
-				var mc, rc, events int64
-				q := fmt.Sprintf(`SELECT coalesce(sum(manifest_course_conflicts), 0)::BIGINT, count(*) FILTER (WHERE course_conflict),
-					coalesce(sum(event_count), 0)::BIGINT
-					FROM ref_fact WHERE event_date = DATE '%s'`, d)
-				if err := conn.QueryRowContext(ctx, q).Scan(&mc, &rc, &events); err != nil {
-					t.Fatal(err)
-				}
-				f := st.Stage[d]
-				// Inspect's per-date counts (one scan with the event-id
-				// check) against the event-level plan's own grouping.
-				if f.InputEvents != events {
-					t.Errorf("%s: input events %d, event-level plan %d", d, f.InputEvents, events)
-				}
-				if f.ManifestCourseConflicts != mc || f.FactRowCourseConflicts != rc {
-					t.Errorf("%s: conflicts staged %d events / %d rows, event-level plan %d / %d",
-						d, f.ManifestCourseConflicts, f.FactRowCourseConflicts, mc, rc)
-				}
-				if c.name != "design" && c.name != "fixture" && rc == 0 {
-					t.Errorf("%s: the %s fixture has no conflict row: the special case is not exercised", d, c.name)
-				}
-			}
-			var n int64
-			if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM ref_fact").Scan(&n); err != nil || n == 0 {
-				t.Fatalf("reference plan has %d rows (%v): nothing compared", n, err)
-			}
-		})
+	exec(t, conn, "CREATE TEMP TABLE got_cd AS "+staged(wh, st.CourseDayFiles, ds, engine.CourseDayColumns))
+	sameRows(t, conn, "course_day",
+		`SELECT course_id, event_date, sum(event_count), sum(event_count) FILTER (WHERE manifest_id IS NOT NULL),
+		        coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0), coalesce(sum(event_count) FILTER (WHERE enrolled), 0),
+		        count(DISTINCT learner_key)
+		 FROM ref_fact GROUP BY course_id, event_date`,
+		`SELECT course_id, event_date, event_count, matched_lesson_count, unknown_lesson_count, enrolled_event_count, learner_count FROM got_cd`)
+
+	for _, d := range ds {
+		var mc, rc, events int64
+		q := fmt.Sprintf(`SELECT coalesce(sum(manifest_course_conflicts), 0)::BIGINT, count(*) FILTER (WHERE course_conflict),
+			coalesce(sum(event_count), 0)::BIGINT
+			FROM ref_fact WHERE event_date = DATE '%s'`, d)
+		if err := conn.QueryRowContext(ctx, q).Scan(&mc, &rc, &events); err != nil {
+			t.Fatal(err)
+		}
+		f := st.Stage[d]
+		// Inspect's per-date counts (one scan with the event-id
+		// check) against the event-level plan's own grouping.
+		if f.InputEvents != events {
+			t.Errorf("%s: input events %d, event-level plan %d", d, f.InputEvents, events)
+		}
+		if f.ManifestCourseConflicts != mc || f.FactRowCourseConflicts != rc {
+			t.Errorf("%s: conflicts staged %d events / %d rows, event-level plan %d / %d",
+				d, f.ManifestCourseConflicts, f.FactRowCourseConflicts, mc, rc)
+		}
+		if name != "design" && name != "fixture" && rc == 0 {
+			t.Errorf("%s: the %s fixture has no conflict row: the special case is not exercised", d, name)
+		}
+	}
+	var n int64
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM ref_fact").Scan(&n); err != nil || n == 0 {
+		t.Fatalf("reference plan has %d rows (%v): nothing compared", n, err)
 	}
 }
 

@@ -114,6 +114,30 @@ func StagedSchema(t *testing.T, warehouse string, f pointer.File) []string {
 	return cols
 }
 
+// StagedStrings names each BYTE_ARRAY column of one staged file with its
+// Parquet annotation (converted type), as a reader of the file finds it.
+func StagedStrings(t *testing.T, warehouse string, f pointer.File) map[string]string {
+	t.Helper()
+	rows, err := DBFor(t, warehouse).Query(`SELECT name, coalesce(converted_type, '') FROM parquet_schema(?)
+		WHERE type = 'BYTE_ARRAY'`, Join(t, warehouse, f.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, annotation string
+		if err := rows.Scan(&name, &annotation); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = annotation
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func dateOf(t *testing.T, v any) dates.Date {
 	t.Helper()
 	tm, ok := v.(interface{ Unix() int64 })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -408,6 +409,14 @@ func testNoHelperColumn(t *testing.T, h Harness) {
 		engine.FactTable:      engine.FactColumns[:len(engine.FactColumns)-1],
 		engine.CourseDayTable: engine.CourseDayColumns[:len(engine.CourseDayColumns)-1],
 	}
+	// Every string column is a UTF8 string to any reader, however the
+	// engine held it while writing (DuckDB writes its titles and constants
+	// from ENUM values).
+	strs := map[string]map[string]string{
+		engine.FactTable: {"learner_key": "UTF8", "lesson_id": "UTF8", "course_id": "UTF8", "manifest_id": "UTF8",
+			"lesson_title": "UTF8", "enrollment_snapshot_id": "UTF8", "job_id": "UTF8"},
+		engine.CourseDayTable: {"course_id": "UTF8", "job_id": "UTF8"},
+	}
 	for _, ds := range []string{mon, tue} {
 		e := res.Entries[d(ds)]
 		for table, list := range map[string][]pointer.File{engine.FactTable: e.FactFiles, engine.CourseDayTable: e.CourseDayFiles} {
@@ -417,6 +426,9 @@ func testNoHelperColumn(t *testing.T, h Harness) {
 			for _, f := range list {
 				if got := StagedSchema(t, wh, f); !slices.Equal(got, want[table]) {
 					t.Errorf("%s: columns %v, want exactly %v (event_date lives in the path)", f.Path, got, want[table])
+				}
+				if got := StagedStrings(t, wh, f); !maps.Equal(got, strs[table]) {
+					t.Errorf("%s: byte-array columns and their annotations %v, want %v", f.Path, got, strs[table])
 				}
 				if !strings.Contains(f.Path, "/"+table+"/event_date="+ds+"/") {
 					t.Errorf("%s is not under %s/event_date=%s/", f.Path, table, ds)
