@@ -301,26 +301,39 @@ const titleType = "engagement_title"
 
 // An ENUM column's dictionary holds every value of its type in every row
 // group, so the titles are written as one only where that costs little:
-// while the pin's distinct titles total at most maxTitleEnumBytes, and for
-// a date (or every date of a batch) with at least titleEnumMinRows fact
-// rows, one row group of DuckDB's default size, so each dictionary serves
-// a full row group. A small date keeps the VARCHAR title and its own small
-// dictionary. The 40,000-lesson design pin's titles are about 1.4 MB.
+//
+//   - the pin has at most maxTitleEnumValues distinct titles, half a row
+//     group of DuckDB's default size (titleEnumMinRows), so a row group's
+//     dictionary is at most about half the plain titles it replaces, and
+//     they take at most maxTitleEnumBytes as a dictionary page (each title
+//     and its 4-byte length): a pin of many long titles stays VARCHAR;
+//   - the date (every date of a batch) has at least titleEnumMinRows fact
+//     rows, one full row group. A smaller date keeps the VARCHAR title and
+//     its own small dictionary.
+//
+// The 40,000-lesson design pin's dictionary is about 1.4 MB.
 const (
-	maxTitleEnumBytes = 8 << 20
-	titleEnumMinRows  = 122880
+	titleEnumMinRows   = 122880
+	maxTitleEnumValues = titleEnumMinRows / 2
+	maxTitleEnumBytes  = 8 << 20
 )
 
+// titleEnumFits reports whether n distinct titles of size bytes in all may
+// be an ENUM (see maxTitleEnumValues).
+func titleEnumFits(n, size int64) bool {
+	return n > 0 && n <= maxTitleEnumValues && size+4*n <= maxTitleEnumBytes
+}
+
 // makeTitleType creates titleType from the pin's distinct titles when they
-// are small enough (maxTitleEnumBytes) and reports whether it did. A title
-// read later that is not among them fails the write's cast, loudly.
+// fit (titleEnumFits) and reports whether it did. A title read later that
+// is not among them fails the write's cast, loudly.
 func (r *runner) makeTitleType(ctx context.Context, spec engine.Spec) (bool, error) {
 	titles := fmt.Sprintf("WITH %s SELECT DISTINCT lesson_title FROM manifest WHERE lesson_title IS NOT NULL", manifestCTE(spec, r.s))
 	var n, size int64
 	if err := r.e.conn.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(strlen(lesson_title)), 0)::BIGINT FROM ("+titles+")").Scan(&n, &size); err != nil {
 		return false, fmt.Errorf("measure manifest titles %s: %w", spec.Lessons, firstLine(err))
 	}
-	if n == 0 || size > maxTitleEnumBytes {
+	if !titleEnumFits(n, size) {
 		return false, nil
 	}
 	if err := r.e.exec(ctx, "make the title type", "CREATE OR REPLACE TYPE "+titleType+" AS ENUM ("+titles+" ORDER BY lesson_title)"); err != nil {

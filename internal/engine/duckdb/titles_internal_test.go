@@ -34,3 +34,26 @@ func TestEnumTitles(t *testing.T) {
 		})
 	}
 }
+
+// TestTitleEnumFits: the pin's titles become an ENUM only while their
+// dictionary is small beside the row groups it serves.
+func TestTitleEnumFits(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		n, size int64
+		want    bool
+	}{
+		{"the design pin: 40,000 titles of about 30 bytes", 40000, 1_200_000, true},
+		{"no titles", 0, 0, false},
+		{"half a row group of titles", maxTitleEnumValues, maxTitleEnumValues * 16, true},
+		{"one title more", maxTitleEnumValues + 1, (maxTitleEnumValues + 1) * 16, false},
+		{"few but long titles", 200, 200 * (64 << 10), false},
+		{"a dictionary page just at the bound", 1000, maxTitleEnumBytes - 4*1000, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := titleEnumFits(c.n, c.size); got != c.want {
+				t.Errorf("titleEnumFits(%d, %d) = %v, want %v", c.n, c.size, got, c.want)
+			}
+		})
+	}
+}
