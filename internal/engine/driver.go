@@ -233,9 +233,12 @@ type tableDate struct {
 
 // writeCost is a table's write time per fact row of its date, relative to
 // the fact table's: course_day writes few rows but aggregates all of the
-// date's (the 60M design day's profile: a fact date 2.3 to 2.5 s, a
-// course_day date 0.9 s).
-var writeCost = map[string]float64{FactTable: 1, CourseDayTable: 0.4}
+// date's. DuckDB's profile (benchmark run 13): on the 60M design day a fact
+// date 1.8 to 2.2 s, a course_day date 1.2 to 1.4 s; on the ten-date
+// backfill the fact batches 87 s, the course_day batches 53 s. At 0.4, set
+// when a fact date took 2.3 to 2.5 s, the backfill's time left ran 20 to
+// 27 s short.
+var writeCost = map[string]float64{FactTable: 1, CourseDayTable: 0.6}
 
 func newDateProgress(p progress.Reporter, requested int, withEvents []dates.Date, figs map[dates.Date]DateFigures) *dateProgress {
 	dp := &dateProgress{p: p, finished: requested - len(withEvents), total: requested,
