@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -106,9 +108,13 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 	db := publishtest.DB(t)
 	// The rollback starts when the publish's stderr shows a phase ended
 	// ("" = at once), so the two really overlap whatever the machine's speed.
+	// In the second trial the publish also waits 5 s before it moves the
+	// pointer (failpoint.DelayEnv), so the rollback lands first however
+	// loaded the machine is (a CI run where the other packages' tests slowed
+	// the rollback saw it land after the publish in every trial).
 	trials := []struct {
-		retain, after string
-	}{{"1", ""}, {"4", "inspect"}, {"4", "gate"}, {"1", "inspect"}}
+		retain, after, delay string
+	}{{"1", "", ""}, {"4", "inspect", failpoint.BeforePointer + ":5s"}, {"4", "gate", ""}, {"1", "inspect", ""}}
 	wins := map[string]int{}
 	for trial, tc := range trials {
 		w := newWorld(t, publishtest.LoadFixture(t, ""), db)
@@ -127,7 +133,11 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 		var pubEnd, rbStart time.Time
 		phase := make(chan struct{})
 		wg.Go(func() {
-			pubCode, pubErr = w.watch(pubID, []string{mon}, tc.after, phase)
+			var env []string
+			if tc.delay != "" {
+				env = []string{failpoint.DelayEnv + "=" + tc.delay}
+			}
+			pubCode, pubErr = w.watch(env, pubID, []string{mon}, tc.after, phase)
 			pubEnd = time.Now()
 		})
 		wg.Go(func() {
@@ -225,11 +235,15 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 	}
 }
 
-// watch runs one real publish of ds and closes phase as soon as its
-// stderr reports that phase ended (at once for ""), or when it exits.
-func (w *world) watch(jobID string, ds []string, after string, phase chan<- struct{}) (int, string) {
+// watch runs one real publish of ds, with env added to its environment,
+// and closes phase as soon as its stderr reports that phase ended (at once
+// for ""), or when it exits.
+func (w *world) watch(env []string, jobID string, ds []string, after string, phase chan<- struct{}) (int, string) {
 	w.t.Helper()
 	cmd := exec.Command(publishtest.Binary(w.t), w.args(jobID, ds)...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		w.t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,12 @@ const Env = "ENGAGEMENT_FAILPOINT"
 // there. A hold nobody ends kills the process after HoldTimeout, so a
 // broken test fails instead of hanging.
 const HoldEnv = "ENGAGEMENT_FAILPOINT_HOLD"
+
+// DelayEnv arms a point to pause there for a while ("before-pointer:5s")
+// and then go on, so a test can give another process a window of known
+// length inside a real run (a rollback landing between a publish's gate and
+// its pointer move) on a machine of any speed.
+const DelayEnv = "ENGAGEMENT_FAILPOINT_DELAY"
 
 // HoldTimeout bounds a hold.
 const HoldTimeout = 2 * time.Minute
@@ -67,7 +74,8 @@ func Hit(name string) { HitCtx(context.Background(), name) }
 // HitCtx runs the hook set for name, then kills the process with SIGKILL
 // when the armed point is name. SIGKILL, not exit, so no deferred cleanup
 // runs: that is what a crash looks like. When name is held (HoldEnv) it
-// waits there until ctx is done.
+// waits there until ctx is done; when it is delayed (DelayEnv), until the
+// delay has passed or ctx is done.
 func HitCtx(ctx context.Context, name string) {
 	mu.Lock()
 	fn := hooks[name]
@@ -78,6 +86,14 @@ func HitCtx(ctx context.Context, name string) {
 	if os.Getenv(Env) == name {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is asynchronous; never run past the point
+	}
+	if point, d, ok := strings.Cut(os.Getenv(DelayEnv), ":"); ok && point == name {
+		if delay, err := time.ParseDuration(d); err == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(delay):
+			}
+		}
 	}
 	if os.Getenv(HoldEnv) == name {
 		fmt.Fprintf(os.Stderr, "%s (pid %d)\n", Holding(name), os.Getpid())
