@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -240,10 +239,7 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 // for ""), or when it exits.
 func (w *world) watch(env []string, jobID string, ds []string, after string, phase chan<- struct{}) (int, string) {
 	w.t.Helper()
-	cmd := exec.Command(publishtest.Binary(w.t), w.args(jobID, ds)...)
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
-	}
+	cmd := w.publishCmd(env, jobID, ds)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		w.t.Fatal(err)

@@ -87,13 +87,19 @@ func (w *world) run(env []string, jobID string, ds []string, killAfter time.Dura
 	return code, sig == syscall.SIGKILL, stderr, ran
 }
 
+// publishCmd is one real publish of ds, with env added to its environment.
+func (w *world) publishCmd(env []string, jobID string, ds []string) *exec.Cmd {
+	cmd := exec.Command(publishtest.Binary(w.t), w.args(jobID, ds)...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
 // runWith runs one real publish process and, unless it has exited, does
 // act to it after the delay (a kill, a signal, a change of its inputs).
 // sig is the signal that ended the process, 0 when it exited.
 func (w *world) runWith(env []string, jobID string, ds []string, after time.Duration, act func(*exec.Cmd)) (code int, sig syscall.Signal, stderr string, ran time.Duration) {
 	w.t.Helper()
-	cmd := exec.Command(publishtest.Binary(w.t), w.args(jobID, ds)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd := w.publishCmd(env, jobID, ds)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	start := time.Now()
