@@ -252,6 +252,15 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	staged, err := p.Engine.Stage(ctx, spec, p.Warehouse, stagingRel)
 	endStage()
 	if err != nil {
+		// An input changed under the attempt can fail the engine first (a
+		// removed file, or one rewritten shorter than the size Spark's raw
+		// view was resolved with): the changed input is the cause to name,
+		// beside the engine's error. Not after a signal: that is the cause.
+		if ctx.Err() == nil {
+			if verr := p.Inputs.Verify(ctx, req, spec.Inputs); errors.Is(verr, inputs.ErrChanged) {
+				return res, fmt.Errorf("job %s: %w (stage failed on it: %w)", job.JobID, verr, err)
+			}
+		}
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
 	}
 	failpoint.HitCtx(ctx, failpoint.AfterStaging)

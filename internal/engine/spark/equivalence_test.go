@@ -213,6 +213,11 @@ func TestConflictRowsMergedOnlyWhenSuspect(t *testing.T) {
 			if n := spark.Merges(e); n != tc.merges {
 				t.Errorf("merged the grain %d times, want %d", n, tc.merges)
 			}
+			// Both grains, the unmerged one too, are gone from the server's
+			// cache: one left behind would be read by the next plan alike.
+			if left, err := spark.SessionCaches(context.Background(), e); err != nil || len(left) > 0 {
+				t.Errorf("the stage left cached tables on the server: %v (%v)", left, err)
+			}
 			var conflicts int64
 			for ds, f := range want.figs {
 				conflicts += f.ManifestCourseConflicts + f.FactRowCourseConflicts

@@ -3,6 +3,7 @@ package spark
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -51,3 +52,52 @@ func WeakenKeyHash(e *Engine, n int) {
 // Merges is how many times e built the fact grain again with a fact row's
 // courses merged.
 func Merges(e *Engine) int { return e.merges }
+
+// SessionCaches lists the in-memory tables the server still holds whose
+// data e's session computed: the cached RDDs that a stage of one of the
+// session's jobs made. Other sessions' caches (other tests, other
+// packages on the same cluster) are left out.
+func SessionCaches(ctx context.Context, e *Engine) ([]string, error) {
+	c, why := e.openUI(ctx)
+	if c == nil {
+		return nil, fmt.Errorf("spark UI: %s", why)
+	}
+	var cached []struct {
+		ID   int    `json:"id"`
+		Name string `json:"name"`
+	}
+	if err := c.get(ctx, "/storage/rdd", &cached); err != nil {
+		return nil, err
+	}
+	var jobs []restJob
+	if err := c.get(ctx, "/jobs", &jobs); err != nil {
+		return nil, err
+	}
+	marker := fmt.Sprintf("session_id: %q", e.sessionID())
+	mine := map[int]bool{}
+	for _, j := range jobs {
+		if !strings.Contains(j.Description, marker) {
+			continue
+		}
+		for _, id := range j.StageIDs {
+			var attempts []struct {
+				RDDIDs []int `json:"rddIds"`
+			}
+			if err := c.get(ctx, fmt.Sprintf("/stages/%d", id), &attempts); err != nil {
+				continue // a stage the UI no longer retains
+			}
+			for _, a := range attempts {
+				for _, r := range a.RDDIDs {
+					mine[r] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for _, r := range cached {
+		if mine[r.ID] {
+			out = append(out, fmt.Sprintf("%s (rdd %d)", r.Name, r.ID))
+		}
+	}
+	return out, nil
+}

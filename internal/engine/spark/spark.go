@@ -171,7 +171,17 @@ var forced = [][2]string{
 // the design day) bought nothing. With planned writes off and concurrent
 // writers allowed, a task writes its rows as they come, and sorts only if
 // it meets more partitions than writers.
+//
+// A temporary view keeps its analyzed plan, not its SQL text. Kept as text,
+// every statement naming a view analyzed it again, down to the raw view's
+// scans, and Spark read each listed file's footer again for its schema, one
+// job a file: a third of a fixture publish (the figures query alone ran 16
+// such jobs), more the more files a backfill lists. A view keeping its plan
+// is no longer uncached by DROP VIEW (BuildFacts uncaches first), and keeps
+// the raw files' sizes from Inspect: a file changed since fails the read,
+// and the job then names the change (job.Publisher).
 var defaults = [][2]string{
+	{"spark.sql.legacy.storeAnalyzedPlanForView", "true"},
 	{"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"},
 	{"spark.sql.requireAllClusterKeysForCoPartition", "false"},
 	{"spark.sql.inMemoryColumnarStorage.compressed", "false"},

@@ -81,10 +81,14 @@ func (r runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Dat
 	if err != nil || suspects == 0 {
 		return figs, release, err
 	}
-	// Dropping a temporary view uncaches it; CACHE TABLE … AS will not
-	// replace one.
-	if err := r.e.exec(ctx, "merge conflict rows", "DROP VIEW IF EXISTS "+factView); err != nil {
-		return nil, release, err
+	// CACHE TABLE … AS will not replace a view, so the view goes too. It
+	// is uncached first: a view that keeps its analyzed plan (defaults)
+	// leaves its cache behind when dropped, on the server, for any later
+	// plan alike to read.
+	for _, q := range []string{"UNCACHE TABLE IF EXISTS " + factView, "DROP VIEW IF EXISTS " + factView} {
+		if err := r.e.exec(ctx, "merge conflict rows", q); err != nil {
+			return nil, release, err
+		}
 	}
 	if err := r.e.exec(ctx, "merge conflict rows", fmt.Sprintf("CACHE TABLE %s AS %s", factView, mergedFactQuery(spec, r.events))); err != nil {
 		return nil, release, err

@@ -51,7 +51,7 @@ func RedeliveryFile(t *testing.T, db *sql.DB, fx Fixture, path string) {
 
 // testInputsChangedDuringAttempt: a raw file added, rewritten or removed
 // after the attempt listed its inputs fails the attempt (exit 1, naming the
-// file, pointer untouched). The engine reads exactly the listed files, so
+// file, pointer untouched), whether Stage succeeded or failed on it. The engine reads exactly the listed files, so
 // the added redelivery, had it been read, would show in the staged sum.
 func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 	part := func(day, name string) string { return "raw/ingest_date=" + day + "/" + name }
@@ -88,6 +88,16 @@ func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 		}, part(mon, "part-0.parquet"), "changed after the attempt listed it"},
 		{"Removed", func(t *testing.T, fx Fixture) aroundStage {
 			return aroundStage{after: func() {
+				if err := Bucket(t, fx.In()).Delete(context.Background(), part(mon, "part-0.parquet")); err != nil {
+					t.Error(err)
+				}
+			}}
+		}, part(mon, "part-0.parquet"), "was removed after the attempt listed it"},
+		// Removed before Stage reads it, the engine fails on the missing
+		// file; the error must still say which input changed, not only
+		// what the engine could not read.
+		{"RemovedBeforeStage", func(t *testing.T, fx Fixture) aroundStage {
+			return aroundStage{before: func() {
 				if err := Bucket(t, fx.In()).Delete(context.Background(), part(mon, "part-0.parquet")); err != nil {
 					t.Error(err)
 				}
