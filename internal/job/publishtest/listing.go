@@ -51,8 +51,9 @@ func RedeliveryFile(t *testing.T, db *sql.DB, fx Fixture, path string) {
 
 // testInputsChangedDuringAttempt: a raw file added, rewritten or removed
 // after the attempt listed its inputs fails the attempt (exit 1, naming the
-// file, pointer untouched), whether Stage succeeded or failed on it. The engine reads exactly the listed files, so
-// the added redelivery, had it been read, would show in the staged sum.
+// file, pointer untouched), whether Stage succeeded or failed on it. The
+// engine reads exactly the listed files, so the added redelivery, had it
+// been read, would show in the staged sum.
 func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 	part := func(day, name string) string { return "raw/ingest_date=" + day + "/" + name }
 	for _, tc := range []struct {
