@@ -3,7 +3,6 @@ package spark
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -69,20 +68,14 @@ func SessionCaches(ctx context.Context, e *Engine) ([]string, error) {
 	if err := c.get(ctx, "/storage/rdd", &cached); err != nil {
 		return nil, err
 	}
-	var jobs []restJob
-	if err := c.get(ctx, "/jobs", &jobs); err != nil {
+	jobs, err := c.sessionJobs(ctx, e.sessionID(), -1)
+	if err != nil {
 		return nil, err
 	}
-	marker := fmt.Sprintf("session_id: %q", e.sessionID())
 	mine := map[int]bool{}
 	for _, j := range jobs {
-		if !strings.Contains(j.Description, marker) {
-			continue
-		}
 		for _, id := range j.StageIDs {
-			var attempts []struct {
-				RDDIDs []int `json:"rddIds"`
-			}
+			var attempts []restStage
 			if err := c.get(ctx, fmt.Sprintf("/stages/%d", id), &attempts); err != nil {
 				continue // a stage the UI no longer retains
 			}

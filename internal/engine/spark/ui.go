@@ -116,6 +116,7 @@ type restStage struct {
 	NumTasks           int    `json:"numTasks"`
 	NumCompleteTasks   int    `json:"numCompleteTasks"`
 	ShuffleReadRecords int64  `json:"shuffleReadRecords"`
+	RDDIDs             []int  `json:"rddIds"`
 }
 
 type restTask struct {
@@ -173,7 +174,7 @@ func (e *Engine) jobStarted(ctx context.Context, then func()) (watch func()) {
 	if err != nil {
 		return then
 	}
-	marker := fmt.Sprintf("session_id: %q", e.sessionID())
+	session := e.sessionID()
 	return func() {
 		defer then()
 		for range 50 {
@@ -182,17 +183,30 @@ func (e *Engine) jobStarted(ctx context.Context, then func()) (watch func()) {
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			var jobs []restJob
-			if err := c.get(ctx, "/jobs", &jobs); err != nil {
+			jobs, err := c.sessionJobs(ctx, session, after)
+			if err != nil || len(jobs) > 0 {
 				return
-			}
-			for _, j := range jobs {
-				if j.JobID > after && strings.Contains(j.Description, marker) {
-					return
-				}
 			}
 		}
 	}
+}
+
+// sessionJobs lists the application's jobs newer than job after that ran
+// session's statements: Spark Connect names the session in a job's
+// description.
+func (c *ui) sessionJobs(ctx context.Context, session string, after int) ([]restJob, error) {
+	var jobs []restJob
+	if err := c.get(ctx, "/jobs", &jobs); err != nil {
+		return nil, err
+	}
+	marker := fmt.Sprintf("session_id: %q", session)
+	var out []restJob
+	for _, j := range jobs {
+		if j.JobID > after && strings.Contains(j.Description, marker) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // taskProbe measures the enrollment join stage of BuildFacts.
@@ -238,21 +252,18 @@ func (p *taskProbe) finish(ctx context.Context) {
 	if p.c == nil {
 		return
 	}
-	marker := fmt.Sprintf("session_id: %q", p.session)
 	var stage restStage
 	// The UI's store is fed by a listener and can trail the statement's
 	// end by a moment: wait until the stage shows all its tasks done.
 	for try := 0; ; try++ {
-		var jobs []restJob
-		if err := p.c.get(ctx, "/jobs", &jobs); err != nil {
+		jobs, err := p.c.sessionJobs(ctx, p.session, p.after)
+		if err != nil {
 			p.why = err.Error()
 			return
 		}
 		var ids []int
 		for _, j := range jobs {
-			if j.JobID > p.after && strings.Contains(j.Description, marker) {
-				ids = append(ids, j.StageIDs...)
-			}
+			ids = append(ids, j.StageIDs...)
 		}
 		stage = restStage{StageID: -1}
 		for _, id := range ids {
