@@ -112,6 +112,11 @@ unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine"
 echo "== go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
+# The DuckDB engine's goroutines are its uniqueness checks' (DuckDB's threads
+# handing hashes to Go, Go's workers counting them: keyset.go); the rest of
+# the package runs plainly below, every publish of it through that path.
+echo "== go test -race, the DuckDB engine's uniqueness checks"
+go test -race -count=1 -timeout 10m -run '^(TestCountRepeats|TestUniqueness)' ./internal/engine/duckdb
 echo "== the pointer store's stress: 64 concurrent writers, 10 rounds on S3"
 go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 

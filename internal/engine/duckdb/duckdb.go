@@ -24,6 +24,8 @@ type Engine struct {
 	db       *sql.DB
 	conn     *sql.Conn
 	progress progress.Reporter
+	// sink holds the hashes a uniqueness check hands to Go (keyset.go).
+	sink *hashSink
 	// keyHash is the 64-bit hash the uniqueness checks count distinct
 	// values of before any exact comparison (DuckDB's hash when nil; a
 	// test weakens it to make collisions, which the exact pass must then
@@ -102,7 +104,11 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("open duckdb connection: %w", err)
 	}
-	e := &Engine{db: db, conn: conn}
+	e := &Engine{db: db, conn: conn, sink: &hashSink{}}
+	if err := registerKeepHash(conn, e.sink); err != nil {
+		e.Close()
+		return nil, err
+	}
 	settings = withDefaults(settings)
 	keys := make([]string, 0, len(settings))
 	for k := range settings {

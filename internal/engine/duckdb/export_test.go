@@ -19,10 +19,10 @@ func AlwaysBatch(e *Engine) { e.alwaysBatch = true }
 // rows as an ENUM.
 func EnumTitlesFrom(e *Engine, rows int64) { e.titleEnumMinRows = rows }
 
-// CountRepeatsBy makes e's uniqueness checks take one way: "sort" or "hash".
+// CountRepeatsBy makes e's uniqueness checks take one way: "kept" or "hash".
 func CountRepeatsBy(e *Engine, way string) { e.uniqueBy = uniqueBy(way) }
 
-// SortsFit is sortsFit, for the choice's own test.
-func SortsFit(e *Engine, files []string) (bool, error) {
-	return e.sortsFit(context.Background(), files)
+// KeptFit is keptFit, for the choice's own test.
+func KeptFit(e *Engine, files []string) (bool, error) {
+	return e.keptFit(context.Background(), files)
 }

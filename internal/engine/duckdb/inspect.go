@@ -145,55 +145,30 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	const ts = "CAST(event_time AS TIMESTAMPTZ)"
 	src := fmt.Sprintf(`SELECT event_id, event_time, %s AS ts, coalesce(%s, false) AS requested
 		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)`, ts, utcDayRanges(ts, spec.Dates), FileList(rawFiles))
-	sorted, err := e.sortsFit(ctx, rawFiles)
+	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
-	// Repeated 64-bit hashes instead of repeated strings: on the design day
-	// (60M events) that is 6 s and 2.4 GB instead of 9 s and 3.4 GB. Equal
-	// ids hash alike, so no hash repeat means no id repeat; a hash repeat may
-	// be a collision, so the exact count below decides.
+	// Repeated 64-bit hashes instead of repeated strings: equal ids hash
+	// alike, so no hash repeat means no id repeat; a hash repeat may be a
+	// collision, so the exact count below decides.
 	h := e.hashOf("event_id")
-	var q string
-	if sorted {
-		// The sort carries one packed integer beside the hash: bit 0 a
-		// null event_time, bit 1 a requested event without an id, the rest
-		// the 1-based index of its date (0 for none).
-		date := "0"
-		if len(spec.Dates) > 0 {
-			date = "CASE"
-			for i, d := range spec.Dates {
-				date += fmt.Sprintf(" WHEN %s THEN %d", utcDayRanges("ts", []dates.Date{d}), i+1)
-			}
-			date += " ELSE 0 END"
-		}
-		rows := fmt.Sprintf(`SELECT (event_time IS NULL)::INTEGER + 2 * (requested AND event_id IS NULL)::INTEGER + 4 * (%s) AS f,
-			CASE WHEN requested AND event_id IS NOT NULL THEN %s END AS h
-			FROM (%s)`, date, h, src)
-		q = "SELECT count(*) FILTER (WHERE f & 1 = 1), count(*) FILTER (WHERE f & 2 = 2)"
-		for i := range spec.Dates {
-			q += fmt.Sprintf(", count(*) FILTER (WHERE f >> 2 = %d)", i+1)
-		}
-		q += ", " + sortedRepeats("f, ", rows)
-	} else {
-		q = `SELECT count(*) FILTER (WHERE event_time IS NULL),
+	q := `SELECT count(*) FILTER (WHERE event_time IS NULL),
 		count(*) FILTER (WHERE requested AND event_id IS NULL)`
-		// One instant range per date, as utcDayRanges: no per-row date.
-		for _, d := range spec.Dates {
-			q += ",\n\t\tcount(*) FILTER (WHERE " + utcDayRanges("ts", []dates.Date{d}) + ")"
-		}
-		q += ",\n\t\tcount(event_id) FILTER (WHERE requested) - count(DISTINCT " + h + ") FILTER (WHERE requested AND event_id IS NOT NULL)"
-		q += "\n\t\tFROM (" + src + ")"
+	// One instant range per date, as utcDayRanges: no per-row date.
+	for _, d := range spec.Dates {
+		q += ",\n\t\tcount(*) FILTER (WHERE " + utcDayRanges("ts", []dates.Date{d}) + ")"
 	}
+	q += ",\n\t\t" + repeatsColumn(kept, "CASE WHEN requested AND event_id IS NOT NULL THEN "+h+" END")
+	q += "\n\t\tFROM (" + src + ")"
 	var hashRepeats int64
 	perDate := make([]int64, len(spec.Dates))
 	dest := []any{&f.NullEventTimes, &f.NullEventIDs}
 	for i := range perDate {
 		dest = append(dest, &perDate[i])
 	}
-	dest = append(dest, &hashRepeats)
-	if err := e.conn.QueryRowContext(ctx, q).Scan(dest...); err != nil {
-		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
+	if err := e.scanRepeats(ctx, kept, q, dest, &hashRepeats); err != nil {
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
 	for i, d := range spec.Dates {
 		events[d] = perDate[i]
@@ -226,18 +201,15 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 // which counts the repeated pairs and samples five.
 func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files []string, in *engine.Inputs) error {
 	pin := fmt.Sprintf(`FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s`, FileList(files), quote(spec.EnrollmentSnapshotID))
-	sorted, err := e.sortsFit(ctx, files)
+	kept, err := e.keptFit(ctx, files)
 	if err != nil {
 		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
 	}
 	h := e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL")
-	q := `SELECT count(*), count(*) - count(DISTINCT ` + h + `) ` + pin
-	if sorted {
-		q = `SELECT count(*), ` + sortedRepeats("", `SELECT `+h+` AS h `+pin)
-	}
+	q := `SELECT count(*), ` + repeatsColumn(kept, h) + ` ` + pin
 	var hashRepeats int64
-	if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &hashRepeats); err != nil {
-		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, firstLine(err))
+	if err := e.scanRepeats(ctx, kept, q, []any{&in.Figures.EnrollmentRows}, &hashRepeats); err != nil {
+		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
 	}
 	if in.Figures.EnrollmentRows == 0 {
 		_, err := e.pinRows(ctx, "enrollments", spec.Enrollments, files, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")

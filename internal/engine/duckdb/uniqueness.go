@@ -9,43 +9,43 @@ import (
 )
 
 // The uniqueness checks (event ids, enrollment pairs) count repeated 64-bit
-// hashes of a key, exactly only when a hash repeats. DuckDB counts them one
-// of two ways, equal in result and different in cost:
+// hashes of a key, exactly only when a hash repeats. They count them one of
+// two ways, equal in result and different in cost:
 //
-//   - by a sort: the hashes in order, each compared with the next
-//     (lead() OVER (ORDER BY h)). While the sort fits in memory this is the
-//     cheaper way: on the 60M design day at memory_limit 6GB, 7.3 s against
-//     10.4 s for the event ids, 1.5 s against 2.5 s for 20M enrollments;
-//   - by a hash table: count(DISTINCT h). Once the keys outgrow memory its
-//     partitioned aggregate spills in pieces, and DuckDB's external sort
-//     does not keep up: the ten-date backfill's 300M events at 4GB took 35 s
-//     by the hash table against 59 s by the sort.
+//   - in Go (keyset.go): the statement hands every hash to keepHashFunc and
+//     Go counts the repeats in cache-sized tables. While the hashes fit in
+//     memory this is the cheaper way: on the 60M design day at memory_limit
+//     6GB, 3.9 s and 1.1 GB against 6.0 s and 2.5 GB for DuckDB's sort
+//     (lead() over the hashes in order, the way before it);
+//   - by DuckDB's hash table: count(DISTINCT h). It spills in pieces once
+//     the keys outgrow memory: the ten-date backfill's 300M events at 4GB.
 //
-// sortsFit decides between them from the files' row count (their footers)
+// keptFit decides between them from the files' row count (their footers)
 // and the memory limit.
 const (
-	// sortBytesPerRow is what a row of the sort holds: the 8-byte hash, the
-	// next hash beside it and the packed flags, with DuckDB's row layout.
-	sortBytesPerRow = 24
-	// sortShare of memory_limit the sort may plan for: the rest is the
-	// scan's buffers and whatever else the connection holds.
-	sortShare = 2
+	// keptBytesPerRow is what Go holds a hash with: the vector it came in
+	// and its place in the partitioned copy the repeats are counted from.
+	keptBytesPerRow = 16
+	// keptShare of memory_limit the kept hashes may take: Go's memory is
+	// outside DuckDB's limit, so it stays well inside what the limit
+	// leaves a publish.
+	keptShare = 2
 )
 
-// uniqueBy forces one way (tests); "" lets sortsFit decide.
+// uniqueBy forces one way (tests); "" lets keptFit decide.
 type uniqueBy string
 
 const (
 	uniqueAuto uniqueBy = ""
-	uniqueSort uniqueBy = "sort"
+	uniqueKept uniqueBy = "kept"
 	uniqueHash uniqueBy = "hash"
 )
 
-// sortsFit reports whether a sort over one row per row of files fits the
-// connection's memory limit (sortShare of it).
-func (e *Engine) sortsFit(ctx context.Context, files []string) (bool, error) {
+// keptFit reports whether the hashes of one row per row of files fit the
+// connection's memory limit (keptShare of it) when kept in Go.
+func (e *Engine) keptFit(ctx context.Context, files []string) (bool, error) {
 	switch e.uniqueBy {
-	case uniqueSort:
+	case uniqueKept:
 		return true, nil
 	case uniqueHash:
 		return false, nil
@@ -67,10 +67,47 @@ func (e *Engine) sortsFit(ctx context.Context, files []string) (bool, error) {
 		// one that works at any size rather than failing the publish.
 		return false, nil
 	}
-	return sortFits(rows, limit), nil
+	return keptFits(rows, limit), nil
 }
 
-func sortFits(rows, memoryLimit int64) bool { return rows*sortBytesPerRow <= memoryLimit/sortShare }
+func keptFits(rows, memoryLimit int64) bool { return rows*keptBytesPerRow <= memoryLimit/keptShare }
+
+// repeatsColumn is the SELECT column that counts repeated values of h (a
+// hash, null where the row is not checked) the chosen way: kept, the rows
+// handed to Go (whose repeats e.repeats then counts); by the hash table,
+// the repeats themselves.
+func repeatsColumn(kept bool, h string) string {
+	if kept {
+		return "count(" + keepHashFunc + "(CAST(" + h + " AS UBIGINT)))"
+	}
+	return "count(" + h + ") - count(DISTINCT " + h + ")"
+}
+
+// scanRepeats runs q, whose one row scans into dest and, last, into
+// repeatsColumn's value, and sets *repeats to the count of repeated hashes.
+// The sink is emptied first and after, so no hash of a failed or earlier
+// statement is counted.
+func (e *Engine) scanRepeats(ctx context.Context, kept bool, q string, dest []any, repeats *int64) error {
+	var column int64
+	if kept {
+		e.sink.take()
+		defer e.sink.take()
+	}
+	if err := e.conn.QueryRowContext(ctx, q).Scan(append(dest, &column)...); err != nil {
+		return firstLine(err)
+	}
+	if !kept {
+		*repeats = column
+		return nil
+	}
+	var threads int
+	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&threads); err != nil {
+		return fmt.Errorf("read DuckDB's threads: %w", firstLine(err))
+	}
+	n, err := e.keptRepeats(ctx, threads)
+	*repeats = n
+	return err
+}
 
 var humanBytes = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) ?(bytes|[KMGTP]i?B)$`)
 
@@ -96,13 +133,4 @@ func parseBytes(s string) (int64, bool) {
 		return int64(b), true
 	}
 	return math.MaxInt64, true
-}
-
-// sortedRepeats ends a SELECT over rows, whose column h is the key's hash
-// (null where the row is not checked): the count of rows whose h equals the
-// next h in order, which is count(h) - count(DISTINCT h), and the FROM. The
-// columns of rows named in cols ("f, " or "") pass through the sort for the
-// caller's other counts.
-func sortedRepeats(cols, rows string) string {
-	return fmt.Sprintf(`count(*) FILTER (WHERE h = next_h) FROM (SELECT %sh, lead(h) OVER (ORDER BY h) AS next_h FROM (%s))`, cols, rows)
 }

@@ -29,23 +29,24 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
-// TestSortFits: the design day's 60M events sort at 6GB and 4GB, not at 2GB;
-// the ten-date backfill's 300M events take the hash table at 4GB, its one
-// date (30M) the sort.
-func TestSortFits(t *testing.T) {
+// TestKeptFits: the design day's 60M events' hashes are kept in Go at 6GB
+// and 4GB, not at 1.5GB; the ten-date backfill's 300M events take the hash
+// table at 4GB, its one date (30M) Go.
+func TestKeptFits(t *testing.T) {
 	for _, tc := range []struct {
 		rows, limit int64
 		want        bool
 	}{
 		{60e6, 6e9, true},
 		{60e6, 4e9, true},
-		{60e6, 2e9, false},
+		{60e6, 2e9, true},
+		{60e6, 1.5e9, false},
 		{300e6, 4e9, false},
 		{30e6, 4e9, true},
 		{0, 0, true},
 	} {
-		if got := sortFits(tc.rows, tc.limit); got != tc.want {
-			t.Errorf("sortFits(%d rows, %d bytes) = %v, want %v", tc.rows, tc.limit, got, tc.want)
+		if got := keptFits(tc.rows, tc.limit); got != tc.want {
+			t.Errorf("keptFits(%d rows, %d bytes) = %v, want %v", tc.rows, tc.limit, got, tc.want)
 		}
 	}
 }
