@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,11 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 			dates     []dates.Date
 		}{name, fx.Dir, fx.Expected.Dates})
 	}
+	shapes, shapeDates := conflictShapes(t)
+	cases = append(cases, struct {
+		name, dir string
+		dates     []dates.Date
+	}{"conflict shapes", shapes, shapeDates})
 	// Each case twice: the titles written as VARCHAR (the fixtures' small
 	// dates) and as an ENUM (what a date of a full row group gets).
 	titles := []struct {
@@ -79,6 +85,64 @@ func TestPlanEqualsEventLevel(t *testing.T) {
 			t.Run(c.name+"/"+tt.name, func(t *testing.T) { planEqualsEventLevel(t, c.dir, c.name, c.dates, tt.minRows) })
 		}
 	}
+}
+
+// conflictShapes writes a small day of hand-made keys whose events
+// disagree on course_id in every way the plan tells apart, beside keys
+// that do not, and returns its folder and dates:
+//
+//	key (learner, lesson, date)   courses of its events   why
+//	u1 L1 03-01                   A A B                   one row has the manifest's course (A)
+//	u2 L2 03-01                   B C                     the manifest's course is null: no row has it
+//	u3 L1 03-01                   A null C                three rows, one of them without a course
+//	null L1 03-01                 A B                     a null learner_key is a key value too
+//	u4 L9 03-01                   A B                     a lesson the manifest does not know
+//	u4 null 03-01                 A B                     a null lesson_id
+//	u1 L3 03-01                   A A                     no conflict, the manifest's course
+//	u2 L1 03-01                   null null               no conflict, no course
+//	u3 L9 03-01                   C                       no conflict, an unknown lesson
+//	u1 L1 03-02                   B                       u1 L1's other date: one row, no conflict
+//	u2 L3 03-02                   A B                     a conflict on the second date
+//
+// Enrollments: (u1, A), (u2, B), (u3, C), (u4, A) and (null, A).
+func conflictShapes(t *testing.T) (string, []dates.Date) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "shapes")
+	for _, sub := range []string{"raw/ingest_date=2026-03-01", "raw/ingest_date=2026-03-02", "lessons", "enrollments"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := duckdb.Open(context.Background(), map[string]string{"threads": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	conn := e.DB()
+	events := func(day string, rows ...string) string {
+		return fmt.Sprintf(`SELECT 'e-%[1]s-' || row_number() OVER () AS event_id, learner_key, lesson_id, course_id,
+			TIMESTAMPTZ '%[1]s 00:00:00+00' + to_seconds(row_number() OVER ()) AS event_time
+			FROM (VALUES %[2]s) v(learner_key, lesson_id, course_id)`, day, strings.Join(rows, ", "))
+	}
+	exec(t, conn, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", events("2026-03-01",
+		"('u1','L1','A')", "('u1','L1','A')", "('u1','L1','B')",
+		"('u2','L2','B')", "('u2','L2','C')",
+		"('u3','L1','A')", "('u3','L1',NULL)", "('u3','L1','C')",
+		"(NULL,'L1','A')", "(NULL,'L1','B')",
+		"('u4','L9','A')", "('u4','L9','B')",
+		"('u4',NULL,'A')", "('u4',NULL,'B')",
+		"('u1','L3','A')", "('u1','L3','A')",
+		"('u2','L1',NULL)", "('u2','L1',NULL)",
+		"('u3','L9','C')"), quote(filepath.Join(dir, "raw/ingest_date=2026-03-01/part-0.parquet"))))
+	exec(t, conn, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", events("2026-03-02",
+		"('u1','L1','B')", "('u2','L3','A')", "('u2','L3','B')"), quote(filepath.Join(dir, "raw/ingest_date=2026-03-02/part-0.parquet"))))
+	exec(t, conn, fmt.Sprintf(`COPY (SELECT * FROM (VALUES (%[1]s, 'L1', 'A', 'one'), (%[1]s, 'L2', NULL, 'two'), (%[1]s, 'L3', 'A', 'three'),
+		('dim-other', 'L9', 'B', 'not the pin')) v(manifest_id, lesson_id, course_id, lesson_title)) TO %[2]s (FORMAT parquet)`,
+		quote(gen.ManifestID), quote(filepath.Join(dir, "lessons/part-0.parquet"))))
+	exec(t, conn, fmt.Sprintf(`COPY (SELECT * FROM (VALUES ('u1', 'A', %[1]s), ('u2', 'B', %[1]s), ('u3', 'C', %[1]s), ('u4', 'A', %[1]s),
+		(NULL, 'A', %[1]s)) v(learner_key, course_id, snapshot_id)) TO %[2]s (FORMAT parquet)`,
+		quote(gen.EnrollmentSnapshotID), quote(filepath.Join(dir, "enrollments/part-0.parquet"))))
+	return dir, []dates.Date{dates.MustParse("2026-03-01"), dates.MustParse("2026-03-02")}
 }
 
 // planEqualsEventLevel stages the day in dir (the case name) with the
@@ -126,7 +190,7 @@ func planEqualsEventLevel(t *testing.T, dir, name string, ds []dates.Date, enumT
 
 	exec(t, conn, "CREATE TEMP TABLE got_cd AS "+staged(wh, st.CourseDayFiles, ds, engine.CourseDayColumns))
 	sameRows(t, conn, "course_day",
-		`SELECT course_id, event_date, sum(event_count), sum(event_count) FILTER (WHERE manifest_id IS NOT NULL),
+		`SELECT course_id, event_date, sum(event_count), coalesce(sum(event_count) FILTER (WHERE manifest_id IS NOT NULL), 0),
 		        coalesce(sum(event_count) FILTER (WHERE manifest_id IS NULL), 0), coalesce(sum(event_count) FILTER (WHERE enrolled), 0),
 		        count(DISTINCT learner_key)
 		 FROM ref_fact GROUP BY course_id, event_date`,
