@@ -171,8 +171,10 @@ func sameKey(a, b string) string {
 // one suspect and one agreeing row; then the lesson has a manifest course
 // and the suspect's course is null or another (may_pair), and only such
 // suspects are looked up among all the rows. The design day has none, so
-// its search never reads the other 99% (a lookup of every suspect was
-// 0.5 s of 23M rows, 8 s in the spilled ten-date backfill).
+// its search never probes the other 99% with the suspects' keys (a lookup
+// of every suspect was 0.5 s of its 23M rows). Spilled, reading the
+// suspects out of the temp table is the cost: 2 to 8 s of the ten-date
+// backfill.
 var conflictKeysQuery = `WITH suspects AS MATERIALIZED (
   SELECT learner_key, lesson_id, event_date, course_id IS NULL OR manifest_course_conflicts > 0 AS may_pair
   FROM fact_stage WHERE NOT agrees
