@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 )
@@ -117,4 +118,66 @@ func writeExpected(path string, e Expected) error {
 		return fmt.Errorf("write expected figures: %w", err)
 	}
 	return nil
+}
+
+func (g *generator) expected() Expected {
+	e := Expected{
+		Seed:                         g.opts.Seed,
+		Events:                       g.opts.Events,
+		Variant:                      g.opts.Variant,
+		ManifestID:                   ManifestID,
+		EnrollmentSnapshotID:         EnrollmentSnapshotID,
+		PreviousManifestID:           PreviousManifestID,
+		PreviousEnrollmentSnapshotID: PreviousEnrollmentSnapshotID,
+		UnknownLessonID:              UnknownLessonID,
+		HotCourse:                    HotCourse,
+		LessonsInPin:                 len(g.lessons),
+		EnrollmentRowsInPin:          g.pinnedRows,
+		RestatementHorizonDays:       RestatementHorizonDays,
+		NewestIngestDate:             NewestIngestDate,
+		Dates:                        slices.Clone(RestatableDates),
+		LateEvents:                   g.late,
+		UnrestatedLateEvents:         g.stale,
+		ByDate:                       map[dates.Date]DayFigures{},
+		ByDateCourse:                 map[dates.Date]map[string]CourseFigures{},
+		Defects:                      g.defects,
+	}
+	if g.opts.Variant == VariantDuplicateLesson {
+		e.LessonsInPin++
+	}
+	for _, c := range g.courses {
+		e.Courses = append(e.Courses, c.id)
+	}
+	for i, d := range g.days {
+		t := g.tallies[i]
+		fig := t.fig
+		fig.Learners = int64(t.learners.count())
+		fig.FactRows = int64(len(t.facts))
+		e.ByDate[d.date] = fig
+		per := map[string]CourseFigures{}
+		for c, ct := range t.course {
+			if ct.fig.Events == 0 {
+				continue
+			}
+			cf := ct.fig
+			cf.Learners = int64(ct.learners.count())
+			per[g.courses[c].id] = cf
+		}
+		e.ByDateCourse[d.date] = per
+	}
+	if g.opts.Variant == VariantOverCap {
+		over, unknown := 0, int64(0)
+		for _, d := range RestatableDates {
+			f := e.ByDate[d]
+			unknown += f.Unknown
+			if f.Unknown*50 > f.Events { // rate above the 2% default cap
+				over++
+			}
+		}
+		e.Defects = map[string]int{"over_cap_dates": over, "unknown_lesson_events": int(unknown)}
+	}
+	if g.opts.Variant == VariantProhibitedColumn {
+		e.Defects = map[string]int{"prohibited_columns": 1}
+	}
+	return e
 }

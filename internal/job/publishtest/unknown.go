@@ -1,6 +1,8 @@
 package publishtest
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +11,13 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // UnknownLessonsCase is a hand-written staged fact table for
@@ -115,4 +121,110 @@ func (c UnknownLessonsCase) CheckUnknownLessons(t *testing.T, engineName string,
 			t.Errorf("%s %s: nil list, want an empty one", engineName, d)
 		}
 	}
+}
+
+func testUnknownLessonSurvives(t *testing.T, h Harness) {
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
+	h.MustPublish(t, fx.Job(t, wh, "unknown-1", mon, tue))
+	unknownID := fx.Expected.UnknownLessonID
+	var unknownEvents = map[dates.Date]int64{}
+	for _, r := range Rows(Visible(t, wh, engine.FactTable)) {
+		if r["lesson_id"] != unknownID {
+			continue
+		}
+		if r["manifest_id"] != nil || r["lesson_title"] != nil {
+			t.Errorf("unknown lesson row has manifest_id %v, lesson_title %v; want both null", r["manifest_id"], r["lesson_title"])
+		}
+		unknownEvents[dateOf(t, r["event_date"])] += r["event_count"].(int64)
+	}
+	cd := VisibleCourseDay(t, wh)
+	for _, ds := range []string{mon, tue} {
+		want := fx.Expected.ByDate[d(ds)].Unknown
+		if want == 0 {
+			t.Fatalf("fixture has no unknown lesson on %s; the test would prove nothing", ds)
+		}
+		if unknownEvents[d(ds)] != want {
+			t.Errorf("%s: fact rows for %s carry %d events, want %d", ds, unknownID, unknownEvents[d(ds)], want)
+		}
+		var got int64
+		for _, row := range cd[d(ds)] {
+			got += row.Unknown
+		}
+		if got != want {
+			t.Errorf("%s: course_day unknown_lesson_count sum %d, want %d", ds, got, want)
+		}
+	}
+}
+
+func testCapBlocksPointer(t *testing.T, h Harness) {
+	good, bad := h.LoadFixture(t, ""), h.LoadFixture(t, "over-cap")
+	wh := h.NewWarehouse(t)
+	j := good.Job(t, wh, "cap-good", mon, tue)
+	// The cap sits between the two fixtures' rates, so each side of it is tested.
+	for _, ds := range []string{mon, tue} {
+		g, b := good.Expected.ByDate[d(ds)], bad.Expected.ByDate[d(ds)]
+		gr, br := gate.Rate(g.Unknown, g.Events), gate.Rate(b.Unknown, b.Events)
+		if !(gr <= j.UnknownCap && br > j.UnknownCap) {
+			t.Fatalf("%s: fixture rates %.4f (good) and %.4f (over-cap) do not straddle the cap %.4f", ds, gr, br, j.UnknownCap)
+		}
+	}
+	h.MustPublish(t, j)
+	before := Get(t, wh, "pointer.json")
+	_, err := h.Publish(t, bad.Job(t, wh, "cap-bad", mon, tue))
+	if exitcode.Code(err) != exitcode.GateRejected {
+		t.Fatalf("over-cap publish: exit %d (%v), want %d", exitcode.Code(err), err, exitcode.GateRejected)
+	}
+	if !strings.Contains(err.Error(), gate.CheckUnknownLessonCap) {
+		t.Errorf("error %q does not name %s", err, gate.CheckUnknownLessonCap)
+	}
+	if after := Get(t, wh, "pointer.json"); !bytes.Equal(before, after) {
+		t.Errorf("pointer.json changed after a rejected publish")
+	}
+	checkCapRejection(t, Get(t, wh, warehouse.RejectionPath("cap-bad")), bad.Expected)
+	if sum := FactSum(t, wh); sum[d(mon)] != good.Expected.ByDate[d(mon)].Events {
+		t.Errorf("visible %s sum %d, want the good publish's %d", mon, sum[d(mon)], good.Expected.ByDate[d(mon)].Events)
+	}
+}
+
+// checkCapRejection checks the over-cap fixture's rejection record against
+// the generator's ground truth: every unknown event of the fixture carries
+// its one unknown lesson id, so each date's top list is that id with the
+// date's unknown count.
+func checkCapRejection(t *testing.T, record []byte, exp gen.Expected) {
+	t.Helper()
+	if record == nil {
+		t.Fatalf("no rejection record at %s", warehouse.RejectionPath("cap-bad"))
+	}
+	var rej job.Rejection
+	if err := json.Unmarshal(record, &rej); err != nil {
+		t.Fatalf("rejection record: %v", err)
+	}
+	if !rej.RejectedAt.Equal(Now) {
+		t.Errorf("rejected_at %v, want the injected clock %v", rej.RejectedAt, Now)
+	}
+	if rej.ManifestID != exp.ManifestID || rej.EnrollmentSnapshotID != exp.EnrollmentSnapshotID {
+		t.Errorf("pins %q, %q; want %q, %q", rej.ManifestID, rej.EnrollmentSnapshotID, exp.ManifestID, exp.EnrollmentSnapshotID)
+	}
+	if rej.TopUnknownLessonsError != "" {
+		t.Errorf("top_unknown_lessons_error %q", rej.TopUnknownLessonsError)
+	}
+	if len(rej.TopUnknownLessons) != 2 {
+		t.Errorf("top unknown lessons for %d dates, want 2 (%s, %s): %v", len(rej.TopUnknownLessons), mon, tue, rej.TopUnknownLessons)
+	}
+	for _, ds := range []string{mon, tue} {
+		want := exp.ByDate[d(ds)].Unknown
+		got := rej.TopUnknownLessons[ds]
+		if want == 0 || len(got) != 1 || got[0].LessonID == nil || *got[0].LessonID != exp.UnknownLessonID || got[0].EventCount != want {
+			t.Errorf("%s: top unknown lessons %s, want [%s %d]", ds, lessons(got), exp.UnknownLessonID, want)
+		}
+	}
+}
+
+func lessons(l []gate.LessonCount) string {
+	var parts []string
+	for _, c := range l {
+		parts = append(parts, fmt.Sprintf("%s %d", c.Lesson(), c.EventCount))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -1,0 +1,227 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+)
+
+// Put implements storage.Bucket.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Attrs{}, err
+	}
+	if err := storage.CheckKey(key); err != nil {
+		return storage.Attrs{}, err
+	}
+	dirKey := path.Dir(key)
+	if err := b.mkdirAll(dirKey); err != nil {
+		return storage.Attrs{}, err
+	}
+	p := b.path(key)
+	if fi, err := os.Lstat(p); err == nil && isLink(fi) {
+		return storage.Attrs{}, symlinkError(p)
+	}
+	dir := filepath.Dir(p)
+	switch {
+	case c.IfAbsent:
+		return b.create(dir, p, data)
+	case c.IfMatch != "":
+		// Compare and replace under the lock, unless the caller holds it.
+		if ctx.Value(heldKey{}) != b {
+			_, unlock, err := b.Lock(ctx)
+			if err != nil {
+				return storage.Attrs{}, err
+			}
+			defer unlock()
+		}
+		fi, err := os.Stat(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return storage.Attrs{}, fmt.Errorf("stat %s: %w", p, err)
+		}
+		if err != nil || version(fi) != c.IfMatch {
+			got := "none"
+			if err == nil {
+				got = version(fi)
+			}
+			return storage.Attrs{}, fmt.Errorf("replace %s: stored version %s, want %s: %w", p, got, c.IfMatch, storage.ErrPrecondition)
+		}
+	}
+	return b.replace(dir, p, data)
+}
+
+// tempPrefix starts every temp file, so a later writer can recognise and
+// remove the leftovers of one that crashed; the dot hides it from listings.
+const tempPrefix = ".tmp-"
+
+// replace durably replaces p with data: temp file, fsync, rename, fsync of
+// the directory so the rename itself survives a power loss.
+func (b *Bucket) replace(dir, p string, data []byte) (storage.Attrs, error) {
+	tmp, err := writeTemp(dir, data)
+	if err != nil {
+		return storage.Attrs{}, err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+		return storage.Attrs{}, fmt.Errorf("rename %s to %s: %w", tmp, p, err)
+	}
+	if err := syncPath(dir); err != nil {
+		return storage.Attrs{}, err
+	}
+	return b.statAfterWrite(p)
+}
+
+// create durably creates p with data unless it exists: written to a temp
+// file, then linked into place, since link(2) fails with EEXIST instead of
+// replacing and the final name never shows a partial file.
+func (b *Bucket) create(dir, p string, data []byte) (storage.Attrs, error) {
+	tmp, err := writeTemp(dir, data)
+	if err != nil {
+		return storage.Attrs{}, err
+	}
+	linkErr := os.Link(tmp, p)
+	// A temp that cannot be removed is garbage a later writer deletes; it
+	// must not turn a landed link into a reported failure.
+	_ = os.Remove(tmp)
+	if errors.Is(linkErr, fs.ErrExist) {
+		return storage.Attrs{}, fmt.Errorf("create %s: exists: %w", p, storage.ErrPrecondition)
+	}
+	if linkErr != nil {
+		return storage.Attrs{}, fmt.Errorf("link %s to %s: %w", tmp, p, linkErr)
+	}
+	if err := syncPath(dir); err != nil {
+		return storage.Attrs{}, err
+	}
+	return b.statAfterWrite(p)
+}
+
+func (b *Bucket) statAfterWrite(p string) (storage.Attrs, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return storage.Attrs{}, fmt.Errorf("stat %s: %w", p, err)
+	}
+	return attrs(fi), nil
+}
+
+// writeTemp writes data to a new temp file in dir, fsyncs and closes it. It
+// is created exclusively (never through an existing name or link) and is
+// readable by all: readers of a warehouse may run as other users.
+func writeTemp(dir string, data []byte) (p string, err error) {
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return "", fmt.Errorf("create temp in %s: %w", dir, err)
+	}
+	p = f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(p)
+		}
+	}()
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return "", fmt.Errorf("chmod %s: %w", p, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("sync %s: %w", p, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("close %s: %w", p, err)
+	}
+	return p, nil
+}
+
+// syncPath fsyncs a file or directory so what was written or renamed in it
+// survives a crash.
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", p, err)
+	}
+	return nil
+}
+
+// mkdirAll creates root/dirKey and its missing parents below root, refusing
+// any element below root that is a symlink, and fsyncs each parent after
+// creating a child in it so a new directory survives a crash. The root
+// itself may be a symlink and is created when missing.
+func (b *Bucket) mkdirAll(dirKey string) error {
+	if err := mkdirRoot(b.root); err != nil {
+		return err
+	}
+	dir := b.root
+	for _, elem := range strings.Split(path.Clean(dirKey), "/") {
+		if elem == "." || elem == "" {
+			continue
+		}
+		parent := dir
+		dir = filepath.Join(dir, elem)
+		fi, err := os.Lstat(dir)
+		switch {
+		case err == nil && isLink(fi):
+			return symlinkError(dir)
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil:
+			return fmt.Errorf("warehouse: %s exists and is not a directory", dir)
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("warehouse: %w", err)
+		}
+		// Another writer may create it first; the lstat after decides.
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if fi, err := os.Lstat(dir); err != nil {
+			return fmt.Errorf("warehouse: %w", err)
+		} else if isLink(fi) {
+			return symlinkError(dir)
+		}
+		if err := syncPath(parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirRoot creates the root (and its parents) when missing, fsyncing each
+// parent; an existing root may be a symlink to a directory.
+func mkdirRoot(root string) error {
+	fi, err := os.Stat(root)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("warehouse %s: exists and is not a directory", root)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("warehouse %s: %w", root, err)
+	}
+	parent := filepath.Dir(root)
+	if parent != root {
+		if err := mkdirRoot(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(root, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create warehouse %s: %w", root, err)
+	}
+	return syncPath(parent)
+}
