@@ -597,7 +597,7 @@ func TestKnownKeys(t *testing.T) {
 func TestFixtureConfResolves(t *testing.T) {
 	p, err := ReadFile(filepath.Join("..", "..", "config", "fixture.conf"))
 	if err != nil {
-		t.Skipf("fixture.conf not readable: %v", err)
+		t.Fatalf("config/fixture.conf is committed and must be readable: %v", err)
 	}
 	j, err := Resolve(p, nil)
 	if err != nil {
