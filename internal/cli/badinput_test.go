@@ -198,9 +198,23 @@ func biNewWS(t *testing.T) *biWS {
 }
 
 // publishArgs are the arguments of a publish against this workspace's copy.
+// A flag of extra replaces the base one (the command refuses a flag given
+// twice).
 func (w *biWS) publishArgs(jobID, ds string, extra ...string) []string {
-	args := []string{"publish", "--config", w.conf, "--job-id", jobID, "--dates", ds,
-		"--raw", w.raw, "--lessons", w.lessons, "--enrollments", w.enrollments, "--warehouse", w.warehouse}
+	given := map[string]bool{}
+	for _, a := range extra {
+		if strings.HasPrefix(a, "--") {
+			name, _, _ := strings.Cut(a, "=")
+			given[name] = true
+		}
+	}
+	args := []string{"publish"}
+	for _, f := range [][2]string{{"--config", w.conf}, {"--job-id", jobID}, {"--dates", ds},
+		{"--raw", w.raw}, {"--lessons", w.lessons}, {"--enrollments", w.enrollments}, {"--warehouse", w.warehouse}} {
+		if !given[f[0]] {
+			args = append(args, f[0], f[1])
+		}
+	}
 	return append(args, extra...)
 }
 

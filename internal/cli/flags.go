@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
@@ -64,6 +65,24 @@ func (o origin) env(flag string) string {
 		}
 	}
 	return ""
+}
+
+// date reads an optional date flag: nil when it was left out, and an
+// error when it was given empty. An empty --date "$D" (an unset variable in
+// a sensor's script) would otherwise mean every date, and a sensor waiting
+// on D would see "published". Its errors begin with prefix.
+func (o origin) date(prefix, flag, value string) (*dates.Date, error) {
+	if value == "" {
+		if o.fs != nil && o.fs.Changed(flag) {
+			return nil, exitcode.UsageError(fmt.Errorf("%s%s is empty: give a date, or leave it out for every date", prefix, o.ref(flag)))
+		}
+		return nil, nil
+	}
+	d, err := dates.Parse(value)
+	if err != nil {
+		return nil, exitcode.UsageError(fmt.Errorf("%s%s: %w", prefix, o.ref(flag), err))
+	}
+	return &d, nil
 }
 
 // ref names flag as the user gave it: "--format" or "ENGAGEMENT_FORMAT".
@@ -123,4 +142,34 @@ func didYouMean(fs *pflag.FlagSet, typed string) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean --%s?", best)
+}
+
+// onceValue refuses a flag's second value on the command line. With the
+// last one winning, `--dates A --dates B` would publish B alone and exit 0,
+// and whoever wrote the line would take A for published too.
+type onceValue struct {
+	pflag.Value
+	first *string
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.first != nil {
+		return fmt.Errorf("given twice (first %q): give it once; a list is comma-separated", *v.first)
+	}
+	v.first = &s
+	return v.Value.Set(s)
+}
+
+// setOnce makes every flag of c and of its subcommands take one value.
+func setOnce(c *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if _, ok := f.Value.(*onceValue); !ok {
+			f.Value = &onceValue{Value: f.Value}
+		}
+	}
+	c.Flags().VisitAll(wrap)
+	c.PersistentFlags().VisitAll(wrap)
+	for _, sub := range c.Commands() {
+		setOnce(sub)
+	}
 }

@@ -57,13 +57,9 @@ func runHistory(ctx context.Context, env Env, o *historyOptions) error {
 	if o.format != "table" && o.format != "json" {
 		return exitcode.UsageError(fmt.Errorf("history: %s %q: want table or json", o.ref("format"), o.format))
 	}
-	var only *dates.Date
-	if o.date != "" {
-		d, err := dates.Parse(o.date)
-		if err != nil {
-			return exitcode.UsageError(fmt.Errorf("history: %s: %w", o.ref("date"), err))
-		}
-		only = &d
+	only, err := o.origin.date("history: ", "date", o.date)
+	if err != nil {
+		return err
 	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
 	if err != nil {

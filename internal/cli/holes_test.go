@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -24,7 +25,7 @@ func TestReadWarehousePathIsNotAPattern(t *testing.T) {
 	w := biNewWS(t)
 	exp := biReadExpected(t, w.src)
 	for _, wh := range []string{"wh?", "whB"} {
-		args := append(w.publishArgs("into-"+strings.Trim(wh, "?"), biGoodDates), "--warehouse", filepath.Join(w.dir, wh))
+		args := w.publishArgs("into-"+strings.Trim(wh, "?"), biGoodDates, "--warehouse", filepath.Join(w.dir, wh))
 		if r := biRun(t, args...); r.code != 0 {
 			t.Fatalf("publish into %s: exit %d\n%s", wh, r.code, r.stderr)
 		}
@@ -81,7 +82,7 @@ func TestHeldLockGivesUp(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"publish", append(w.publishArgs("waits-1", biGoodDates), "--lock-timeout", "1500ms")},
+		{"publish", w.publishArgs("waits-1", biGoodDates, "--lock-timeout", "1500ms")},
 		{"gc", []string{"gc", "--warehouse", w.warehouse, "--min-age", "1h", "--lock-timeout", "1500ms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,5 +155,80 @@ func TestCancelledRunIsNotUsage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(w.warehouse, "pointer.json")); err == nil {
 		t.Errorf("a cancelled publish wrote a pointer")
+	}
+}
+
+// A directory in pointer.json's place is damage, said at once: publish
+// does not take it for "no pointer" and retry a generation 1 the history
+// holds, and the readers' commands do not call the warehouse empty.
+func TestPointerIsADirectory(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	p := filepath.Join(w.warehouse, "pointer.json")
+	if err := os.Rename(p, p+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	historyBefore := biHashTree(t, filepath.Join(w.warehouse, "pointer-history"))
+	for _, args := range [][]string{
+		w.publishArgs("after-damage", biGoodDates, "--lock-timeout", "2s"),
+		{"status", "--warehouse", w.warehouse},
+		{"read", "course_day", "--warehouse", w.warehouse},
+		{"history", "--warehouse", w.warehouse},
+		{"gc", "--warehouse", w.warehouse, "--dry-run"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			start := time.Now()
+			r := biRun(t, args...)
+			if r.code != exitcode.Error {
+				t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+			}
+			// Bounded, not timed: the bug retried for two minutes.
+			if took := time.Since(start); took > time.Minute {
+				t.Errorf("took %s: retried instead of refusing", took)
+			}
+			if line := r.errLine(t); !strings.Contains(line, p+" is a directory") {
+				t.Errorf("error %q does not say %s is a directory", line, p)
+			}
+		})
+	}
+	biDiffTrees(t, "pointer-history", historyBefore, biHashTree(t, filepath.Join(w.warehouse, "pointer-history")))
+}
+
+// An optional --date given empty (an unset variable in a sensor's script)
+// is refused rather than read as every date; read of a date the pointer
+// does not hold exits 5 as status does, never an empty table.
+func TestDateFlags(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"status", "--warehouse", w.warehouse, "--date", ""}, exitcode.Usage, "--date is empty"},
+		{[]string{"read", "course_day", "--warehouse", w.warehouse, "--date="}, exitcode.Usage, "--date is empty"},
+		{[]string{"history", "--warehouse", w.warehouse, "--date", ""}, exitcode.Usage, "history: --date is empty"},
+		{[]string{"read", "course_day", "--warehouse", w.warehouse, "--date", "2026-03-05"}, exitcode.NotPublished, "read: 2026-03-05 is not published"},
+		{[]string{"read", "fact_lesson_engagement", "--warehouse", w.warehouse, "--date", "2026-03-05", "--format", "csv"}, exitcode.NotPublished, "2026-03-05 is not published"},
+	} {
+		t.Run(strings.Join(tc.args[:1], " ")+" "+tc.says, func(t *testing.T) {
+			r := biRun(t, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			if line := r.errLine(t); !strings.Contains(line, tc.says) {
+				t.Errorf("error %q does not say %q", line, tc.says)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+		})
+	}
+	// The variable alone, left empty, is no date given: every date.
+	if r := runEnv(t, map[string]string{"ENGAGEMENT_DATE": ""}, "status", "--warehouse", w.warehouse); r.code != 0 {
+		t.Errorf("status with ENGAGEMENT_DATE empty: exit %d\n%s", r.code, r.stderr)
 	}
 }

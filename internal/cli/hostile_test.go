@@ -33,7 +33,7 @@ type hostileCase struct {
 	Setup []setupOp `json:"setup"`
 	// Args are appended to the base publish of the workspace (config,
 	// --job-id bad-1, the two fixture dates, the input and warehouse
-	// flags); a repeated flag wins over the base one.
+	// flags); a flag named here replaces the base one.
 	Args []string `json:"args"`
 	// Command, when given, is the whole argument list run instead of the
 	// base publish (a misspelt command, status on a warehouse), with the
@@ -238,7 +238,7 @@ func (w *biWS) apply(op setupOp, dir string) {
 			w.t.Fatal(err)
 		}
 	case "publish":
-		args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(op.Args, dir)...)
+		args := w.publishArgs(biBadJob, biGoodDates, w.expandAll(op.Args, dir)...)
 		if r := biRun(w.t, args...); r.code != op.Exit {
 			w.t.Fatalf("setup publish %v: exit %d, want %d\n%s", op.Args, r.code, op.Exit, r.stderr)
 		}
@@ -418,7 +418,7 @@ func runHostileCaseOn(t *testing.T, dir string, tc hostileCase, onS3 bool, engin
 		w.apply(op, dir)
 	}
 	w.upload()
-	args := append(w.publishArgs(biBadJob, biGoodDates), w.expandAll(tc.Args, dir)...)
+	args := w.publishArgs(biBadJob, biGoodDates, w.expandAll(tc.Args, dir)...)
 	args = append(args, engineArgs...)
 	if len(tc.Command) > 0 {
 		args = w.expandAll(tc.Command, dir)

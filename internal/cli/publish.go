@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/metrics"
@@ -65,6 +66,12 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		return err
 	}
 	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
+	if err == nil {
+		if serr := refuseSinksInData(j, o.metrics, o.lineage); serr != nil {
+			eng.Close()
+			err = serr
+		}
+	}
 	if o.lineage.enabled() && j.JobID != "" {
 		// Runs before the metrics' defer, so they count its failures.
 		lin := o.lineage.start(ctx, env, j, time.Now())
@@ -159,4 +166,35 @@ func (s serverPhases) Phase(name string) (end func()) {
 		s.log.Info("server time", "engine", s.engine, "phase", name,
 			"seconds", progress.Seconds(now-start), "total_seconds", progress.Seconds(now))
 	}
+}
+
+// refuseSinksInData refuses a --metrics-file or --lineage-file that lies
+// in the warehouse or an input: the textfile would replace, and the event
+// log append to, pointer.json or a published or raw file, and the publish
+// would still exit 0. A refused sink is dropped, so that the failed run
+// does not write it either.
+func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
+	places, err := job.Locations(j)
+	if err != nil {
+		return nil // Publish names the bad location
+	}
+	var first error
+	for _, s := range []struct {
+		flag string
+		path *string
+	}{{"--metrics-file", &m.file}, {"--lineage-file", &l.file}} {
+		if *s.path == "" {
+			continue
+		}
+		flag, loc, ok := places.Holding(*s.path)
+		if !ok {
+			continue
+		}
+		if first == nil {
+			first = exitcode.UsageError(fmt.Errorf("%s %s lies inside %s %s: it would write into what readers follow or what the job reads; write it elsewhere",
+				s.flag, *s.path, flag, loc))
+		}
+		*s.path = ""
+	}
+	return first
 }

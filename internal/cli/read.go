@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -46,7 +45,7 @@ A warehouse with no pointer.json is refused (exit 2), never shown as empty.`,
 	fs := c.Flags()
 	o.origin = origin{fs}
 	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
-	fs.StringVar(&o.date, "date", "", "only this event date")
+	fs.StringVar(&o.date, "date", "", "only this event date; exit 5 when it is not published")
 	fs.StringVar(&o.format, "format", "table", "table, csv or json")
 	o.s3 = addS3Flags(fs, true)
 	return c
@@ -62,13 +61,9 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 	if o.format != "table" && o.format != "csv" && o.format != "json" {
 		return exitcode.UsageError(fmt.Errorf("read: %s %q: want table, csv or json", o.ref("format"), o.format))
 	}
-	var only *dates.Date
-	if o.date != "" {
-		d, err := dates.Parse(o.date)
-		if err != nil {
-			return exitcode.UsageError(fmt.Errorf("%s: %w", o.ref("date"), err))
-		}
-		only = &d
+	only, err := o.origin.date("", "date", o.date)
+	if err != nil {
+		return err
 	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
 	if err != nil {
@@ -80,6 +75,13 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 	}
 	if _, err := reader.Query(b.Location(), p, o.table, only); err != nil {
 		return exitcode.UsageError(err)
+	}
+	if only != nil {
+		if _, ok := p.Dates[*only]; !ok {
+			// Not an empty table: a reader must not take "nothing yet"
+			// for "nothing happened" (exit 5, as status --date).
+			return exitcode.NotPublishedError(fmt.Errorf("read: %s is not published in %s (generation %d)", *only, o.warehouse, p.Generation))
+		}
 	}
 	eng, err := duckdb.Open(ctx, nil)
 	if err != nil {

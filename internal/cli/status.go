@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/reader"
 )
@@ -53,12 +52,12 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	if o.format != "table" && o.format != "json" {
 		return exitcode.UsageError(fmt.Errorf("status: %s %q: want table or json", o.ref("format"), o.format))
 	}
+	d, err := o.origin.date("", "date", o.date)
+	if err != nil {
+		return err
+	}
 	var only string
-	if o.date != "" {
-		d, err := dates.Parse(o.date)
-		if err != nil {
-			return exitcode.UsageError(fmt.Errorf("%s: %w", o.ref("date"), err))
-		}
+	if d != nil {
 		only = d.String()
 	}
 	_, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)

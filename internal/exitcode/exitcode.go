@@ -15,7 +15,7 @@ const (
 	Usage            = 2 // bad arguments, config or date list; nothing was attempted
 	GateRejected     = 3 // the gate failed; pointer unchanged, rejection record written
 	AlreadyPublished = 4 // the job id is named by the pointer or its history
-	NotPublished     = 5 // status --date: the warehouse holds no entry for that date (yet)
+	NotPublished     = 5 // status or read --date: the warehouse holds no entry for that date (yet)
 
 	// A command ended by a signal exits 128+signo, the shell's convention:
 	// the pointer is unchanged unless its write had landed, and then the

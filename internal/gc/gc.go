@@ -118,6 +118,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	root := o.Bucket.Location()
 	if _, err := o.Bucket.Stat(ctx, "pointer.json"); err != nil {
+		if errors.Is(err, storage.ErrNotObject) {
+			return rep, fmt.Errorf("gc: %s is a directory, not the pointer: the warehouse is damaged; nothing was collected", root.Join("pointer.json"))
+		}
 		if !storage.IsNotExist(err) {
 			return rep, fmt.Errorf("gc: %w", err)
 		}

@@ -333,6 +333,25 @@ func (l Places) inputs() map[string]storage.Location {
 	return map[string]storage.Location{"--raw": l.Raw, "--lessons": l.Lessons, "--enrollments": l.Enrollments}
 }
 
+// Holding names the place (its flag and location) that holds the local
+// path p, the warehouse first: a file the command would write there
+// (a metrics or lineage file) would overwrite what readers follow or what
+// the job reads. ok is false when no place holds it.
+func (l Places) Holding(p string) (flag string, loc storage.Location, ok bool) {
+	for _, f := range []struct {
+		flag string
+		loc  storage.Location
+	}{{"--warehouse", l.Warehouse}, {"--raw", l.Raw}, {"--lessons", l.Lessons}, {"--enrollments", l.Enrollments}} {
+		if f.loc == (storage.Location{}) {
+			continue
+		}
+		if in, err := warehouse.Holds(f.loc, p); err == nil && in {
+			return f.flag, f.loc, true
+		}
+	}
+	return "", storage.Location{}, false
+}
+
 // Locations parses a job's paths and URLs in one place; a malformed one is
 // a usage error naming its flag. An empty warehouse (explain needs none)
 // stays the zero location.

@@ -29,6 +29,12 @@ var ErrPrecondition = errors.New("precondition failed")
 // denied), so a caller knows the write did not land without re-reading.
 var ErrRefused = errors.New("refused before writing")
 
+// ErrNotObject: a key names a directory, not an object (a local bucket).
+// It comes with fs.ErrNotExist, since no object has the key, so a caller
+// that only looks for an object finds none; one for which a directory in
+// the object's place is damage (pointer.json) checks it first.
+var ErrNotObject = errors.New("a directory, not an object")
+
 // Attrs are what a backend knows of one object.
 type Attrs struct {
 	Size int64
@@ -156,6 +162,9 @@ func Parse(s string) (Location, error) {
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
+		if bad, ok := mistypedURL(s); ok {
+			return Location{}, fmt.Errorf("%s: looks like a URL with %q mistyped (want s3://bucket/prefix); a local directory of that name is written ./%s", s, bad, s)
+		}
 		return Location{Scheme: File, Path: s}, nil
 	}
 	switch strings.ToLower(scheme) {
@@ -187,6 +196,37 @@ func Parse(s string) (Location, error) {
 		}
 	}
 	return Location{Scheme: S3, Bucket: bucket, Key: key}, nil
+}
+
+// mistypedURL reports a path that is a URL with its "://" mistyped:
+// s3:/bucket/x, s3:bucket/x or s3//bucket/x. Taken as a local path it would
+// publish, exit 0, into a directory named "s3:" beside the command. A scheme
+// and a colon in the first element are enough to refuse; "./" in front says
+// a local name is meant.
+func mistypedURL(s string) (string, bool) {
+	first, _, _ := strings.Cut(s, "/")
+	if i := strings.IndexByte(first, ':'); i > 0 && isScheme(first[:i]) {
+		return first[:i+1], true
+	}
+	lower := strings.ToLower(s)
+	for _, prefix := range []string{"s3//", "s3a//"} {
+		if strings.HasPrefix(lower, prefix) {
+			return s[:len(prefix)], true
+		}
+	}
+	return "", false
+}
+
+// isScheme is RFC 3986's scheme: a letter, then letters, digits, + - or .
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // validBucket is S3's naming rule: 3 to 63 lower-case letters, digits,

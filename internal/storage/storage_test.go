@@ -13,6 +13,10 @@ func TestParse(t *testing.T) {
 	}{
 		{"warehouse", Location{Scheme: File, Path: "warehouse"}, "warehouse"},
 		{"/abs/raw?", Location{Scheme: File, Path: "/abs/raw?"}, "/abs/raw?"},
+		// A colon past the first element, or "./" in front, is a local name.
+		{"data/run:1", Location{Scheme: File, Path: "data/run:1"}, "data/run:1"},
+		{"./s3:x", Location{Scheme: File, Path: "./s3:x"}, "./s3:x"},
+		{"/s3:/x", Location{Scheme: File, Path: "/s3:/x"}, "/s3:/x"},
 		{"file:///tmp/w", Location{Scheme: File, Path: "/tmp/w"}, "/tmp/w"},
 		{"s3://bucket", Location{Scheme: S3, Bucket: "bucket"}, "s3://bucket"},
 		{"s3://bucket/wh/", Location{Scheme: S3, Bucket: "bucket", Key: "wh"}, "s3://bucket/wh"},
@@ -36,6 +40,12 @@ func TestParse(t *testing.T) {
 		{"s3://bucket/a/../b", `".."`},
 		{"s3://user@bucket/x", "without user"},
 		{"s3://bucket:9000/x", "without user or port"},
+		// A mistyped "://" would publish into ./s3:/... and exit 0.
+		{"s3:/bucket/x", `"s3:" mistyped`},
+		{"s3:bucket/x", `"s3:" mistyped`},
+		{"S3a:bucket", `"S3a:" mistyped`},
+		{"s3//bucket/x", `"s3//" mistyped`},
+		{"gs:/bucket", `"gs:" mistyped`},
 	} {
 		if _, err := Parse(tc.in); err == nil || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("Parse(%q) error %v, want one mentioning %q", tc.in, err, tc.mention)

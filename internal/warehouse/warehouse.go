@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -141,23 +142,35 @@ func within(p, dir string) bool {
 	return strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
-// realPath is p absolute with the symlinks of its longest existing prefix
-// resolved.
+// realPath is p absolute with its symlinks resolved the way the kernel
+// resolves them when the path is created or opened: element by element,
+// ".." taken from the real directory reached so far, not from the text.
+// (Cleaning first would take /link/../wh for a sibling of the link, while
+// mkdir puts it beside the link's target.) An element that does not exist
+// yet is kept as written, and "..", after it, goes back up the text, as
+// mkdir -p does.
 func realPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	var rest []string
-	for cur := abs; ; {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(append([]string{real}, rest...)...), nil
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
 		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return abs, nil
-		}
-		rest = append([]string{filepath.Base(cur)}, rest...)
-		cur = parent
+		p = wd + string(filepath.Separator) + p
 	}
+	cur := string(filepath.Separator)
+	for _, elem := range strings.Split(p, string(filepath.Separator)) {
+		switch elem {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, elem)
+		if real, err := filepath.EvalSymlinks(next); err == nil {
+			next = real
+		}
+		cur = next
+	}
+	return cur, nil
 }

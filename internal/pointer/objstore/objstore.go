@@ -54,6 +54,12 @@ func (s *Store) uri(key string) string { return s.b.Location().Join(key).String(
 // only ever replaced whole.
 func (s *Store) Load(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
 	b, attrs, err := s.b.Get(ctx, pointerKey)
+	if errors.Is(err, storage.ErrNotObject) {
+		// Read as no pointer, it would have a publish start a generation
+		// 1 the history already holds, and retry that until it gave up.
+		return pointer.Pointer{}, pointer.NoVersion, fmt.Errorf("%s is a directory, not the pointer: the warehouse is damaged; "+
+			"move the directory away and copy the newest pointer-history/<generation>.json in its place", s.uri(pointerKey))
+	}
 	if storage.IsNotExist(err) {
 		return pointer.Empty(), pointer.NoVersion, nil
 	}

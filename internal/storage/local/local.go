@@ -133,7 +133,7 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, storage.Attrs, er
 		return nil, storage.Attrs{}, fmt.Errorf("read %s: %w", b.path(key), err)
 	}
 	if fi.IsDir() {
-		return nil, storage.Attrs{}, fmt.Errorf("read %s: is a directory: %w", b.path(key), fs.ErrNotExist)
+		return nil, storage.Attrs{}, fmt.Errorf("read %s: is a directory: %w (%w)", b.path(key), fs.ErrNotExist, storage.ErrNotObject)
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
@@ -190,7 +190,7 @@ func (b *Bucket) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 		return storage.Attrs{}, err
 	}
 	if fi.IsDir() {
-		return storage.Attrs{}, fmt.Errorf("stat %s: is a directory: %w", b.path(key), fs.ErrNotExist)
+		return storage.Attrs{}, fmt.Errorf("stat %s: is a directory: %w (%w)", b.path(key), fs.ErrNotExist, storage.ErrNotObject)
 	}
 	return attrs(fi), nil
 }
