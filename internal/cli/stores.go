@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,13 @@ func warehouseStore(ctx context.Context, env Env, flag, where string, lockTimeou
 	loc, err := storage.Parse(where)
 	if err != nil {
 		return nil, nil, exitcode.UsageError(fmt.Errorf("%s: %w", flag, err))
+	}
+	if !loc.IsS3() {
+		// A file where the warehouse should be is the command's mistake
+		// (a retry would meet it again), not a failure to read.
+		if fi, err := os.Stat(loc.Path); err == nil && !fi.IsDir() {
+			return nil, nil, exitcode.UsageError(fmt.Errorf("%s %s is a file, not a warehouse directory", flag, where))
+		}
 	}
 	b, err := open.Warehouse(ctx, loc, open.Options{LockTimeout: lockTimeout, Log: env.Log})
 	if err != nil {
