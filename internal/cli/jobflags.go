@@ -61,6 +61,7 @@ func parseJob(env Env, name string, args []string, check func(config.Job) error)
 	// publish and explain have the job flags and nothing else.
 	c := &cobra.Command{Use: name, Args: noArgs}
 	jf := addJobFlags(c.Flags(), name == "publish")
+	setOnce(c)
 	c.InitDefaultHelpFlag()
 	if err := c.ParseFlags(args); err != nil {
 		return config.Job{}, flagError(c, err)

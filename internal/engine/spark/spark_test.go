@@ -232,12 +232,15 @@ func TestSparkErrorsAreOneLine(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append(fx.Args(wh, "failing-"+string(rune('a'+i)), mon, tue), tc.extra...)
-			// The harness adds --spark-remote after these flags; a later
-			// flag wins, so the down server is given once more at the end.
+			args := fx.Args(wh, "failing-"+string(rune('a'+i)), mon, tue)
+			// The harness adds --spark-remote after these flags, and a
+			// flag is given once: the down server takes the harness's
+			// place; any other flag replaces the fixture's.
 			hh := h
 			if tc.extra[0] == "--spark-remote" {
 				hh.Args = tc.extra
+			} else {
+				args = publishtest.WithFlag(args, tc.extra[0], tc.extra[1])
 			}
 			// Text logs: the error line as a person reads it.
 			code, _, stderr := hh.Run(t, []string{"ENGAGEMENT_LOG_FORMAT=text"}, args...)

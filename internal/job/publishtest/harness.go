@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -132,6 +133,17 @@ func (f Fixture) Args(warehouse, jobID string, ds ...string) []string {
 		"--raw", f.Input("raw"), "--lessons", f.Input("lessons"),
 		"--enrollments", f.Input("enrollments"), "--warehouse", warehouse,
 		"--job-id", jobID, "--dates", strings.Join(ds, ",")}
+}
+
+// WithFlag is args with flag's value set to value: in place when args has
+// the flag (the command refuses a flag given twice), else at the end.
+func WithFlag(args []string, flag, value string) []string {
+	out := slices.Clone(args)
+	if i := slices.Index(out, flag); i >= 0 && i+1 < len(out) {
+		out[i+1] = value
+		return out
+	}
+	return append(out, flag, value)
 }
 
 // Listed is the engine's view of j with its inputs listed, as publish and
