@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -49,6 +50,9 @@ func runGen(ctx context.Context, env Env, opts *genOptions) error {
 		return exitcode.UsageError(err)
 	}
 	exp, err := gen.Generate(ctx, o)
+	if errors.Is(err, gen.ErrOutNotEmpty) {
+		return exitcode.UsageError(err)
+	}
 	if err != nil {
 		return err
 	}

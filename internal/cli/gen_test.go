@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/cli"
@@ -48,4 +49,12 @@ func TestGenShapes(t *testing.T) {
 			t.Errorf("%s: exit %d, want 2 (usage)", name, code)
 		}
 	}
+	// A directory that holds files already is the caller's to move: exit
+	// 2, and what it held is left as it was.
+	e.Reset()
+	before := biHashTree(t, fixture)
+	if code := cli.Main(ctx, []string{"gen", "--out", fixture}, &o, &e); code != 2 || !strings.Contains(e.String(), "is not empty") {
+		t.Errorf("gen into a non-empty directory: exit %d, want 2 saying it is not empty: %s", code, e.String())
+	}
+	biDiffTrees(t, "gen --out", before, biHashTree(t, fixture))
 }

@@ -279,6 +279,10 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// ErrOutNotEmpty: the output directory already holds files, which the
+// command's caller must move (a usage error, not a failure to retry).
+var ErrOutNotEmpty = errors.New("is not empty")
+
 // prepareOut refuses a non-empty directory because mixing a previous run's
 // partitions into a new dataset would silently change its figures.
 func prepareOut(dir string) error {
@@ -286,7 +290,7 @@ func prepareOut(dir string) error {
 	switch {
 	case err == nil:
 		if len(entries) > 0 {
-			return fmt.Errorf("gen: output directory %s is not empty", dir)
+			return fmt.Errorf("gen: output directory %s %w", dir, ErrOutNotEmpty)
 		}
 	case errors.Is(err, os.ErrNotExist):
 	default:
