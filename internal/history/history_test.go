@@ -160,7 +160,8 @@ func TestList(t *testing.T) {
 }
 
 // TestRollbackChecksFiles: a file the generation names that is missing or
-// has another size is refused before anything moves, naming the file.
+// has another size, a history copy changed since it was written, or a job
+// id a publish attempt took, is refused before anything moves, naming it.
 func TestRollbackChecksFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -174,6 +175,24 @@ func TestRollbackChecksFiles(t *testing.T) {
 			w.write("staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", "short")
 		}, "5 bytes, generation 1 recorded 11"},
 		{"GateReportMissing", func(w *wh) { os.Remove(filepath.Join(w.dir, "staging/job_id=a/_gate.json")) }, "_gate.json: missing"},
+		// The history copy edited after generation 2 was written on it
+		// (a figure changed; the same holds for a file path): its digest
+		// no longer is the parent generation 2 recorded.
+		{"HistoryEdited", func(w *wh) {
+			p := filepath.Join(w.dir, "pointer-history/1.json")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			edited := strings.Replace(string(b), `"event_count": 11`, `"event_count": 1`, 1)
+			if edited == string(b) {
+				w.t.Fatalf("no event_count 11 in %s", b)
+			}
+			w.write("pointer-history/1.json", edited)
+		}, "pointer-history/1.json is not the generation 2 was written on"},
+		// A job id a publish attempt took, in flight or rejected.
+		{"JobIDHasStaging", func(w *wh) { w.write("staging/job_id=back/_attempt.json", "{}") }, "job id back was taken by a publish attempt"},
+		{"JobIDRejected", func(w *wh) { w.write("rejections/job_id=back.json", "{}") }, "job id back was taken by a publish attempt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWH(t)

@@ -62,6 +62,9 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	if published {
 		return pointer.Outcome{}, exitcode.PublishedError(fmt.Errorf("rollback: job id %s is already named by the pointer or its history: use a new job id", r.JobID))
 	}
+	if err := r.unusedByAttempts(ctx); err != nil {
+		return pointer.Outcome{}, err
+	}
 	cur, _, err := r.Store.Load(ctx)
 	if err != nil {
 		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
@@ -137,7 +140,57 @@ func (r Rollback) source(ctx context.Context, cur pointer.Pointer) (pointer.Poin
 	if err != nil {
 		return pointer.Pointer{}, fmt.Errorf("rollback: read generation %d: %w", r.To, err)
 	}
+	if err := r.intact(ctx, cur, src); err != nil {
+		return pointer.Pointer{}, err
+	}
 	return src, nil
+}
+
+// intact refuses a history copy changed after it was written: its
+// successor recorded its bytes' digest as its parent, and a rollback
+// copies its entries byte for byte, so an edited copy (figures, or file
+// paths pointing at a rejected attempt's staging) would be published as
+// the generation it claims to be. A successor without a parent (format 1)
+// cannot tell, and is taken at its word.
+func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
+	next := cur
+	if src.Generation+1 != cur.Generation {
+		var err error
+		next, err = r.Store.LoadGeneration(ctx, src.Generation+1)
+		if errors.Is(err, fs.ErrNotExist) {
+			return exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d cannot be checked: generation %d, which records its digest, is not retained", r.To, src.Generation+1))
+		}
+		if err != nil {
+			return fmt.Errorf("rollback: read generation %d: %w", src.Generation+1, err)
+		}
+	}
+	if next.Parent == nil {
+		return nil
+	}
+	if next.Parent.Generation != src.Generation || next.Parent.SHA256 != src.Digest {
+		return exitcode.UsageError(fmt.Errorf("rollback: pointer-history/%d.json is not the generation %d was written on (its sha256 %s, recorded as parent %d %s): "+
+			"it was changed after it was written; nothing was changed. Restore it, or roll back to another generation",
+			src.Generation, next.Generation, src.Digest, next.Parent.Generation, next.Parent.SHA256))
+	}
+	return nil
+}
+
+// unusedByAttempts refuses a job id that a publish attempt already took (a
+// staging prefix, or a rejection record): every job id names one attempt,
+// and one in flight would otherwise publish under the rollback's id too.
+func (r Rollback) unusedByAttempts(ctx context.Context) error {
+	objs, err := r.Bucket.List(ctx, warehouse.StagingDir(r.JobID)+"/")
+	if err != nil {
+		return fmt.Errorf("rollback: check job id %s: %w", r.JobID, err)
+	}
+	_, serr := r.Bucket.Stat(ctx, warehouse.RejectionPath(r.JobID))
+	if serr != nil && !storage.IsNotExist(serr) {
+		return fmt.Errorf("rollback: check job id %s: %w", r.JobID, serr)
+	}
+	if len(objs) > 0 || serr == nil {
+		return exitcode.UsageError(fmt.Errorf("rollback: job id %s was taken by a publish attempt (its staging prefix or rejection record exists): use a new job id", r.JobID))
+	}
+	return nil
 }
 
 func (r Rollback) record(ctx context.Context, from int64, entries map[dates.Date]pointer.DateEntry) error {

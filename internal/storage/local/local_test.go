@@ -71,3 +71,27 @@ func TestSymlinks(t *testing.T) {
 		t.Errorf("an input bucket following links: %q, %v", data, err)
 	}
 }
+
+// A directory where an object is asked for is no object, and no other
+// writer's either: Get and Stat say not-exist and, beside it, ErrNotObject
+// (which the pointer store takes for damage), and a create is refused, not
+// a lost race a caller would retry.
+func TestDirectoryInAnObjectsPlace(t *testing.T) {
+	ctx := t.Context()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "pointer-history", "2.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := local.New(root, local.Options{})
+	key := "pointer-history/2.json"
+	if _, _, err := b.Get(ctx, key); !storage.IsNotExist(err) || !errors.Is(err, storage.ErrNotObject) {
+		t.Errorf("Get: %v, want not-exist and ErrNotObject", err)
+	}
+	if _, err := b.Stat(ctx, key); !storage.IsNotExist(err) || !errors.Is(err, storage.ErrNotObject) {
+		t.Errorf("Stat: %v, want not-exist and ErrNotObject", err)
+	}
+	_, err := b.Put(ctx, key, []byte("{}"), storage.Cond{IfAbsent: true})
+	if !errors.Is(err, storage.ErrRefused) || !errors.Is(err, storage.ErrNotObject) || errors.Is(err, storage.ErrPrecondition) {
+		t.Errorf("create: %v, want refused (ErrNotObject), not a precondition failure", err)
+	}
+}

@@ -91,6 +91,11 @@ func (b *Bucket) create(dir, p string, data []byte) (storage.Attrs, error) {
 	// must not turn a landed link into a reported failure.
 	_ = os.Remove(tmp)
 	if errors.Is(linkErr, fs.ErrExist) {
+		// A directory in the object's place is no other writer's object:
+		// as a lost race it would be retried until the caller gave up.
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			return storage.Attrs{}, refused{fmt.Errorf("create %s: in its place is %w", p, storage.ErrNotObject)}
+		}
 		return storage.Attrs{}, fmt.Errorf("create %s: exists: %w", p, storage.ErrPrecondition)
 	}
 	if linkErr != nil {
