@@ -58,6 +58,12 @@ func runRollback(ctx context.Context, env Env, o *rollbackOptions) error {
 	if o.warehouse == "" {
 		return exitcode.UsageError(fmt.Errorf("rollback: --warehouse is required"))
 	}
+	// A flag left out is named as missing, not as its zero default.
+	for _, f := range []string{"date", "to-generation"} {
+		if !o.fs.Changed(f) {
+			return exitcode.UsageError(fmt.Errorf("rollback: --%s is required (engagement history lists the generations and the dates each holds)", f))
+		}
+	}
 	if o.to < 1 {
 		return exitcode.UsageError(fmt.Errorf("rollback: %s %d: want a generation number from engagement history (1 or more)", o.ref("to-generation"), o.to))
 	}
