@@ -8,6 +8,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -354,6 +355,32 @@ func (w *biWS) rewriteParquet(rel, from, query string) {
 		w.t.Fatalf("write %s: %v", tmp, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// splitParquet replaces the workspace file rel by n files of the pristine
+// file's rows, split by a hash of event_id (so every row lands in exactly
+// one, and some files may hold none), named after rel's stem.
+func (w *biWS) splitParquet(rel string, n int) {
+	w.t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE VIEW src AS SELECT * FROM read_parquet(" + biSQLQuote(filepath.Join(w.src, rel)) + ", hive_partitioning=false)"); err != nil {
+		w.t.Fatal(err)
+	}
+	dst := filepath.Join(w.dir, rel)
+	stem := strings.TrimSuffix(dst, ".parquet")
+	for i := range n {
+		q := fmt.Sprintf("COPY (SELECT * FROM src WHERE hash(event_id) %% %d = %d) TO %s (FORMAT parquet)", n, i, biSQLQuote(fmt.Sprintf("%s-%04d.parquet", stem, i)))
+		if _, err := db.Exec(q); err != nil {
+			w.t.Fatalf("split %s: %v", rel, err)
+		}
+	}
+	if err := os.Remove(dst); err != nil {
 		w.t.Fatal(err)
 	}
 }

@@ -56,6 +56,10 @@ type hostileCase struct {
 	CourseRename map[string]string `json:"course_rename"`
 	// Log is a substring the stderr log must contain.
 	Log string `json:"log"`
+	// Staged: the run fails after it made its own staging prefix (a
+	// failure while staging), which it may leave behind for gc as any
+	// failed attempt does; the rest of the warehouse must be unchanged.
+	Staged bool `json:"staged"`
 	// Kept is a job id whose staging prefix existed before the run and
 	// must be byte-identical after it.
 	Kept string `json:"kept"`
@@ -83,7 +87,7 @@ var s3Ops = []string{"copy", "truncate", "patch", "sql", "text", "rename", "copy
 // setupOp breaks the workspace before the run. Paths are relative to the
 // workspace copy of the fixture.
 type setupOp struct {
-	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish, copytree, rename, symlink
+	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish, copytree, rename, symlink, split
 	// copy: From (in the case directory) to Path. truncate: keep Keep
 	// bytes of Path (negative: drop that many from the end). patch: write
 	// Bytes at Offset (negative: from the end). sql: write the Parquet
@@ -92,7 +96,9 @@ type setupOp struct {
 	// least once). publish: run a publish with Args appended to the base;
 	// it must exit Exit. copytree: copy the workspace tree From to Path.
 	// rename: move Path to To (in the workspace). symlink: make Path a
-	// symlink to To (placeholders expanded).
+	// symlink to To (placeholders expanded). split: replace the pristine
+	// file Path by Repeat files of its rows (stem-0000.parquet, ...), each
+	// row in one of them.
 	Path    string   `json:"path"`
 	From    string   `json:"from"`
 	To      string   `json:"to"`
@@ -131,6 +137,8 @@ func readHostileCase(t *testing.T, dir string) hostileCase {
 		t.Fatalf("%s/case.json: command replaces the base publish; args have nothing to append to", dir)
 	case len(c.Command) > 0 && (c.Exit == 0 || c.Exit == 3):
 		t.Fatalf("%s/case.json: a command case is a refusal; publishing and gating are the base publish's", dir)
+	case c.Staged && (c.Exit == 0 || c.Exit == 3):
+		t.Fatalf("%s/case.json: staged is for a failure while staging; a publish or a rejection keeps its staging anyway", dir)
 	case len(c.Engines) > 0 && !slices.Contains(c.Engines, "duckdb"):
 		t.Fatalf("%s/case.json: engines %v leave out duckdb, the engine every case runs on", dir, c.Engines)
 	}
@@ -216,6 +224,8 @@ func (w *biWS) apply(op setupOp, dir string) {
 			from = op.Path
 		}
 		w.rewriteParquet(op.Path, from, w.expand(op.Query, dir))
+	case "split":
+		w.splitParquet(op.Path, op.Repeat)
 	case "copytree":
 		if err := os.CopyFS(p, os.DirFS(filepath.Join(w.dir, filepath.FromSlash(op.From)))); err != nil {
 			w.t.Fatal(err)
@@ -459,6 +469,14 @@ func runHostileCaseOn(t *testing.T, dir string, tc hostileCase, onS3 bool, engin
 		whAfter := w.hashTree(w.warehouse)
 		if tc.Exit == 3 {
 			failed = checkRejection(t, w, jobID, tc.GateChecks, whAfter)
+		}
+		if tc.Staged {
+			staging := w.join(stagingRoot, "job_id="+jobID)
+			for p := range whAfter {
+				if p == staging+"/" || strings.HasPrefix(p, staging+"/") {
+					delete(whAfter, p)
+				}
+			}
 		}
 		biDiffTrees(t, "warehouse", whBefore, whAfter)
 	} else {

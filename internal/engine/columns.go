@@ -31,6 +31,16 @@ func CheckColumns(what string, files []string, required []Column, schema Schema,
 		if err != nil {
 			return nil, err
 		}
+		// Both engines take column names case-insensitively: a name
+		// repeated in any case makes which column is read a guess.
+		first := map[string]string{}
+		for _, n := range names {
+			k := strings.ToLower(n)
+			if prev, ok := first[k]; ok {
+				return nil, fmt.Errorf("%s file %s: column %s appears twice (as %s and %s)", what, f, prev, prev, n)
+			}
+			first[k] = n
+		}
 		for _, c := range required {
 			typ, ok := types[c.Name]
 			if !ok {

@@ -20,7 +20,7 @@ var rawColumns, manifestColumns, enrollmentColumns = engine.InputColumns([]strin
 func (e *Engine) schema(ctx context.Context, what, file string) (map[string]string, []string, error) {
 	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet(%s, hive_partitioning=false)", FileRef(file)))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s file %s: not a readable Parquet file: %w", what, file, firstLine(err))
+		return nil, nil, fmt.Errorf("%s file %s: %s: %w", what, file, readFault(err), firstLine(err))
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
@@ -44,9 +44,64 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 		names = append(names, name)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%s file %s: not a readable Parquet file: %w", what, file, firstLine(err))
+		return nil, nil, fmt.Errorf("%s file %s: %s: %w", what, file, readFault(err), firstLine(err))
+	}
+	// DuckDB renames a repeated column name (lesson_id, then lesson_id_1,
+	// or LESSON_ID) and reads the first: the footer's own names are
+	// what CheckColumns judges for repeats.
+	names, err = e.footerNames(ctx, file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s file %s: %s: %w", what, file, readFault(err), firstLine(err))
 	}
 	return types, names, nil
+}
+
+// readFault says whose fault a failed read of a file's footer is: a
+// transport failure (the store did not answer, or answered with an HTTP
+// error) is not the file's, and the person on call must not be sent to
+// whoever wrote it.
+func readFault(err error) string {
+	msg := err.Error()
+	for _, s := range []string{"HTTP Error", "Could not connect", "Could not resolve hostname", "Connection error", "Timeout"} {
+		if strings.Contains(msg, s) {
+			return "could not be read from the store"
+		}
+	}
+	return "not a readable Parquet file"
+}
+
+// footerNames are a Parquet file's top-level column names as its footer
+// spells them, in order. parquet_schema lists the schema tree in
+// pre-order, the root first, each node with its number of children.
+func (e *Engine) footerNames(ctx context.Context, file string) ([]string, error) {
+	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("SELECT name, coalesce(num_children, 0) FROM parquet_schema(%s)", FileRef(file)))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var all []string
+	var kids []int64
+	for rows.Next() {
+		var n string
+		var k int64
+		if err := rows.Scan(&n, &k); err != nil {
+			return nil, err
+		}
+		all, kids = append(all, n), append(kids, k)
+	}
+	if err := rows.Err(); err != nil || len(all) == 0 {
+		return nil, err
+	}
+	var top []string
+	i := 1
+	for n := int64(0); n < kids[0] && i < len(all); n++ {
+		top = append(top, all[i])
+		// Skip the column's subtree: pending counts its nodes not yet passed.
+		for pending := int64(1); pending > 0 && i < len(all); i++ {
+			pending += kids[i] - 1
+		}
+	}
+	return top, nil
 }
 
 // checkColumns verifies the required columns of every file of one input and
@@ -57,10 +112,11 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 }
 
 // hasPrefix matches DuckDB type families: TIMESTAMP also accepts
-// TIMESTAMP WITH TIME ZONE and TIMESTAMP_NS.
+// TIMESTAMP WITH TIME ZONE and TIMESTAMP_NS. A list or an array of one
+// (VARCHAR[], TIMESTAMP[3]) is not a member: Spark refuses it too.
 func hasPrefix(typ string, prefixes []string) bool {
 	for _, p := range prefixes {
-		if strings.HasPrefix(typ, p) {
+		if strings.HasPrefix(typ, p) && !strings.Contains(typ, "[") {
 			return true
 		}
 	}

@@ -2,9 +2,12 @@ package spark
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/spark-connect-go/spark/sql/types"
 
@@ -32,7 +35,7 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 		werr := wrap(e.remote, step, err)
 		if se, ok := werr.(*Error); ok && se.Cause == "" {
 			// Not the cluster's failure: the file's.
-			se.Step += ": not a readable Parquet file"
+			se.Step += ": " + fileFault(se.Class)
 		}
 		return nil, nil, werr
 	}
@@ -45,11 +48,61 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	return typeOf, names, nil
 }
 
+// schemaReaders is how many schema requests checkColumns keeps in flight.
+const schemaReaders = 8
+
+// fileFault says what Spark's failure to read a file's schema means for
+// the file, by Spark's error class.
+func fileFault(class string) string {
+	switch class {
+	case "PARQUET_TYPE_ILLEGAL", "PARQUET_TYPE_NOT_SUPPORTED", "PARQUET_TYPE_NOT_RECOGNIZED":
+		return "a column's Parquet type is one Spark cannot read"
+	case "COLUMN_ALREADY_EXISTS":
+		return "a column name appears twice"
+	}
+	return "not a readable Parquet file"
+}
+
 // checkColumns verifies the required columns of every file of one input and
 // returns the union of the column names seen.
 func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []engine.Column) ([]string, error) {
+	for _, f := range files {
+		// Hadoop's local file system names a checksum file beside each
+		// file it reads (.name.crc) and cannot parse that name when it
+		// holds a colon; Spark then fails with no word of the file.
+		if name := f[strings.LastIndex(f, "/")+1:]; !strings.Contains(f, "://") && strings.Contains(name, ":") {
+			return nil, fmt.Errorf("%s file %s: Spark cannot read a local file whose name holds ':' (Hadoop takes it for a URI scheme): rename the file, or publish with --engine duckdb", what, f)
+		}
+	}
 	e.step(fmt.Sprintf("read the schemas of %d %s files", len(files), what))
-	schema := func(file string) (map[string]string, []string, error) { return e.schema(ctx, what, file) }
+	// Each schema is a round trip and an analysis on the server (about
+	// 50 ms); a few at a time, read ahead of the checks, which then take
+	// them in the files' order, so the first error is the one a reading
+	// one by one would meet.
+	type read struct {
+		types map[string]string
+		names []string
+		err   error
+	}
+	reads := make([]read, len(files))
+	at := make(map[string]int, len(files))
+	sem := make(chan struct{}, schemaReaders)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		at[f] = i
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := &reads[i]
+			r.types, r.names, r.err = e.schema(ctx, what, f)
+		}()
+	}
+	wg.Wait()
+	schema := func(file string) (map[string]string, []string, error) {
+		r := reads[at[file]]
+		return r.types, r.names, r.err
+	}
 	// Spark names types exactly (string, timestamp, timestampntz).
 	exact := func(typ string, want []string) bool { return slices.Contains(want, typ) }
 	return engine.CheckColumns(what, files, required, schema, exact)
@@ -57,11 +110,16 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 
 // Inspect implements engine.Engine.
 func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
-	var in engine.Inputs
 	spec, err := absSpec(spec)
 	if err != nil {
-		return in, err
+		return engine.Inputs{}, err
 	}
+	in, err := e.inspect(ctx, spec)
+	return in, e.whereNotUTF8(ctx, spec, err)
+}
+
+func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	var in engine.Inputs
 	rawFiles := spec.Inputs.RawPaths()
 	in.Figures.RawFiles = len(rawFiles)
 	union, err := e.checkColumns(ctx, "raw", rawFiles, rawColumns)
@@ -95,8 +153,8 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	// lesson_id is counted for its own check and kept out of the
 	// duplicates, which name lessons.
 	lessonPin := fmt.Sprintf("SELECT lesson_id, octet_length(lesson_title) AS title_bytes FROM %s WHERE manifest_id = %s",
-		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
-	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols)
+		filesRel(spec.Inputs.LessonPaths(), manifestStrings), quote(spec.ManifestID))
+	enrollRel := filesRel(spec.Inputs.EnrollmentPaths(), enrollmentStrings)
 	enrollPin := fmt.Sprintf("SELECT learner_key, course_id FROM %s WHERE snapshot_id = %s", enrollRel, quote(spec.EnrollmentSnapshotID))
 	// The enrollment rows and the repeated pairs in one pass over the pin
 	// (each row is in exactly one group), grouped by a 64-bit hash of the
@@ -133,7 +191,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	if in.Figures.ManifestRows == 0 {
-		return in, e.noPin(ctx, "lessons", spec.Lessons, filesRel(spec.Inputs.LessonPaths(), manifestCols), "manifest_id", spec.ManifestID, "--manifest-id")
+		return in, e.noPin(ctx, "lessons", spec.Lessons, filesRel(spec.Inputs.LessonPaths(), manifestStrings), "manifest_id", spec.ManifestID, "--manifest-id")
 	}
 	in.Figures.DuplicateLessonIDs = splitList(dupLessons)
 	if in.Figures.EnrollmentRows == 0 {
@@ -346,4 +404,59 @@ func asInt(v any) (int64, error) {
 		return 0, nil
 	}
 	return 0, fmt.Errorf("unexpected number %v (%T)", v, v)
+}
+
+// whereNotUTF8 names, after a statement failed on a string that is not
+// UTF-8 (utf8Checked), the input file and the column holding one: Spark's
+// error gives only the bytes. It reads each input once, unvalidated, and
+// returns err with the first such file and column in front; err itself
+// when the error is another or none is found.
+func (e *Engine) whereNotUTF8(ctx context.Context, spec engine.Spec, err error) error {
+	var se *Error
+	if !errors.As(err, &se) || se.Class != "INVALID_UTF8_STRING" {
+		return err
+	}
+	for _, in := range []struct {
+		what  string
+		files []string
+		cols  []string
+	}{
+		{"raw", spec.Inputs.RawPaths(), rawStrings},
+		{"lessons", spec.Inputs.LessonPaths(), manifestStrings},
+		{"enrollments", spec.Inputs.EnrollmentPaths(), enrollmentStrings},
+	} {
+		var parts, firsts []string
+		for _, s := range scans(in.files) {
+			parts = append(parts, fmt.Sprintf("SELECT _metadata.file_path AS f, %s FROM %s", strings.Join(in.cols, ", "), s))
+		}
+		for _, c := range in.cols {
+			firsts = append(firsts, fmt.Sprintf("min(CASE WHEN NOT is_valid_utf8(%s) THEN f END)", c))
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		found := make([]string, len(in.cols))
+		dst := make([]any, len(found))
+		for i := range found {
+			dst[i] = &found[i]
+		}
+		if e.scan(ctx, "find the string that is not UTF-8", fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(firsts, ", "), strings.Join(parts, "\nUNION ALL\n")), dst...) != nil {
+			return err
+		}
+		for i, f := range found {
+			if f != "" {
+				return fmt.Errorf("%s file %s: column %s holds a value that is not valid UTF-8: %w", in.what, localName(f), in.cols[i], err)
+			}
+		}
+	}
+	return err
+}
+
+// localName is a file path as Spark's _metadata.file_path gives it
+// (file:/a/b%20c), as the job listed it (/a/b c); other schemes stay.
+func localName(p string) string {
+	if u, err := url.Parse(p); err == nil && u.Scheme == "file" {
+		return u.Path
+	}
+	return p
 }

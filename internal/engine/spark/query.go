@@ -32,18 +32,29 @@ func (e *Engine) rawSource(ctx context.Context, spec engine.Spec) (string, error
 
 // registerRaw registers the listed raw files of the read window as the
 // view rawView, and reports false, registering nothing, when the window
-// holds none. The view is one scan per listed file, projected to the
-// columns the job reads, with the ingest_date the file was listed under:
-// Spark never lists a partition or expands a pattern, so it reads exactly
-// the files the checks judged.
+// holds none. The view is one scan per directory of listed files (scans),
+// projected to the columns the job reads (the strings validated,
+// utf8Checked), with the ingest_date the files were listed under: Spark
+// never lists a partition or expands a pattern of its own, so it reads
+// exactly the files the checks judged.
 func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error) {
 	if len(spec.Inputs.Raw) == 0 {
 		return false, nil
 	}
-	parts := make([]string, len(spec.Inputs.Raw))
-	for i, f := range spec.Inputs.Raw {
-		parts[i] = fmt.Sprintf("SELECT event_id, learner_key, lesson_id, course_id, CAST(event_time AS TIMESTAMP) AS event_time, DATE %s AS ingest_date FROM %s",
-			quote(f.IngestDate.String()), pathRef(f.Path))
+	var ingest []dates.Date
+	files := map[dates.Date][]string{}
+	for _, f := range spec.Inputs.Raw {
+		if _, ok := files[f.IngestDate]; !ok {
+			ingest = append(ingest, f.IngestDate)
+		}
+		files[f.IngestDate] = append(files[f.IngestDate], f.Path)
+	}
+	var parts []string
+	for _, d := range ingest {
+		for _, s := range scans(files[d]) {
+			parts = append(parts, fmt.Sprintf("SELECT %s, CAST(event_time AS TIMESTAMP) AS event_time, DATE %s AS ingest_date FROM %s",
+				utf8Checked(rawStrings), quote(d.String()), s))
+		}
 	}
 	q := fmt.Sprintf("CREATE OR REPLACE TEMPORARY VIEW %s AS %s", rawView, strings.Join(parts, "\nUNION ALL\n"))
 	if q == e.rawViewSQL {
@@ -216,8 +227,8 @@ LEFT JOIN (
   FROM %s WHERE manifest_id = %s
 ) m ON g.lesson_id = m.lesson_id`,
 		saltOf(spec), indent(indent(indent(events))),
-		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentCols), quote(spec.EnrollmentSnapshotID), saltsOf(spec),
-		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
+		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentStrings), quote(spec.EnrollmentSnapshotID), saltsOf(spec),
+		filesRel(spec.Inputs.LessonPaths(), manifestStrings), quote(spec.ManifestID))
 }
 
 func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
@@ -239,7 +250,7 @@ func factRows(spec engine.Spec, src, tail string) string {
 FROM (%s) f
 LEFT JOIN (SELECT lesson_id, lesson_title FROM %s WHERE manifest_id = %s) m ON f.lesson_id = m.lesson_id`,
 		quote(spec.ManifestID), quote(spec.EnrollmentSnapshotID), quote(spec.JobID), tail, src,
-		filesRel(spec.Inputs.LessonPaths(), manifestCols), quote(spec.ManifestID))
+		filesRel(spec.Inputs.LessonPaths(), manifestStrings), quote(spec.ManifestID))
 }
 
 // courseDayQuery counts learners in two aggregates, (course, date,

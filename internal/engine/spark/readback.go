@@ -12,20 +12,24 @@ import (
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
-// listed is a query over exactly the listed files of every date: one
-// parquet.`file` relation per file, tagged with the date it is listed
+// listed is a query over exactly the listed files of every date: their
+// parquet scans (scans), each tagged with the date its files are listed
 // under and joined with UNION ALL. It never scans a directory, so nothing
 // else under staging can leak into the figures, and the date comes from
 // the list, not from parsing a path.
 func listed(wh storage.Bucket, byDate map[dates.Date][]pointer.File, ds []dates.Date, cols string) (string, error) {
 	var parts []string
 	for _, d := range ds {
+		var paths []string
 		for _, f := range byDate[d] {
 			p, err := serverPath(wh.Location().Join(f.Path).String())
 			if err != nil {
 				return "", err
 			}
-			parts = append(parts, fmt.Sprintf("SELECT %s AS listed_date, %s FROM %s", quote(d.String()), cols, pathRef(p)))
+			paths = append(paths, p)
+		}
+		for _, s := range scans(paths) {
+			parts = append(parts, fmt.Sprintf("SELECT %s AS listed_date, %s FROM %s", quote(d.String()), cols, s))
 		}
 	}
 	return strings.Join(parts, "\nUNION ALL\n"), nil

@@ -398,21 +398,70 @@ func pathRef(p string) string {
 	return "parquet.`" + strings.ReplaceAll(literalPath(p), "`", "``") + "`"
 }
 
-// filesRel is a relation over exactly the listed files: one parquet.`file`
-// scan per file, each projected to cols, joined with UNION ALL. Every file
-// was checked for cols, so a column one file lacks fails before this runs.
-func filesRel(files []string, cols string) string {
-	parts := make([]string, len(files))
-	for i, f := range files {
-		parts[i] = fmt.Sprintf("SELECT %s FROM %s", cols, pathRef(f))
+// scans names exactly the listed files as parquet.`…` relations, one a
+// directory: a directory's files as one brace glob of their names
+// (dir/{a,b}, each name escaped, a comma too), one file as its own path.
+// One relation a file, joined with UNION ALL, overflowed Spark's parser
+// and analyzer at about a thousand files (a StackOverflowError, then
+// FAILED_TO_PARSE_TOO_COMPLEX); a directory holds a partition's files,
+// so the relations are few. Directories keep their first-seen order.
+func scans(files []string) []string {
+	var dirs []string
+	names := map[string][]string{}
+	for _, f := range files {
+		i := strings.LastIndex(f, "/")
+		d, n := f[:i+1], f[i+1:]
+		if _, ok := names[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		names[d] = append(names[d], n)
+	}
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
+		ns := names[d]
+		p := literalPath(d + ns[0])
+		if len(ns) > 1 {
+			esc := make([]string, len(ns))
+			for j, n := range ns {
+				esc[j] = strings.ReplaceAll(literalPath(n), ",", `\,`)
+			}
+			p = literalPath(d) + "{" + strings.Join(esc, ",") + "}"
+		}
+		out[i] = "parquet.`" + strings.ReplaceAll(p, "`", "``") + "`"
+	}
+	return out
+}
+
+// utf8Checked projects cols of a Parquet scan, each string column through
+// validate_utf8: Spark reads a Parquet string's bytes as they are, and
+// a value that is not UTF-8 would be published into files no reader can
+// read (DuckDB refuses such a file when it reads it). A statement that
+// meets one fails with INVALID_UTF8_STRING; whereNotUTF8 then names the
+// file and the column.
+func utf8Checked(cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = fmt.Sprintf("validate_utf8(%s) AS %[1]s", c)
+	}
+	return strings.Join(out, ", ")
+}
+
+// filesRel is a relation over exactly the listed files (scans), projected
+// to cols, which are string columns (utf8Checked). Every file was checked
+// for cols, so a column one file lacks fails before this runs.
+func filesRel(files []string, cols []string) string {
+	var parts []string
+	for _, s := range scans(files) {
+		parts = append(parts, fmt.Sprintf("SELECT %s FROM %s", utf8Checked(cols), s))
 	}
 	return "(" + strings.Join(parts, "\nUNION ALL\n") + ") AS listed"
 }
 
-// Projections of the two pin inputs, the columns the job reads of them.
-const (
-	manifestCols   = "manifest_id, lesson_id, course_id, lesson_title"
-	enrollmentCols = "learner_key, course_id, snapshot_id"
+// The string columns the job reads of each input.
+var (
+	rawStrings        = []string{"event_id", "learner_key", "lesson_id", "course_id"}
+	manifestStrings   = []string{"manifest_id", "lesson_id", "course_id", "lesson_title"}
+	enrollmentStrings = []string{"learner_key", "course_id", "snapshot_id"}
 )
 
 // channelBuilder is spark-connect-go's builder with a larger receive limit.

@@ -1,0 +1,33 @@
+package spark
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestScans: a directory's listed files are one relation, their names a
+// brace list escaped so it matches exactly them; one file is its own path.
+func TestScans(t *testing.T) {
+	cases := []struct {
+		name  string
+		files []string
+		want  []string
+	}{
+		{"one file", []string{"/r/d=1/part-0.parquet"}, []string{"parquet.`/r/d=1/part-0.parquet`"}},
+		{"one directory", []string{"/r/d=1/a.parquet", "/r/d=1/b.parquet"}, []string{"parquet.`/r/d=1/{a.parquet,b.parquet}`"}},
+		{"directories in first-seen order", []string{"/r/d=2/a", "/r/d=1/a", "/r/d=2/b"},
+			[]string{"parquet.`/r/d=2/{a,b}`", "parquet.`/r/d=1/a`"}},
+		{"glob characters and a comma escaped", []string{"/r/{x}/a,{b}[c]*?.parquet", "/r/{x}/p\\q"},
+			[]string{"parquet.`/r/\\{x\\}/{a\\,\\{b\\}\\[c\\]\\*\\?.parquet,p\\\\q}`"}},
+		{"a lone file keeps its comma", []string{"/r/a,b"}, []string{"parquet.`/r/a,b`"}},
+		{"backticks doubled", []string{"/r/a`b", "/r/c"}, []string{"parquet.`/r/{a``b,c}`"}},
+		{"object store", []string{"s3a://b/raw/d=1/x", "s3a://b/raw/d=1/y"}, []string{"parquet.`s3a://b/raw/d=1/{x,y}`"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := scans(c.files); !slices.Equal(got, c.want) {
+				t.Errorf("scans(%q)\n got %q\nwant %q", c.files, got, c.want)
+			}
+		})
+	}
+}
