@@ -98,6 +98,11 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 			fmt.Fprintf(env.Stdout, "kept %s: %s\n", v.Path, v.Reason)
 			continue
 		}
+		if !o.dryRun && !v.Done {
+			// The run failed before it reached this one.
+			fmt.Fprintf(env.Stdout, "not deleted %s (%s): gc stopped first\n", v.Path, v.Reason)
+			continue
+		}
 		fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
 		switch {
 		case strings.HasPrefix(v.Path, "pointer-history/"):

@@ -186,6 +186,16 @@ func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
 		if *s.path == "" {
 			continue
 		}
+		if strings.Contains(*s.path, "://") {
+			// The sinks are files on this machine (a node_exporter
+			// textfile, a lineage log); a URL would become a local path
+			// with one slash fewer.
+			if first == nil {
+				first = exitcode.UsageError(fmt.Errorf("%s %s: a file on this machine, not a URL", s.flag, *s.path))
+			}
+			*s.path = ""
+			continue
+		}
 		flag, loc, ok := places.Holding(*s.path)
 		if !ok {
 			continue

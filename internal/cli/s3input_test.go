@@ -33,21 +33,22 @@ func TestS3BadInput(t *testing.T) {
 		{"malformed bucket name", nil, nil, "--warehouse", "s3://Not_A_Bucket/wh", 2, "not a valid S3 bucket name"},
 		{"URL with a port", nil, nil, "--raw", "s3://bucket:9000/raw", 2, "without user or port"},
 		{"unknown warehouse bucket", nil, nil, "--warehouse", "s3://no-such-bucket-engagement/wh", 2, `bucket "no-such-bucket-engagement" does not exist`},
-		{"unknown input bucket", nil, nil, "--lessons", "s3://no-such-bucket-engagement/lessons", 1, `bucket "no-such-bucket-engagement" does not exist`},
+		{"unknown input bucket", nil, nil, "--lessons", "s3://no-such-bucket-engagement/lessons", 2, `bucket "no-such-bucket-engagement" does not exist`},
 		{"missing credentials", noCreds, nil, "", "", 2, "no usable AWS credentials"},
 		{"refused credentials (403)", []string{"AWS_SECRET_ACCESS_KEY=not-the-secret"}, nil, "", "", 2, "access denied"},
+		{"another region's signature", []string{"AWS_REGION=eu-west-1"}, nil, "", "", 2, "check AWS_REGION"},
 		{"no conditional writes (501)", proxy.Env(), func(r s3test.Request) s3test.Fault {
 			if conditional(r) {
 				return s3test.NotImplemented
 			}
 			return s3test.Pass
-		}, "", "", 1, "does not implement"},
+		}, "", "", 2, "does not implement"},
 		{"If-None-Match ignored", proxy.Env(), func(r s3test.Request) s3test.Fault {
 			if conditional(r) {
 				return s3test.IgnoreConditions
 			}
 			return s3test.Pass
-		}, "", "", 1, "ignores If-None-Match"},
+		}, "", "", 2, "ignores If-None-Match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wh := h.NewWarehouse(t)

@@ -81,6 +81,9 @@ type Verdict struct {
 	Bytes  int64
 	// Objects are the keys a deleted prefix holds, for a dry run to list.
 	Objects []string
+	// Done: the deletion (or the expiry) happened; a run that failed part
+	// way leaves it false on what it had not reached.
+	Done bool
 }
 
 // Report is the outcome of a run, in path order.
@@ -148,6 +151,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		for _, g := range expire {
 			if err := o.Store.Expire(ctx, g); err != nil {
 				return rep, fmt.Errorf("gc: %w", err)
+			}
+			for i, v := range rep.Verdicts {
+				if v.Path == fmt.Sprintf("%s%d.json", historyDir, g) {
+					rep.Verdicts[i].Done = true
+				}
 			}
 		}
 	}
@@ -226,11 +234,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			if err := o.Bucket.Delete(ctx, v.Path); err != nil {
 				return rep, fmt.Errorf("gc: %w", err)
 			}
+			rep.Verdicts[i].Done = true
 			continue
 		}
 		if err := remove(ctx, o.Bucket, v.Path); err != nil {
 			return rep, err
 		}
+		rep.Verdicts[i].Done = true
 		deleted = append(deleted, v.Path)
 	}
 	// Under a lock nothing can have moved; without one, a publisher may

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -557,5 +558,50 @@ func TestGCOnS3(t *testing.T) {
 		if _, ok := final[kept]; !ok {
 			t.Errorf("%s is gone after retention", kept)
 		}
+	}
+}
+
+// refusingMarks is a real local bucket that refuses gc's deletion marker
+// for one prefix, as a store denying writes part way would.
+type refusingMarks struct {
+	storage.Bucket
+	prefix string
+}
+
+func (b refusingMarks) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
+	if strings.Contains(key, b.prefix) {
+		return storage.Attrs{}, fmt.Errorf("write %s: access denied: %w", key, storage.ErrRefused)
+	}
+	return b.Bucket.Put(ctx, key, data, c)
+}
+
+// TestGCStoppedPartWay: a run that fails part way says which deletions it
+// made (Done) and which it had not reached, which are still there.
+func TestGCStoppedPartWay(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("a-old", old, old)
+	w.prefix("b-old", old, old)
+	w.bucket = refusingMarks{Bucket: w.bucket, prefix: "job_id=b-old"}
+	rep, err := w.run(gc.Options{})
+	if !errors.Is(err, storage.ErrRefused) {
+		t.Fatalf("gc: %v, want the refused mark", err)
+	}
+	done := map[string]bool{}
+	for _, v := range rep.Deleted() {
+		done[v.Path] = v.Done
+	}
+	if !done["staging/job_id=a-old"] {
+		t.Errorf("a-old not reported done: %+v", rep.Deleted())
+	}
+	if d, ok := done["staging/job_id=b-old"]; !ok || d {
+		t.Errorf("b-old: to delete %v, done %v; want to delete, not done: %+v", ok, d, rep.Deleted())
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=b-old/_attempt.json")); err != nil {
+		t.Errorf("b-old: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=a-old")); !os.IsNotExist(err) {
+		t.Errorf("a-old still there: %v", err)
 	}
 }

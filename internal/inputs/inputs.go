@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"slices"
 	"sort"
@@ -315,6 +316,11 @@ var ErrChanged = errors.New("input changed during the attempt")
 // checks and the stage may then have judged different files.
 func (s *Source) Verify(ctx context.Context, req Request, l Listing) error {
 	now, err := s.List(ctx, req)
+	if err != nil && storeFailed(err) {
+		// The store failed (a network error, an outage), not the inputs:
+		// naming a change would send the person on call to ingestion.
+		return fmt.Errorf("list the inputs again: %w", err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: list again: %w", ErrChanged, err)
 	}
@@ -332,6 +338,14 @@ func (s *Source) Verify(ctx context.Context, req Request, l Listing) error {
 	}
 	return fmt.Errorf("%w: %s%s; the attempt's checks and its stage may have read different files, so nothing is published: rerun with a new job id once the inputs are settled",
 		ErrChanged, strings.Join(changes, "; "), more)
+}
+
+// storeFailed says an error is the store's failure to answer (a network
+// error, a 5xx after the SDK's retries), not a judgement of the inputs.
+func storeFailed(err error) bool {
+	var ne net.Error
+	var re interface{ HTTPStatusCode() int }
+	return errors.As(err, &ne) || (errors.As(err, &re) && re.HTTPStatusCode() >= 500)
 }
 
 func rawFiles(rf []RawFile) []File {

@@ -1,7 +1,9 @@
 package inputs
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/local"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
@@ -164,16 +167,9 @@ func TestVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"))
-			touch(t, filepath.Join(dir, "lessons", "part-0.parquet"))
-			touch(t, filepath.Join(dir, "enrollments", "part-0.parquet"))
-			req := Request{Raw: loc(filepath.Join(dir, "raw")), Lessons: loc(filepath.Join(dir, "lessons")), Enrollments: loc(filepath.Join(dir, "enrollments")), From: d2, To: d3}
-			l, err := src().List(t.Context(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			req, l := listed(t, dir)
 			tc.change(t, dir)
-			err = src().Verify(t.Context(), req, l)
+			err := src().Verify(t.Context(), req, l)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("Verify: %v", err)
@@ -213,5 +209,47 @@ func TestCheckMagic(t *testing.T) {
 	}
 	if err := src().checkMagic(t.Context(), "raw", File{Path: filepath.Join(dir, "missing.parquet"), Bytes: 100}); err == nil {
 		t.Error("a missing file passed")
+	}
+}
+
+// downStore is a real local bucket whose store goes down after the
+// attempt's listing: every list fails as a refused connection does.
+type downStore struct{ storage.Bucket }
+
+func (downStore) ListDir(ctx context.Context, dir string) ([]storage.Object, []string, error) {
+	return nil, nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+}
+
+func (d downStore) List(ctx context.Context, prefix string) ([]storage.Object, error) {
+	_, _, err := d.ListDir(ctx, prefix)
+	return nil, err
+}
+
+// listed lays out one raw partition and both pins under dir and returns
+// the request over them and the attempt's listing of it.
+func listed(t *testing.T, dir string) (Request, Listing) {
+	t.Helper()
+	touch(t, filepath.Join(dir, "raw", "ingest_date=2026-03-02", "part-0.parquet"))
+	touch(t, filepath.Join(dir, "lessons", "part-0.parquet"))
+	touch(t, filepath.Join(dir, "enrollments", "part-0.parquet"))
+	req := Request{Raw: loc(filepath.Join(dir, "raw")), Lessons: loc(filepath.Join(dir, "lessons")), Enrollments: loc(filepath.Join(dir, "enrollments")), From: d2, To: d3}
+	l, err := src().List(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, l
+}
+
+// TestVerifyStoreDown: a store that does not answer the second listing is
+// a storage error, not "input changed", which sends the person on call
+// to ingestion.
+func TestVerifyStoreDown(t *testing.T) {
+	req, l := listed(t, t.TempDir())
+	down := NewSource(func(_ context.Context, l storage.Location) (storage.Bucket, error) {
+		return downStore{local.New(l.Path, local.Options{})}, nil
+	})
+	err := down.Verify(t.Context(), req, l)
+	if err == nil || errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Verify: %v, want the store's error, not ErrChanged", err)
 	}
 }

@@ -499,6 +499,11 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 			if errors.Is(err, pointer.ErrConflict) {
 				t.Errorf("Publish error %v wraps ErrConflict", err)
 			}
+			if errors.Is(err, pointer.ErrNotVisible) && tc.store.after == nil && !strings.Contains(err.Error(), errIO.Error()) {
+				// pointer.json never moved: what its replace met is what
+				// the person on call must fix.
+				t.Errorf("Publish error %v does not say what the replace met (%v)", err, errIO)
+			}
 			if !slices.Contains(tc.wantErr, pointer.ErrOutcomeUnknown) && errors.Is(err, pointer.ErrOutcomeUnknown) {
 				t.Errorf("Publish error %v wraps ErrOutcomeUnknown, but the re-read could tell", err)
 			}

@@ -362,9 +362,14 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 	out := Outcome{Pointer: wrote, LandedDespite: despite, Current: cur.Generation}
 	switch {
 	case cur.Generation < wrote.Generation:
-		return Outcome{}, fmt.Errorf("publish %s: %w: generation %d is taken in pointer-history/%d.json, but pointer.json still shows generation %d, so readers do not see this job; "+
+		why := ""
+		if despite != nil {
+			// What the replace met is what the person on call must fix.
+			why = fmt.Sprintf(" (replacing it failed: %v)", despite)
+		}
+		return Outcome{}, fmt.Errorf("publish %s: %w: generation %d is taken in pointer-history/%d.json, but pointer.json still shows generation %d%s, so readers do not see this job; "+
 			"the next publish to this warehouse rolls generation %d forward once pointer.json can be replaced (or copy pointer-history/%d.json over pointer.json)",
-			jobID, ErrNotVisible, wrote.Generation, wrote.Generation, cur.Generation, wrote.Generation, wrote.Generation)
+			jobID, ErrNotVisible, wrote.Generation, wrote.Generation, cur.Generation, why, wrote.Generation, wrote.Generation)
 	case cur.Generation == wrote.Generation:
 		if cur.UpdatedByJobID != jobID || cur.Digest != wrote.Digest {
 			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json at generation %d was written by %s, not by this job", jobID, ErrNotVisible, cur.Generation, cur.UpdatedByJobID)

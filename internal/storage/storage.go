@@ -127,12 +127,34 @@ type Prober interface {
 func Create(ctx context.Context, b Bucket, key string, data []byte) error {
 	_, err := b.Put(ctx, key, data, Cond{IfAbsent: true})
 	if errors.Is(err, ErrPrecondition) {
-		if got, _, gerr := b.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
+		got, _, gerr := b.Get(ctx, key)
+		if gerr == nil && bytes.Equal(got, data) {
 			return nil
+		}
+		if IsNotExist(gerr) {
+			return DirectoryInPlace(ctx, b, key, err)
 		}
 	}
 	return err
 }
+
+// DirectoryInPlace is what a create of key refused with err, although no
+// object key exists, means: when keys under key/ exist, a directory holds
+// the object's place (a server on a file system, versitygw, refuses the
+// create for it), which no retry changes, so it is refused as
+// ErrNotObject; otherwise err stands (the other writer's object may have
+// gone since).
+func DirectoryInPlace(ctx context.Context, b Bucket, key string, err error) error {
+	if under, lerr := b.List(ctx, key+"/"); lerr == nil && len(under) > 0 {
+		return notObject{fmt.Errorf("create %s: in its place is a directory (%s/ holds %s): %w", b.Location().Join(key), key, under[0].Key, ErrNotObject)}
+	}
+	return err
+}
+
+// notObject: refused (nothing was written) because of ErrNotObject.
+type notObject struct{ error }
+
+func (n notObject) Unwrap() []error { return []error{n.error, ErrRefused} }
 
 // IsNotExist reports whether err says an object is missing.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -183,7 +183,7 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	// would only leave it for the next writer to roll forward, with readers
 	// still on the old generation meanwhile, so the replace runs to its end.
 	ctx = context.WithoutCancel(ctx)
-	_, err = s.b.Put(ctx, pointerKey, data, cond(ver))
+	err = s.putPointer(ctx, data, ver)
 	if errors.Is(err, storage.ErrPrecondition) {
 		// Another writer, finding this generation's copy beyond the pointer,
 		// may have rolled it forward first: then it is done.
@@ -248,12 +248,27 @@ func (s *Store) replacePointer(ctx context.Context, ver pointer.Version, gen int
 	if err != nil {
 		return fmt.Errorf("roll forward: %w", err)
 	}
-	if _, err := s.b.Put(ctx, pointerKey, b, cond(ver)); err != nil && !errors.Is(err, storage.ErrPrecondition) {
+	if err := s.putPointer(ctx, b, ver); err != nil && !errors.Is(err, storage.ErrPrecondition) {
 		return fmt.Errorf("roll forward to generation %d: %w", gen, err)
 	}
 	// A precondition failure means another writer moved pointer.json first
 	// (most likely rolling the same copy forward): the caller re-reads.
 	return nil
+}
+
+// putPointer replaces pointer.json at version ver (creates it for
+// NoVersion). A create refused while no pointer.json exists is a
+// directory in its place when keys under pointer.json/ exist (a server on
+// a file system refuses it for them): refused as such, since every retry
+// would meet it again.
+func (s *Store) putPointer(ctx context.Context, data []byte, ver pointer.Version) error {
+	_, err := s.b.Put(ctx, pointerKey, data, cond(ver))
+	if errors.Is(err, storage.ErrPrecondition) && ver == pointer.NoVersion {
+		if _, serr := s.b.Stat(ctx, pointerKey); storage.IsNotExist(serr) {
+			return storage.DirectoryInPlace(ctx, s.b, pointerKey, err)
+		}
+	}
+	return err
 }
 
 // parentIs reports whether next was merged from cur as stored.

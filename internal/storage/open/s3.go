@@ -7,17 +7,19 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
 	s3b "github.com/techlearningpro/engagement/internal/storage/s3"
 )
@@ -51,9 +53,27 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 	clientMu.Lock()
 	defer clientMu.Unlock()
 	if client == nil {
+		// Many goroutines (the suites run 64 writers at once) share one
+		// client: keep their connections open rather than redialing. A
+		// server that accepts and never answers (a stalled proxy, a
+		// credentials endpoint) must not hold a command for ever: every
+		// answer the tool waits for is small, so its headers come in
+		// seconds or the request fails and the SDK retries it.
+		hc := awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = 10 * time.Second
+		}).WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = 64
+			tr.MaxIdleConnsPerHost = 64
+			tr.MaxConnsPerHost = 64
+			tr.ResponseHeaderTimeout = ResponseTimeout
+			tr.TLSHandshakeTimeout = 10 * time.Second
+		})
 		// The SDK's own log lines (an IMDS fallback, a retry) are not the
 		// tool's JSON log; what matters reaches the error.
-		c, err := config.LoadDefaultConfig(ctx, config.WithLogger(logging.Nop{}))
+		c, err := config.LoadDefaultConfig(ctx, config.WithLogger(logging.Nop{}), config.WithHTTPClient(hc),
+			// A container's credentials endpoint gets a client of its own
+			// unless given one.
+			config.WithEndpointCredentialOptions(func(o *endpointcreds.Options) { o.HTTPClient = hc }))
 		if err != nil {
 			return S3Config{}, nil, fmt.Errorf("AWS configuration: %w", err)
 		}
@@ -62,14 +82,11 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 			// redirects, so a default is safe.
 			c.Region = "us-east-1"
 		}
-		// Many goroutines (the suites run 64 writers at once) share one
-		// client: keep their connections open rather than redialing.
-		c.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
-			tr.MaxIdleConns = 64
-			tr.MaxIdleConnsPerHost = 64
-			tr.MaxConnsPerHost = 64
-		})
-		endpoint := EndpointURL()
+		// The endpoint as the S3 client resolves it (AWS_ENDPOINT_URL_S3,
+		// AWS_ENDPOINT_URL, a profile's endpoint_url, none when
+		// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is set): DuckDB is handed
+		// this one, so both always reach the same server.
+		endpoint := aws.ToString(awss3.NewFromConfig(c).Options().BaseEndpoint)
 		pathStyle, err := pathStyle(endpoint)
 		if err != nil {
 			return S3Config{}, nil, err
@@ -91,19 +108,20 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 	return resolved, client, nil
 }
 
-// EndpointURL is the S3 endpoint the SDK uses, from the standard variables.
-func EndpointURL() string {
-	if e := os.Getenv("AWS_ENDPOINT_URL_S3"); e != "" {
-		return e
-	}
-	return os.Getenv("AWS_ENDPOINT_URL")
-}
+// ResponseTimeout bounds the wait for an S3 answer's headers (tests
+// shorten it).
+var ResponseTimeout = 30 * time.Second
 
 func pathStyle(endpoint string) (bool, error) {
 	switch PathStyle {
 	case "true":
 		return true, nil
 	case "false":
+		if u, err := url.Parse(endpoint); err == nil && net.ParseIP(u.Hostname()) != nil {
+			// bucket.10.0.0.5 is no host name: DuckDB could not resolve
+			// it, while the SDK quietly falls back to path style.
+			return false, exitcode.UsageError(fmt.Errorf("engagement.s3PathStyle false: the endpoint %s is an IP address, which virtual-hosted addressing (bucket.host) cannot use; use auto or true", endpoint))
+		}
 		return false, nil
 	case "auto", "":
 		if endpoint == "" {
@@ -111,12 +129,12 @@ func pathStyle(endpoint string) (bool, error) {
 		}
 		u, err := url.Parse(endpoint)
 		if err != nil || u.Host == "" {
-			return false, fmt.Errorf("AWS_ENDPOINT_URL %q: not a URL such as http://127.0.0.1:9000", endpoint)
+			return false, exitcode.UsageError(fmt.Errorf("the S3 endpoint %q (AWS_ENDPOINT_URL): not a URL such as http://127.0.0.1:9000", endpoint))
 		}
 		host := u.Hostname()
 		return host == "localhost" || net.ParseIP(host) != nil, nil
 	}
-	return false, fmt.Errorf("engagement.s3PathStyle %q: want auto, true or false", PathStyle)
+	return false, exitcode.UsageError(fmt.Errorf("engagement.s3PathStyle %q: want auto, true or false", PathStyle))
 }
 
 func s3Bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
@@ -154,11 +172,17 @@ func Credentials(ctx context.Context) (aws.Credentials, error) {
 		return aws.Credentials{}, err
 	}
 	if c.Creds == nil {
-		return aws.Credentials{}, ErrNoCredentials
+		return aws.Credentials{}, exitcode.UsageError(ErrNoCredentials)
 	}
 	creds, err := c.Creds.Retrieve(ctx)
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) {
+		// A role's or a container's credentials endpoint that did not
+		// answer: configured, and a retry may find it up.
+		return aws.Credentials{}, fmt.Errorf("AWS credentials: the provider did not answer: %v", firstLine(err))
+	}
 	if err != nil {
-		return aws.Credentials{}, fmt.Errorf("%w (%v)", ErrNoCredentials, firstLine(err))
+		return aws.Credentials{}, exitcode.UsageError(fmt.Errorf("%w (%v)", ErrNoCredentials, firstLine(err)))
 	}
 	return creds, nil
 }

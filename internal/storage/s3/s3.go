@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -76,16 +77,19 @@ func (b *Bucket) wrap(op, key string, err error) error {
 	case code == "NoSuchBucket":
 		// Not fs.ErrNotExist: a missing bucket must never read as "no
 		// pointer yet" or "no partitions".
-		return fmt.Errorf("%s %s: bucket %q does not exist (NoSuchBucket): check the URL and AWS_ENDPOINT_URL: %w", op, where, b.loc.Bucket, storage.ErrRefused)
+		return fmt.Errorf("%s %s: bucket %q does not exist (NoSuchBucket): check the URL and AWS_ENDPOINT_URL: %w", op, where, b.loc.Bucket, permanent)
 	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
 		return fmt.Errorf("%s %s: %w (%s)", op, where, fs.ErrNotExist, orStatus(code, status))
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == http.StatusConflict:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, storage.ErrPrecondition, orStatus(code, status))
 	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%s %s: access denied (%s): check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...) and their permissions on the bucket: %w",
-			op, where, orStatus(code, status), storage.ErrRefused)
+			op, where, orStatus(code, status), permanent)
 	case status == http.StatusNotImplemented:
-		return fmt.Errorf("%s %s: the server does not implement this request (%s): %w", op, where, orStatus(code, status), storage.ErrRefused)
+		return fmt.Errorf("%s %s: the server does not implement this request (%s): %w", op, where, orStatus(code, status), permanent)
+	case code == "AuthorizationHeaderMalformed" || code == "InvalidToken" || code == "ExpiredToken" || code == "InvalidRegion":
+		return fmt.Errorf("%s %s: the request's signature was refused (%s): check AWS_REGION and the credentials (AWS_SESSION_TOKEN): %w",
+			op, where, code, permanent)
 	}
 	return fmt.Errorf("%s %s: %w", op, where, err)
 }
@@ -95,6 +99,20 @@ func orStatus(code string, status int) string {
 		return code
 	}
 	return fmt.Sprintf("HTTP %d", status)
+}
+
+// permanent marks a refusal no retry changes until someone changes the
+// URL, the credentials or their permissions (a missing bucket, access
+// denied, a request the server does not implement): it reads as
+// storage.ErrRefused and is a usage error (exit 2) wherever it is met,
+// an input's bucket as much as the warehouse's.
+var permanent error = permanentRefusal{}
+
+type permanentRefusal struct{}
+
+func (permanentRefusal) Error() string { return storage.ErrRefused.Error() }
+func (permanentRefusal) Is(target error) bool {
+	return target == storage.ErrRefused || target == exitcode.ErrUsage
 }
 
 // classify returns the service's error code and HTTP status, if any.
@@ -297,16 +315,18 @@ func (b *Bucket) Seal(ctx context.Context, prefix string) ([]storage.Object, err
 	return b.List(ctx, prefix)
 }
 
-// Check asks for the bucket itself (HeadBucket) so that a missing bucket,
-// refused credentials or an unreachable endpoint is one line naming the
-// URL before anything else is tried.
+// Check asks for one key of the bucket so that a missing bucket, refused
+// credentials, a wrong region or an unreachable endpoint is one line
+// naming the URL before anything else is tried. A listing, not
+// HeadBucket: a HEAD answer has no body, so its error has no code, and a
+// wrong region or an unknown access key read as a missing bucket.
 func (b *Bucket) Check(ctx context.Context) error {
-	_, err := b.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: aws.String(b.loc.Bucket)})
+	_, err := b.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String(b.loc.Bucket), MaxKeys: aws.Int32(1)})
 	if err == nil {
 		return nil
 	}
-	if code, status := classify(err); status == http.StatusNotFound || code == "NoSuchBucket" || code == "NotFound" {
-		return fmt.Errorf("%s: bucket %q does not exist (check the URL and AWS_ENDPOINT_URL): %w", b.loc, b.loc.Bucket, storage.ErrRefused)
+	if code, status := classify(err); code == "NoSuchBucket" || (code == "" && status == http.StatusNotFound) {
+		return fmt.Errorf("%s: bucket %q does not exist (check the URL and AWS_ENDPOINT_URL): %w", b.loc, b.loc.Bucket, permanent)
 	}
 	return b.wrap("open bucket", "", err)
 }
@@ -338,7 +358,7 @@ func (b *Bucket) Probe(ctx context.Context, key string) error {
 		}
 	}
 	return fmt.Errorf("%s: the server ignores If-None-Match (a second create of %s succeeded, %d times out of %d): it cannot hold the pointer safely; use a server with conditional writes: %w",
-		b.loc, b.uri(key), probeTries, probeTries, storage.ErrRefused)
+		b.loc, b.uri(key), probeTries, probeTries, permanent)
 }
 
 // probeOnce creates key twice with If-None-Match and reports whether the

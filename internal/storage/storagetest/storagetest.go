@@ -20,6 +20,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) storage.Bucket) {
 	t.Run("MissingObject", func(t *testing.T) { testMissing(t, newBucket(t)) })
 	t.Run("PutGetStat", func(t *testing.T) { testPutGet(t, newBucket(t)) })
 	t.Run("IfAbsent", func(t *testing.T) { testIfAbsent(t, newBucket(t)) })
+	t.Run("IfAbsentOverADirectory", func(t *testing.T) { testIfAbsentOverDir(t, newBucket(t)) })
 	t.Run("IfMatch", func(t *testing.T) { testIfMatch(t, newBucket(t)) })
 	t.Run("ConcurrentIfAbsentOneWins", func(t *testing.T) { testConcurrentCond(t, newBucket(t), false) })
 	t.Run("ConcurrentIfMatchOneWins", func(t *testing.T) { testConcurrentCond(t, newBucket(t), true) })
@@ -100,6 +101,28 @@ func testIfAbsent(t *testing.T, b storage.Bucket) {
 	}
 	if data, _ := get(t, b, "h/1.json"); data != "first" {
 		t.Errorf("a refused IfAbsent wrote %q", data)
+	}
+}
+
+// testIfAbsentOverDir: a create (storage.Create) where keys under key/ exist (a directory
+// on a file system, where a server like versitygw keeps its objects)
+// either succeeds (an object store keeps both) or is refused at once as
+// a directory in the object's place; it is never a precondition failure,
+// which a writer would take for another writer's object and retry.
+func testIfAbsentOverDir(t *testing.T, b storage.Bucket) {
+	ctx := t.Context()
+	put(t, b, "d/pointer.json/x", "under")
+	err := storage.Create(ctx, b, "d/pointer.json", []byte("p"))
+	t.Logf("create over a directory: %v", err)
+	switch {
+	case err == nil:
+		if data, _ := get(t, b, "d/pointer.json"); data != "p" {
+			t.Errorf("created, but reads %q", data)
+		}
+	case errors.Is(err, storage.ErrPrecondition):
+		t.Errorf("create over a directory: %v, a precondition failure", err)
+	case !errors.Is(err, storage.ErrRefused) || !errors.Is(err, storage.ErrNotObject):
+		t.Errorf("create over a directory: %v, want refused as ErrNotObject", err)
 	}
 }
 

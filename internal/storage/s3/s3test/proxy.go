@@ -7,12 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
 // Fault is what the proxy does to one request.
@@ -63,7 +62,11 @@ type Proxy struct {
 func StartProxy(t testing.TB) *Proxy {
 	t.Helper()
 	Location(t) // the server must be configured
-	target, err := url.Parse(open.EndpointURL())
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,170 @@
+package open
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/storage"
+)
+
+// fresh makes S3 resolve the configuration again under the test's
+// environment, and again after it.
+func fresh(t *testing.T, env map[string]string) {
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_EC2_METADATA_DISABLED"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	// No instance metadata service here: the chain must not wait on it.
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	none := filepath.Join(t.TempDir(), "none")
+	t.Setenv("AWS_CONFIG_FILE", none)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	reset := func() {
+		clientMu.Lock()
+		client, resolved = nil, S3Config{}
+		clientMu.Unlock()
+		checked = sync.Map{}
+	}
+	reset()
+	t.Cleanup(reset)
+}
+
+// TestEndpointAsTheClientResolvesIt: DuckDB is handed the endpoint the
+// tool's own S3 client uses, wherever it was configured, so the two never
+// reach different servers.
+func TestEndpointAsTheClientResolvesIt(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(profile, []byte("[profile p]\nendpoint_url = http://127.0.0.1:9911\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"none", nil, ""},
+		{"AWS_ENDPOINT_URL", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:9901"}, "http://127.0.0.1:9901"},
+		{"AWS_ENDPOINT_URL_S3 wins", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:9901", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9902"}, "http://127.0.0.1:9902"},
+		{"a profile's endpoint_url", map[string]string{"AWS_CONFIG_FILE": profile, "AWS_PROFILE": "p"}, "http://127.0.0.1:9911"},
+		{"configured endpoints ignored", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:9901", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fresh(t, c.env)
+			got, _, err := S3(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Endpoint != c.want {
+				t.Errorf("endpoint %q, want %q", got.Endpoint, c.want)
+			}
+			if ip := c.want != ""; got.PathStyle != ip {
+				t.Errorf("path style %v for endpoint %q", got.PathStyle, got.Endpoint)
+			}
+		})
+	}
+}
+
+// TestBadEndpointSettingIsUsage: an endpoint that is no URL, or an IP
+// address with virtual-hosted addressing forced, is the setting's fault
+// (exit 2), not a failure to retry.
+func TestBadEndpointSettingIsUsage(t *testing.T) {
+	cases := []struct {
+		name, endpoint, style string
+	}{
+		{"not a URL", "127.0.0.1:9000", "auto"},
+		{"virtual-hosted on an IP", "http://127.0.0.1:9000", "false"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			old := PathStyle
+			PathStyle = c.style
+			t.Cleanup(func() { PathStyle = old })
+			fresh(t, map[string]string{"AWS_ENDPOINT_URL": c.endpoint})
+			_, _, err := S3(t.Context())
+			if err == nil || exitcode.Code(err) != exitcode.Usage {
+				t.Fatalf("S3: %v (exit %d), want a usage error", err, exitcode.Code(err))
+			}
+		})
+	}
+}
+
+// blackhole accepts connections and never answers, as a stalled proxy or
+// credentials endpoint does.
+func blackhole(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
+}
+
+// TestSilentServerFails: a server that accepts and never answers fails
+// the request (the SDK retries it first) instead of holding the command;
+// so does a credentials endpoint that never answers, or refuses the
+// connection, which is then a failure to retry (exit 1), not "no
+// credentials" (exit 2). The minute is a guard against a hang, not a
+// timing.
+func TestSilentServerFails(t *testing.T) {
+	old := ResponseTimeout
+	ResponseTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { ResponseTimeout = old })
+	silent := "http://" + blackhole(t)
+	cases := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"S3 endpoint", map[string]string{"AWS_ENDPOINT_URL": silent, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}},
+		{"credentials endpoint", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_CONTAINER_CREDENTIALS_FULL_URI": silent + "/creds"}},
+		{"credentials endpoint refusing", map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1:1/creds"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fresh(t, c.env)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			_, err := Input(ctx, storage.Location{Scheme: storage.S3, Bucket: "b", Path: "raw"})
+			if err == nil {
+				t.Fatal("opened a bucket on a server that never answers")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("still waiting after a minute: %v", err)
+			}
+			if code := exitcode.Code(err); code != exitcode.Error {
+				t.Errorf("exit %d (%v), want %d: the server may answer on a retry", code, err, exitcode.Error)
+			}
+		})
+	}
+}
