@@ -36,6 +36,7 @@ func TestS3BadInput(t *testing.T) {
 		{"unknown input bucket", nil, nil, "--lessons", "s3://no-such-bucket-engagement/lessons", 2, `bucket "no-such-bucket-engagement" does not exist`},
 		{"missing credentials", noCreds, nil, "", "", 2, "no usable AWS credentials"},
 		{"refused credentials (403)", []string{"AWS_SECRET_ACCESS_KEY=not-the-secret"}, nil, "", "", 2, "access denied"},
+		{"unknown access key", []string{"AWS_ACCESS_KEY_ID=NOSUCHKEYENGAGEMENT"}, nil, "", "", 2, "access denied"},
 		{"another region's signature", []string{"AWS_REGION=eu-west-1"}, nil, "", "", 2, "check AWS_REGION"},
 		{"no conditional writes (501)", proxy.Env(), func(r s3test.Request) s3test.Fault {
 			if conditional(r) {

@@ -209,11 +209,13 @@ func Decode(b []byte) (Pointer, error) {
 	if !json.Valid(b) {
 		// Unmarshal would report the same, but Valid also rejects trailing
 		// data after the object, which a streaming Decoder accepts.
+		why := "invalid JSON"
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {
-			return Pointer{}, fmt.Errorf("decode pointer: %w", err)
+			why = err.Error()
 		}
-		return Pointer{}, errors.New("decode pointer: invalid JSON")
+		return Pointer{}, fmt.Errorf("decode pointer: %s (%d bytes): the file is damaged (a truncated or hand-edited copy); "+
+			"copy the newest pointer-history/<generation>.json over it, then check `engagement history`", why, len(b))
 	}
 	if err := checkKeys(b); err != nil {
 		return Pointer{}, fmt.Errorf("decode pointer: %w", err)

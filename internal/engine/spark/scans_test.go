@@ -22,6 +22,8 @@ func TestScans(t *testing.T) {
 		{"a lone file keeps its comma", []string{"/r/a,b"}, []string{"parquet.`/r/a,b`"}},
 		{"backticks doubled", []string{"/r/a`b", "/r/c"}, []string{"parquet.`/r/{a``b,c}`"}},
 		{"object store", []string{"s3a://b/raw/d=1/x", "s3a://b/raw/d=1/y"}, []string{"parquet.`s3a://b/raw/d=1/{x,y}`"}},
+		{"a colon in the directory: file by file", []string{"s3a://b/t:1/d=1/x", "s3a://b/t:1/d=1/y", "/l/a:b/z"},
+			[]string{"parquet.`s3a://b/t:1/d=1/x`", "parquet.`s3a://b/t:1/d=1/y`", "parquet.`/l/a:b/z`"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

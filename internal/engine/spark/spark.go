@@ -405,6 +405,7 @@ func pathRef(p string) string {
 // and analyzer at about a thousand files (a StackOverflowError, then
 // FAILED_TO_PARSE_TOO_COMPLEX); a directory holds a partition's files,
 // so the relations are few. Directories keep their first-seen order.
+// A directory whose path holds a colon is the exception (below).
 func scans(files []string) []string {
 	var dirs []string
 	names := map[string][]string{}
@@ -416,18 +417,29 @@ func scans(files []string) []string {
 		}
 		names[d] = append(names[d], n)
 	}
-	out := make([]string, len(dirs))
-	for i, d := range dirs {
+	var out []string
+	for _, d := range dirs {
 		ns := names[d]
-		p := literalPath(d + ns[0])
-		if len(ns) > 1 {
-			esc := make([]string, len(ns))
-			for j, n := range ns {
-				esc[j] = strings.ReplaceAll(literalPath(n), ",", `\,`)
-			}
-			p = literalPath(d) + "{" + strings.Join(esc, ",") + "}"
+		_, path, ok := strings.Cut(d, "://")
+		if !ok {
+			path = d
 		}
-		out[i] = "parquet.`" + strings.ReplaceAll(p, "`", "``") + "`"
+		if len(ns) == 1 || strings.Contains(path, ":") {
+			// Hadoop's glob builds a path from each element of a pattern's
+			// directory and cannot parse one holding a colon (a relative
+			// path with a scheme), while a plain path is not globbed
+			// element by element: such a directory's files go one by one.
+			for _, n := range ns {
+				out = append(out, pathRef(d+n))
+			}
+			continue
+		}
+		esc := make([]string, len(ns))
+		for j, n := range ns {
+			esc[j] = strings.ReplaceAll(literalPath(n), ",", `\,`)
+		}
+		p := literalPath(d) + "{" + strings.Join(esc, ",") + "}"
+		out = append(out, "parquet.`"+strings.ReplaceAll(p, "`", "``")+"`")
 	}
 	return out
 }

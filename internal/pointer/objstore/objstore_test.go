@@ -81,11 +81,12 @@ func TestCorruptPointer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		content string
+		says    string
 	}{
-		{"Truncated", `{"format_version": 1, "generation": 3, "upd`},
-		{"Empty", ``},
-		{"NewerVersion", `{"format_version": 3, "generation": 3, "updated_by_job_id": "j", "dates": {}}`},
-		{"Format2WithoutLineage", `{"format_version": 2, "generation": 3, "updated_by_job_id": "j", "dates": {}}`},
+		{"Truncated", `{"format_version": 1, "generation": 3, "upd`, "copy the newest pointer-history/"},
+		{"Empty", ``, "(0 bytes): the file is damaged"},
+		{"NewerVersion", `{"format_version": 3, "generation": 3, "updated_by_job_id": "j", "dates": {}}`, ""},
+		{"Format2WithoutLineage", `{"format_version": 2, "generation": 3, "updated_by_job_id": "j", "dates": {}}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -95,8 +96,8 @@ func TestCorruptPointer(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err := s.Load(t.Context())
-			if err == nil || !strings.Contains(err.Error(), path) {
-				t.Fatalf("Load error = %v, want one naming %s", err, path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("Load error = %v, want one naming %s and saying %q", err, path, tc.says)
 			}
 			_, err = pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{
 				pointertest.Day0: pointertest.Entry("job-a", pointertest.Day0),

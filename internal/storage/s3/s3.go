@@ -78,11 +78,11 @@ func (b *Bucket) wrap(op, key string, err error) error {
 		// Not fs.ErrNotExist: a missing bucket must never read as "no
 		// pointer yet" or "no partitions".
 		return fmt.Errorf("%s %s: bucket %q does not exist (NoSuchBucket): check the URL and AWS_ENDPOINT_URL: %w", op, where, b.loc.Bucket, permanent)
-	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
+	case (status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound") && code != userNotFound:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, fs.ErrNotExist, orStatus(code, status))
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == http.StatusConflict:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, storage.ErrPrecondition, orStatus(code, status))
-	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch":
+	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == userNotFound:
 		return fmt.Errorf("%s %s: access denied (%s): check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...) and their permissions on the bucket: %w",
 			op, where, orStatus(code, status), permanent)
 	case status == http.StatusNotImplemented:
@@ -100,6 +100,10 @@ func orStatus(code string, status int) string {
 	}
 	return fmt.Sprintf("HTTP %d", status)
 }
+
+// userNotFound is versitygw's answer, a 404, to an access key it does not
+// know: refused credentials, not a missing object.
+const userNotFound = "XAdminUserNotFound"
 
 // permanent marks a refusal no retry changes until someone changes the
 // URL, the credentials or their permissions (a missing bucket, access
