@@ -337,20 +337,13 @@ func biDiffTrees(t *testing.T, what string, before, after map[string]string) {
 // fixture file from (bound to the view src).
 func (w *biWS) rewriteParquet(rel, from, query string) {
 	w.t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	db := w.srcDB(from)
 	defer db.Close()
-	srcFile := filepath.Join(w.src, from)
 	dst := filepath.Join(w.dir, rel)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		w.t.Fatal(err)
 	}
 	tmp := filepath.Join(filepath.Dir(dst), ".rewrite.new")
-	if _, err := db.Exec("CREATE VIEW src AS SELECT * FROM read_parquet(" + biSQLQuote(srcFile) + ", hive_partitioning=false)"); err != nil {
-		w.t.Fatal(err)
-	}
 	if _, err := db.Exec("COPY (" + query + ") TO " + biSQLQuote(tmp) + " (FORMAT parquet)"); err != nil {
 		w.t.Fatalf("write %s: %v", tmp, err)
 	}
@@ -364,14 +357,8 @@ func (w *biWS) rewriteParquet(rel, from, query string) {
 // one, and some files may hold none), named after rel's stem.
 func (w *biWS) splitParquet(rel string, n int) {
 	w.t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	db := w.srcDB(rel)
 	defer db.Close()
-	if _, err := db.Exec("CREATE VIEW src AS SELECT * FROM read_parquet(" + biSQLQuote(filepath.Join(w.src, rel)) + ", hive_partitioning=false)"); err != nil {
-		w.t.Fatal(err)
-	}
 	dst := filepath.Join(w.dir, rel)
 	stem := strings.TrimSuffix(dst, ".parquet")
 	for i := range n {
@@ -383,6 +370,21 @@ func (w *biWS) splitParquet(rel string, n int) {
 	if err := os.Remove(dst); err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+// srcDB is a DuckDB connection with the pristine fixture file from bound
+// to the view src.
+func (w *biWS) srcDB(from string) *sql.DB {
+	w.t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE VIEW src AS SELECT * FROM read_parquet(" + biSQLQuote(filepath.Join(w.src, from)) + ", hive_partitioning=false)"); err != nil {
+		db.Close()
+		w.t.Fatal(err)
+	}
+	return db
 }
 
 func biSQLQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

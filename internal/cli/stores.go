@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -31,9 +30,11 @@ func warehouseStore(ctx context.Context, env Env, flag, where string, lockTimeou
 			return nil, nil, exitcode.UsageError(fmt.Errorf("%s %s is a file, not a warehouse directory", flag, where))
 		}
 	}
+	// A bucket the store refuses for good (missing, denied) or no
+	// credentials at all come marked as usage errors from the store.
 	b, err := open.Warehouse(ctx, loc, open.Options{LockTimeout: lockTimeout, Log: env.Log})
 	if err != nil {
-		return nil, nil, s3Error(err)
+		return nil, nil, err
 	}
 	return b, objstore.New(b), nil
 }
@@ -51,16 +52,6 @@ func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore
 		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: no warehouse at %s (no pointer.json): nothing was published there; check %s", cmd, where, flag))
 	}
 	return p, nil
-}
-
-// s3Error makes a refusal that comes before anything was tried (missing
-// bucket, denied credentials, no credentials at all) a usage error: the
-// command cannot work until the user changes its URL or environment.
-func s3Error(err error) error {
-	if errors.Is(err, storage.ErrRefused) || errors.Is(err, open.ErrNoCredentials) {
-		return exitcode.UsageError(err)
-	}
-	return err
 }
 
 // s3Flags are the S3 settings of the commands that take no config file

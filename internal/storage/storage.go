@@ -146,15 +146,18 @@ func Create(ctx context.Context, b Bucket, key string, data []byte) error {
 // gone since).
 func DirectoryInPlace(ctx context.Context, b Bucket, key string, err error) error {
 	if under, lerr := b.List(ctx, key+"/"); lerr == nil && len(under) > 0 {
-		return notObject{fmt.Errorf("create %s: in its place is a directory (%s/ holds %s): %w", b.Location().Join(key), key, under[0].Key, ErrNotObject)}
+		return Refused(fmt.Errorf("create %s: in its place is a directory (%s/ holds %s): %w", b.Location().Join(key), key, under[0].Key, ErrNotObject))
 	}
 	return err
 }
 
-// notObject: refused (nothing was written) because of ErrNotObject.
-type notObject struct{ error }
+// Refused marks err as ErrRefused (nothing was written) without changing
+// its text.
+func Refused(err error) error { return refusal{err} }
 
-func (n notObject) Unwrap() []error { return []error{n.error, ErrRefused} }
+type refusal struct{ error }
+
+func (r refusal) Unwrap() []error { return []error{r.error, ErrRefused} }
 
 // IsNotExist reports whether err says an object is missing.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

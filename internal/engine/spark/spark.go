@@ -394,8 +394,11 @@ var globEscaper = strings.NewReplacer(`\`, `\\`, `{`, `\{`, `}`, `\}`, `[`, `\[`
 func literalPath(p string) string { return globEscaper.Replace(p) }
 
 // pathRef names a file or directory for SQL's parquet.`path` form.
-func pathRef(p string) string {
-	return "parquet.`" + strings.ReplaceAll(literalPath(p), "`", "``") + "`"
+func pathRef(p string) string { return parquetRef(literalPath(p)) }
+
+// parquetRef is SQL's parquet.`pattern` form of a Hadoop path pattern.
+func parquetRef(pattern string) string {
+	return "parquet.`" + strings.ReplaceAll(pattern, "`", "``") + "`"
 }
 
 // scans names exactly the listed files as parquet.`…` relations, one a
@@ -438,8 +441,7 @@ func scans(files []string) []string {
 		for j, n := range ns {
 			esc[j] = strings.ReplaceAll(literalPath(n), ",", `\,`)
 		}
-		p := literalPath(d) + "{" + strings.Join(esc, ",") + "}"
-		out = append(out, "parquet.`"+strings.ReplaceAll(p, "`", "``")+"`")
+		out = append(out, parquetRef(literalPath(d)+"{"+strings.Join(esc, ",")+"}"))
 	}
 	return out
 }

@@ -68,13 +68,8 @@ func (b *Bucket) path(key string) string { return filepath.Join(b.root, filepath
 
 // symlinkError names the link and where it points.
 func symlinkError(p string) error {
-	return refused{fmt.Errorf("warehouse: %s %w", linkName(p), ErrSymlink)}
+	return storage.Refused(fmt.Errorf("warehouse: %s %w", linkName(p), ErrSymlink))
 }
-
-// refused marks an error as storage.ErrRefused without changing its text.
-type refused struct{ error }
-
-func (r refused) Unwrap() []error { return []error{r.error, storage.ErrRefused} }
 
 func linkName(p string) string {
 	if to, err := os.Readlink(p); err == nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // LockName is the lock file of a bucket's conditional writers, in its root.
@@ -65,8 +67,8 @@ func (b *Bucket) Lock(ctx context.Context) (held context.Context, unlock func(),
 		if waited >= timeout {
 			holder := holderOf(f)
 			f.Close()
-			return nil, nil, refused{fmt.Errorf("lock %s: %w after %s: it is held by %s; find out why that process holds it (a gc deleting, a stuck publish) or raise engagement.lockTimeout (--lock-timeout)",
-				p, ErrLockTimeout, timeout, holder)}
+			return nil, nil, storage.Refused(fmt.Errorf("lock %s: %w after %s: it is held by %s; find out why that process holds it (a gc deleting, a stuck publish) or raise engagement.lockTimeout (--lock-timeout)",
+				p, ErrLockTimeout, timeout, holder))
 		}
 		// Say what is being waited for after a moment, then every 30 s.
 		if b.opts.Log != nil && waited >= time.Second && time.Since(lastLog) >= 30*time.Second {

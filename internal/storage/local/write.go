@@ -94,7 +94,7 @@ func (b *Bucket) create(dir, p string, data []byte) (storage.Attrs, error) {
 		// A directory in the object's place is no other writer's object:
 		// as a lost race it would be retried until the caller gave up.
 		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-			return storage.Attrs{}, refused{fmt.Errorf("create %s: in its place is %w", p, storage.ErrNotObject)}
+			return storage.Attrs{}, storage.Refused(fmt.Errorf("create %s: in its place is %w", p, storage.ErrNotObject))
 		}
 		return storage.Attrs{}, fmt.Errorf("create %s: exists: %w", p, storage.ErrPrecondition)
 	}
