@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/version"
 )
 
@@ -82,7 +83,9 @@ func MainEnv(ctx context.Context, env Env, args []string) int {
 	err := Run(ctx, env, args)
 	code := exitcode.Code(err)
 	if err != nil {
-		env.Console.fail(err, code)
+		// The record carries the code the process will exit with: a
+		// signal's 128+signo, which main applies after this returns.
+		env.Console.fail(err, signals.ExitCode(ctx, code, io.Discard))
 	}
 	env.outcome.print(ctx, env, pre, err)
 	return code

@@ -299,8 +299,8 @@ func TestPublishHelpHasNoDocument(t *testing.T) {
 }
 
 // TestPublishOutputJSONAfterSignal: a publish cancelled by SIGTERM reports
-// the code the process exits with (143), not the cancelled command's 1, and
-// leaves the pointer as it was.
+// the code the process exits with (143), not the cancelled command's 1, in
+// its document and its log's ERROR record, and leaves the pointer as it was.
 func TestPublishOutputJSONAfterSignal(t *testing.T) {
 	w := biNewWS(t)
 	w.goodPublish()
@@ -315,6 +315,11 @@ func TestPublishOutputJSONAfterSignal(t *testing.T) {
 	d := oneDoc(t, out.String())
 	if want := exitcode.Signalled(int(syscall.SIGTERM)); d.Result != "error" || *d.ExitCode != want {
 		t.Errorf("document %s, want result error and exit_code %d", out.String(), want)
+	}
+	// The log's ERROR record says the same code, not the cancelled command's 1.
+	recs := jsonLines(t, "stderr", errb.String())
+	if last := recs[len(recs)-1]; last["level"] != "ERROR" || last["exit_code"] != float64(exitcode.Signalled(int(syscall.SIGTERM))) {
+		t.Errorf("last record %v, want level ERROR and exit_code 143", last)
 	}
 	if !bytes.Equal(w.pointerBytes(), before) {
 		t.Error("pointer.json changed")
