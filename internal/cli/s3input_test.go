@@ -25,7 +25,8 @@ func TestS3BadInput(t *testing.T) {
 		name string
 		env  []string
 		rule func(s3test.Request) s3test.Fault
-		// flag and url replace one location; "" keeps the fixture's.
+		// flag and url replace one location; "" keeps the fixture's. A
+		// flag with no url names the fixture's location the error must name.
 		flag, url string
 		exit      int
 		says      string
@@ -50,12 +51,22 @@ func TestS3BadInput(t *testing.T) {
 			}
 			return s3test.Pass
 		}, "", "", 2, "ignores If-None-Match"},
+		// Exit 1: a store fault, which a retry may not meet again.
+		{"raw listing fails", proxy.Env(), func(r s3test.Request) s3test.Fault {
+			if r.Method == "GET" && strings.Contains(r.Prefix, "/raw/ingest_date=") {
+				return s3test.Status500
+			}
+			return s3test.Pass
+		}, "--raw", "", 1, "ingest_date=2026-03-01"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wh := h.NewWarehouse(t)
 			args := fx.Args(wh, "bad-s3", "2026-03-02", "2026-03-03")
 			named := wh
-			if tc.flag != "" {
+			switch {
+			case tc.flag != "" && tc.url == "": // the fixture's location, named in the error
+				named = args[slices.Index(args, tc.flag)+1]
+			case tc.flag != "":
 				args[slices.Index(args, tc.flag)+1] = tc.url
 				named = tc.url
 			}
@@ -77,6 +88,9 @@ func TestS3BadInput(t *testing.T) {
 			if !strings.Contains(lines[0], named) || !strings.Contains(lines[0], tc.says) {
 				t.Errorf("error line %q does not name %s and say %q", lines[0], named, tc.says)
 			}
+			if u := repeatedURL(lines[0]); u != "" {
+				t.Errorf("error line %q names %s twice", lines[0], u)
+			}
 			if strings.Contains(stdout, "published") {
 				t.Errorf("stdout says published: %s", stdout)
 			}
@@ -92,4 +106,21 @@ func TestS3BadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// repeatedURL returns an s3:// URL that line names twice (a store error
+// wrapped again by its caller), or "".
+func repeatedURL(line string) string {
+	seen := map[string]bool{}
+	for _, w := range strings.Fields(line) {
+		if !strings.HasPrefix(w, "s3://") {
+			continue
+		}
+		w = strings.TrimRight(w, ":/,")
+		if seen[w] {
+			return w
+		}
+		seen[w] = true
+	}
+	return ""
 }

@@ -156,7 +156,7 @@ func Expiries(ctx context.Context, b storage.Bucket) ([]Expiry, error) {
 		return []Expiry{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", b.Location().Join(warehouse.ExpiryRoot), err)
+		return nil, err // names the location already (storage.Bucket)
 	}
 	out := []Expiry{}
 	for _, f := range files {

@@ -101,6 +101,16 @@ func NewSource(open func(context.Context, storage.Location) (storage.Bucket, err
 	return &Source{open: open, buckets: map[string]storage.Bucket{}}
 }
 
+// naming wraps a store's error with what was being read, and names loc
+// unless the error does already: a store's errors name their URI
+// (storage.Bucket), and "read raw X: open X: …" says X twice.
+func naming(what string, loc storage.Location, err error) error {
+	if strings.Contains(err.Error(), loc.String()) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, loc, err)
+}
+
 func (s *Source) bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
 	if b, ok := s.buckets[loc.String()]; ok {
 		return b, nil
@@ -139,14 +149,14 @@ func file(b storage.Bucket, o storage.Object) File {
 func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, error) {
 	b, err := s.bucket(ctx, root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
+		return nil, nil, naming("read raw", root, err)
 	}
 	files, dirs, err := b.ListDir(ctx, "")
 	if err == nil && root.IsS3() && len(files) == 0 && len(dirs) == 0 {
 		err = fmt.Errorf("no objects under %s", root)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read raw %s: %w", root, err)
+		return nil, nil, naming("read raw", root, err)
 	}
 	for _, f := range files {
 		if name := path.Base(f.Key); !Hidden(name) {
@@ -196,23 +206,23 @@ func (s *Source) ListPath(ctx context.Context, what string, loc storage.Location
 	}
 	parent, err := s.bucket(ctx, loc.Dir())
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, loc, err)
+		return nil, naming(what, loc, err)
 	}
 	attrs, statErr := parent.Stat(ctx, loc.Base())
 	if statErr == nil {
 		return []File{file(parent, storage.Object{Key: loc.Base(), Attrs: attrs})}, nil
 	}
 	if !storage.IsNotExist(statErr) {
-		return nil, fmt.Errorf("%s %s: %w", what, loc, statErr)
+		return nil, naming(what, loc, statErr)
 	}
 	b, err := s.bucket(ctx, loc)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, loc, err)
+		return nil, naming(what, loc, err)
 	}
 	files, err := dataFiles(ctx, b, what, "", true)
 	if storage.IsNotExist(err) {
 		// Neither a file nor a directory: say so as the stat did.
-		return nil, fmt.Errorf("%s %s: %w", what, loc, statErr)
+		return nil, naming(what, loc, statErr)
 	}
 	if err != nil {
 		return nil, err
@@ -241,7 +251,7 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 		if storage.IsNotExist(err) && dir == "" {
 			return nil, err
 		}
-		return nil, fmt.Errorf("list %s: %w", b.Location().Join(dir), err)
+		return nil, naming(what, b.Location().Join(dir), err)
 	}
 	where := b.Location().Join(dir).String()
 	if strict {

@@ -206,7 +206,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// the gate.
 	ingest, raw, err := p.Inputs.ListRaw(ctx, req.Raw, req.From, req.To)
 	if err != nil {
-		return res, fmt.Errorf("list raw: %w", err)
+		return res, err // "read raw …", naming the location
 	}
 	if err := checkHorizon(job, ingest, p.Log); err != nil {
 		return res, err

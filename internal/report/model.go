@@ -305,7 +305,7 @@ func (g *gateReports) get(ctx context.Context, jobID string) (*gate.Report, erro
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", g.b.Location().Join(key), err)
+		return nil, err // names the location already (storage.Bucket)
 	}
 	var r gate.Report
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -324,7 +324,7 @@ func rejections(ctx context.Context, b storage.Bucket, m *Model) ([]job.Rejectio
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", b.Location().Join(warehouse.RejectionsRoot), err)
+		return nil, err // names the location already (storage.Bucket)
 	}
 	var out []job.Rejection
 	for _, f := range files {
@@ -336,7 +336,7 @@ func rejections(ctx context.Context, b storage.Bucket, m *Model) ([]job.Rejectio
 			continue // gc removed it since the listing
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", b.Location().Join(f.Key), err)
+			return nil, err // names the location already (storage.Bucket)
 		}
 		var r job.Rejection
 		if err := json.Unmarshal(data, &r); err != nil || r.JobID == "" {

@@ -288,7 +288,7 @@ func (s *Store) Generations(ctx context.Context) ([]int64, error) {
 		return []int64{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", s.uri(historyPrefix), err)
+		return nil, err // names the location already (storage.Bucket)
 	}
 	gens := []int64{}
 	for _, f := range files {

@@ -361,8 +361,8 @@ func (b *Bucket) Probe(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	return fmt.Errorf("%s: the server ignores If-None-Match (a second create of %s succeeded, %d times out of %d): it cannot hold the pointer safely; use a server with conditional writes: %w",
-		b.loc, b.uri(key), probeTries, probeTries, permanent)
+	return fmt.Errorf("the server ignores If-None-Match (a second create of %s succeeded, %d times out of %d): it cannot hold the pointer safely; use a server with conditional writes: %w",
+		b.uri(key), probeTries, probeTries, permanent)
 }
 
 // probeOnce creates key twice with If-None-Match and reports whether the

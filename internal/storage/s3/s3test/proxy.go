@@ -36,6 +36,7 @@ func (f Fault) String() string {
 type Request struct {
 	Method string
 	Key    string // the object key (path-style: without the bucket), "" for a bucket request
+	Prefix string // a listing's prefix parameter
 	N      int    // how many requests the proxy has seen before this one
 }
 
@@ -116,7 +117,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		key = ""
 	}
 	p.mu.Lock()
-	f := p.rule(Request{Method: r.Method, Key: key, N: p.n})
+	f := p.rule(Request{Method: r.Method, Key: key, Prefix: r.URL.Query().Get("prefix"), N: p.n})
 	p.n++
 	if f != Pass {
 		p.injected[f]++
