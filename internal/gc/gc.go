@@ -40,9 +40,11 @@ const (
 	prefixPrefix = "job_id="
 	// Before a prefix is deleted, a marker object staging/.gc-deleting-
 	// <prefix> is written; it is removed last, so a gc killed mid-delete
-	// leaves a marker the next gc recognises and finishes. (An older gc
-	// renamed the prefix to a directory of that name; such a leftover is
-	// deleted too.)
+	// leaves a marker the next gc recognises: the prefix, whose attempt
+	// record may already be gone, is still judged by every other rule
+	// (named, rollbacks, idle), and the marker goes once its prefix has.
+	// (An older gc renamed the prefix to a directory of that name; such a
+	// leftover is deleted too, itself only.)
 	deletingPrefix = ".gc-deleting-"
 )
 
@@ -188,20 +190,23 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	for _, f := range files {
 		name := path.Base(f.Key)
 		rel := warehouse.StagingRoot + "/" + name
-		switch target, ok := strings.CutPrefix(name, deletingPrefix); {
+		switch target, ok := markerOf(name); {
 		case f.Link:
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "a symlink, never followed or deleted"})
-		case ok:
+		case ok && slices.Contains(dirs, target):
+			// Its prefix is judged below; deleting it removes the marker last.
 			markers[target] = true
-			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Delete: named[warehouse.StagingRoot+"/"+target] == "",
-				Reason: "the marker of an interrupted gc of " + target})
+			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "the marker of an interrupted gc of " + target + ", which is still there (the marker goes with it)"})
+		case ok:
+			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Delete: true, Bytes: f.Size, Objects: []string{rel},
+				Reason: "the marker of an interrupted gc of " + target + ", which is gone"})
 		default:
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "not a job_id=<id> staging prefix"})
 		}
 	}
 	for _, d := range dirs {
 		v := judge(ctx, o, d, named, markers[d])
-		if by := inUse[v.Path]; by != "" && v.Delete && !markers[d] {
+		if by := inUse[v.Path]; by != "" && v.Delete {
 			v = Verdict{Path: v.Path, Reason: by}
 		}
 		rep.Verdicts = append(rep.Verdicts, v)
@@ -237,11 +242,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Verdicts[i].Done = true
 			continue
 		}
-		if err := remove(ctx, o.Bucket, v.Path); err != nil {
+		gone, err := remove(ctx, o.Bucket, v.Path)
+		if gone {
+			rep.Verdicts[i].Done = true
+			deleted = append(deleted, v.Path)
+		}
+		if err != nil {
 			return rep, err
 		}
-		rep.Verdicts[i].Done = true
-		deleted = append(deleted, v.Path)
 	}
 	// Under a lock nothing can have moved; without one, a publisher may
 	// have named a prefix between the read and the delete. Say so loudly.
@@ -292,11 +300,15 @@ func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
 	var expire []int64
 	var verdicts []Verdict
 	kept := ""
-	for _, g := range gens {
+	for i, g := range gens {
 		rel := fmt.Sprintf("%s%d.json", historyDir, g)
 		reason := kept
 		if reason == "" {
-			reason, err = keepGeneration(ctx, o, cur.Generation, g)
+			next := cur.Generation
+			if i+1 < len(gens) && gens[i+1] < next {
+				next = gens[i+1]
+			}
+			reason, err = keepGeneration(ctx, o, cur, g, next)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -315,31 +327,38 @@ func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
 }
 
 // keepGeneration returns why generation g is retained, or "" when it
-// expires.
-func keepGeneration(ctx context.Context, o Options, cur, g int64) (string, error) {
+// expires. next is the generation after it in the history (the current
+// one at most). A reader may hold g until next replaced it, so g's age
+// runs from next's write, not from its own: a generation current for a
+// month is a second old when its successor has just been published.
+func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next int64) (string, error) {
 	switch {
-	case g == cur:
+	case g == cur.Generation:
 		return "the current generation", nil
-	case g > cur:
+	case g > cur.Generation:
 		return "beyond the current generation (an interrupted write's copy)", nil
-	case o.RetainGenerations > 0 && g > cur-int64(o.RetainGenerations):
+	case o.RetainGenerations > 0 && g > cur.Generation-int64(o.RetainGenerations):
 		return fmt.Sprintf("within the %d newest generations", o.RetainGenerations), nil
 	}
-	p, err := o.Store.LoadGeneration(ctx, g)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "gone since it was listed", nil
+	succ := cur
+	if next != cur.Generation {
+		var err error
+		succ, err = o.Store.LoadGeneration(ctx, next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("its successor, generation %d, is gone since it was listed", next), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("gc: read history generation %d: %w", next, err)
+		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("gc: read history generation %d: %w", g, err)
-	}
-	age := o.Now.Sub(p.WrittenAt)
+	age := o.Now.Sub(succ.WrittenAt)
 	switch {
-	case p.WrittenAt.IsZero() && o.RetainFor > 0 && o.RetainGenerations == 0:
-		return "format 1 records no write time, so --retain-days cannot age it", nil
+	case succ.WrittenAt.IsZero() && o.RetainFor > 0 && o.RetainGenerations == 0:
+		return fmt.Sprintf("its successor, generation %d, is format 1, which records no write time, so --retain-days cannot age it", next), nil
 	case o.RetainFor > 0 && age < o.RetainFor:
-		return fmt.Sprintf("written %s ago, within --retain-days", age.Round(time.Second)), nil
-	case !p.WrittenAt.IsZero() && age < o.MinAge:
-		return fmt.Sprintf("written %s ago, younger than --min-age %s", age.Round(time.Second), o.MinAge), nil
+		return fmt.Sprintf("replaced %s ago (generation %d), within --retain-days", age.Round(time.Second), next), nil
+	case !succ.WrittenAt.IsZero() && age < o.MinAge:
+		return fmt.Sprintf("replaced %s ago (generation %d), younger than --min-age %s", age.Round(time.Second), next, o.MinAge), nil
 	}
 	return "", nil
 }
@@ -473,8 +492,8 @@ func judge(ctx context.Context, o Options, name string, named map[string]string,
 	keep := func(format string, args ...any) Verdict {
 		return Verdict{Path: rel, Reason: fmt.Sprintf(format, args...)}
 	}
-	if strings.HasPrefix(name, deletingPrefix) {
-		return Verdict{Path: rel, Delete: true, Reason: "left by an interrupted gc"}
+	if _, ok := markerOf(name); ok {
+		return Verdict{Path: rel, Delete: true, Reason: "a directory an older gc renamed its prefix to before deleting it"}
 	}
 	id, ok := strings.CutPrefix(name, prefixPrefix)
 	if !ok || config.CheckJobID(id) != nil {
@@ -487,18 +506,21 @@ func judge(ctx context.Context, o Options, name string, named map[string]string,
 	if err != nil {
 		return keep("cannot be listed in full (%v): not judged, inspect by hand", err)
 	}
-	if marked {
-		return Verdict{Path: rel, Delete: true, Bytes: total(objs), Objects: keys(objs), Reason: "an interrupted gc had begun deleting it"}
-	}
+	var newest time.Time
 	b, _, err := o.Bucket.Get(ctx, warehouse.AttemptPath(id))
-	if err != nil {
+	switch {
+	case marked && storage.IsNotExist(err):
+		// An interrupted gc deleted the record first; the files' times
+		// still tell an idle prefix from one an attempt writes to.
+	case err != nil:
 		return keep("no readable _attempt.json (%v): not judged, inspect by hand", err)
+	default:
+		var a attempt
+		if err := json.Unmarshal(b, &a); err != nil || a.StartedAt.IsZero() || a.JobID != id {
+			return keep("_attempt.json does not record job_id %q and a start time: not judged, inspect by hand", id)
+		}
+		newest = a.StartedAt
 	}
-	var a attempt
-	if err := json.Unmarshal(b, &a); err != nil || a.StartedAt.IsZero() || a.JobID != id {
-		return keep("_attempt.json does not record job_id %q and a start time: not judged, inspect by hand", id)
-	}
-	newest := a.StartedAt
 	for _, obj := range objs {
 		if obj.ModTime.After(newest) {
 			newest = obj.ModTime
@@ -508,8 +530,11 @@ func judge(ctx context.Context, o Options, name string, named map[string]string,
 	if idle < o.MinAge {
 		return keep("last activity %s ago, younger than --min-age %s: the attempt may still be running", idle.Round(time.Second), o.MinAge)
 	}
-	return Verdict{Path: rel, Delete: true, Bytes: total(objs), Objects: keys(objs),
-		Reason: fmt.Sprintf("named by no retained generation, idle %s", idle.Round(time.Second))}
+	why := fmt.Sprintf("named by no retained generation, idle %s", idle.Round(time.Second))
+	if marked {
+		why += "; an interrupted gc had begun deleting it"
+	}
+	return Verdict{Path: rel, Delete: true, Bytes: total(objs), Objects: keys(objs), Reason: why}
 }
 
 func keys(objs []storage.Object) []string {
@@ -528,35 +553,49 @@ func total(objs []storage.Object) int64 {
 	return n
 }
 
-// remove deletes one verdict's entry. A staging prefix is first marked (a
-// staging/.gc-deleting-<name> object), then deleted, then unmarked, so a
-// gc killed between leaves a marker the next gc finishes instead of a
-// half-deleted prefix nobody recognises.
-func remove(ctx context.Context, b storage.Bucket, rel string) error {
+// markerOf returns the staging prefix a .gc-deleting- name marks: only a
+// job_id=<valid id> prefix is ever marked, so any other name (an
+// operator's file, ".gc-deleting-..") is no marker and marks nothing.
+func markerOf(name string) (string, bool) {
+	target, ok := strings.CutPrefix(name, deletingPrefix)
+	if !ok {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(target, prefixPrefix)
+	if !ok || config.CheckJobID(id) != nil {
+		return "", false
+	}
+	return target, true
+}
+
+// remove deletes one verdict's entry and reports whether it is gone, even
+// when it then fails. A staging prefix is first marked (a staging/
+// .gc-deleting-<name> object), then deleted, then unmarked, so a gc killed
+// between leaves a marker the next gc recognises instead of a half-deleted
+// prefix nobody does. A marker, or an older gc's renamed directory, is
+// deleted itself only: the prefix it names is judged on its own.
+func remove(ctx context.Context, b storage.Bucket, rel string) (bool, error) {
 	name := path.Base(rel)
-	if target, ok := strings.CutPrefix(name, deletingPrefix); ok {
-		// A marker: its prefix went with the same run (judge found it
-		// marked), or an older gc's renamed directory.
-		if err := b.DeletePrefix(ctx, warehouse.StagingRoot+"/"+target+"/"); err != nil {
-			return fmt.Errorf("gc: %w", err)
-		}
+	if _, ok := markerOf(name); ok {
 		if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
-			return fmt.Errorf("gc: %w", err)
+			return false, fmt.Errorf("gc: %w", err)
 		}
 		if err := b.Delete(ctx, rel); err != nil {
-			return fmt.Errorf("gc: %w", err)
+			return false, fmt.Errorf("gc: %w", err)
 		}
-		return nil
+		return true, nil
 	}
 	marker := warehouse.StagingRoot + "/" + deletingPrefix + name
 	if _, err := b.Put(ctx, marker, []byte(rel+"\n"), storage.Cond{}); err != nil {
-		return fmt.Errorf("gc: mark %s: %w", rel, err)
+		return false, fmt.Errorf("gc: mark %s: %w", rel, err)
 	}
 	if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
-		return fmt.Errorf("gc: delete %s: %w", rel, err)
+		return false, fmt.Errorf("gc: delete %s: %w", rel, err)
 	}
+	// Deleted: a failure from here on (a signal) leaves only the marker,
+	// which the next gc removes.
 	if err := b.Delete(ctx, marker); err != nil {
-		return fmt.Errorf("gc: unmark %s: %w", rel, err)
+		return true, fmt.Errorf("gc: unmark %s: %w", rel, err)
 	}
-	return nil
+	return true, nil
 }

@@ -69,12 +69,13 @@ func TestRetention(t *testing.T) {
 		mentions string
 	}{
 		{"Generations", gc.Options{RetainGenerations: 2}, []int64{1, 2, 3}, "within the 2 newest"},
-		// Generation i was written 6-i days before now.
-		{"Days", gc.Options{RetainFor: 3*24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days"},
-		// Either rule keeps: the 2 newest, or written within 4 days.
-		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 4*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days"},
+		// Generation i was written 6-i days before now, so replaced 5-i
+		// days before now: its age.
+		{"Days", gc.Options{RetainFor: 2*24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days"},
+		// Either rule keeps: the 2 newest, or replaced within 3 days.
+		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 3*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days"},
 		{"OneKeepsOnlyCurrent", gc.Options{RetainGenerations: 1}, []int64{1, 2, 3, 4}, "the current generation"},
-		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 73 * time.Hour}, []int64{1, 2}, "younger than --min-age"},
+		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 71 * time.Hour}, []int64{1, 2}, "younger than --min-age"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := retained(t)
@@ -224,5 +225,34 @@ func TestRetentionWithoutStaging(t *testing.T) {
 	}
 	if !slices.Equal(rep.Expired, []int64{1}) || w.exists("rejections/job_id=failed-old.json") {
 		t.Errorf("expired %v, rejection record left=%v; want [1] and the record gone", rep.Expired, w.exists("rejections/job_id=failed-old.json"))
+	}
+}
+
+// TestRetentionAgesFromTheReplacement: a generation's age runs from when
+// its successor replaced it. One current for ten days and replaced a
+// minute ago is what readers loaded until a minute ago: neither rule
+// expires it yet, and the staging it names stays.
+func TestRetentionAgesFromTheReplacement(t *testing.T) {
+	for _, o := range []gc.Options{
+		{RetainFor: 24 * time.Hour},
+		{RetainGenerations: 1, MinAge: time.Hour},
+	} {
+		w := newWH(t)
+		w.prefix("long", now.Add(-10*24*time.Hour), now.Add(-10*24*time.Hour))
+		w.publishAt("long", now.Add(-10*24*time.Hour))
+		w.prefix("new", now.Add(-time.Minute), now.Add(-time.Minute))
+		w.publishAt("new", now.Add(-time.Minute))
+		rep, err := w.run(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Expired) != 0 || !w.exists("staging/job_id=long/_attempt.json") {
+			t.Errorf("%+v: expired %v, staging/job_id=long kept %v; want nothing expired and it kept", o, rep.Expired, w.exists("staging/job_id=long/_attempt.json"))
+		}
+		for _, v := range rep.Verdicts {
+			if v.Path == "pointer-history/1.json" && !strings.Contains(v.Reason, "replaced 1m0s ago") {
+				t.Errorf("%+v: generation 1 kept because %q, want its replacement's age", o, v.Reason)
+			}
+		}
 	}
 }
