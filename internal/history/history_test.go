@@ -12,6 +12,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
@@ -263,6 +264,33 @@ func TestRollbackRacesPublish(t *testing.T) {
 		cur, _, _ := w.store.Load(t.Context())
 		if cur.Generation != 3 || cur.UpdatedByJobID != "back" || cur.Dates[mon].JobID != "a" {
 			t.Errorf("pointer at generation %d by %s naming %s for mon, want the rollback (3, back, a)", cur.Generation, cur.UpdatedByJobID, cur.Dates[mon].JobID)
+		}
+	})
+	// A rollback that died after its history copy (the commit) and before
+	// pointer.json had landed before the publish read the pointer: the
+	// publish goes on top of it (rolling it forward), not refused as raced.
+	t.Run("RollbackCommittedBeforeTheRead", func(t *testing.T) {
+		w := newWH(t)
+		w.publish("a", mon, tue)
+		w.publish("b", mon)
+		remove := failpoint.SetHook(failpoint.MidPointer, func() { panic("killed") })
+		func() {
+			defer func() { _ = recover() }()
+			_ = w.rollback("back", 1, mon)
+		}()
+		remove()
+		if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 2 {
+			t.Fatalf("pointer.json at generation %d, want 2 (the rollback's copy 3 not rolled forward yet)", cur.Generation)
+		}
+		base, _, _ := w.store.Load(t.Context())
+		c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30)})
+		c.Check = pointer.NoRollbackSince(t.Context(), w.store, pointer.Committed(t.Context(), w.store, base), []dates.Date{mon})
+		if _, err := pointer.Publish(t.Context(), w.store, c); err != nil {
+			t.Fatalf("a publish begun after the rollback committed: %v", err)
+		}
+		cur, _, _ := w.store.Load(t.Context())
+		if cur.Generation != 4 || cur.Dates[mon].JobID != "c" || cur.Dates[tue].JobID != "a" {
+			t.Errorf("generation %d: mon %s, tue %s; want 4: c, a", cur.Generation, cur.Dates[mon].JobID, cur.Dates[tue].JobID)
 		}
 	})
 	t.Run("OtherDateBothLand", func(t *testing.T) {

@@ -173,6 +173,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, fmt.Errorf("read the pointer: %w", err)
 	}
+	// A rollback interrupted before its pointer.json replace had committed
+	// before this attempt began: it is not one written after it.
+	seen := pointer.Committed(ctx, p.Store, base)
 	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
 	if err != nil {
 		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
@@ -299,7 +302,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	defer endPointer()
 	out, err := pointer.PublishOutcome(ctx, p.Store, pointer.Commit{
 		JobID: job.JobID, Entries: res.Entries, WrittenAt: p.Clock().UTC(), WriterVersion: p.version(),
-		Check: pointer.NoRollbackSince(ctx, p.Store, base.Generation, job.Dates),
+		Check: pointer.NoRollbackSince(ctx, p.Store, seen, job.Dates),
 	})
 	endPointer()
 	if err != nil {
@@ -419,7 +422,9 @@ func pointerError(job config.Job, stagingRel string, err error) error {
 	case errors.Is(err, pointer.ErrNotVisible):
 		return fmt.Errorf("move pointer for job %s: not visible to readers: %w; staging %s is kept", job.JobID, err, stagingRel)
 	case errors.Is(err, pointer.ErrRaced):
-		return fmt.Errorf("move pointer for job %s: not published, the pointer is unchanged and staging %s is kept: %w", job.JobID, stagingRel, err)
+		// The swap may have rolled another writer's committed generation
+		// forward first, so "unchanged" would not be true: nothing of this job is.
+		return fmt.Errorf("move pointer for job %s: not published, nothing of this job is in the pointer; staging %s is kept: %w", job.JobID, stagingRel, err)
 	case errors.Is(err, pointer.ErrBrokenChain):
 		return fmt.Errorf("move pointer for job %s: refused, nothing written: %w; staging %s is kept", job.JobID, err, stagingRel)
 	case errors.Is(err, pointer.ErrOutcomeUnknown):

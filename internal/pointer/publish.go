@@ -76,6 +76,18 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 	}
 }
 
+// Committed is the newest generation committed when base was read from
+// pointer.json: base's own, or the true successor an interrupted write
+// left in the history (its history copy is the commit, and the next swap
+// rolls it forward). A publish checks for rollbacks after this one, not
+// after base. A failed read gives base: refusing is the safe answer.
+func Committed(ctx context.Context, s Store, base Pointer) int64 {
+	if h, err := s.LoadGeneration(ctx, base.Generation+1); err == nil && Successor(base, h) {
+		return h.Generation
+	}
+	return base.Generation
+}
+
 // touched reports whether generation h changed date d from its parent. An
 // unreadable parent counts as a change: refusing is the safe answer.
 func touched(ctx context.Context, s Store, h Pointer, d dates.Date) bool {
