@@ -87,14 +87,15 @@ var s3Ops = []string{"copy", "truncate", "patch", "sql", "text", "rename", "copy
 // setupOp breaks the workspace before the run. Paths are relative to the
 // workspace copy of the fixture.
 type setupOp struct {
-	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish, copytree, rename, symlink, split
+	Op string `json:"op"` // copy, truncate, patch, sql, text, mkdir, publish, run, copytree, rename, symlink, split
 	// copy: From (in the case directory) to Path. truncate: keep Keep
 	// bytes of Path (negative: drop that many from the end). patch: write
 	// Bytes at Offset (negative: from the end). sql: write the Parquet
 	// file Path from Query over the pristine file at From (view src; From
 	// defaults to Path). text: write Content repeated Repeat times (at
 	// least once). publish: run a publish with Args appended to the base;
-	// it must exit Exit. copytree: copy the workspace tree From to Path.
+	// it must exit Exit. run: run the command Args (placeholders
+	// expanded); it must exit Exit. copytree: copy the workspace tree From to Path.
 	// rename: move Path to To (in the workspace). symlink: make Path a
 	// symlink to To (placeholders expanded). split: replace the pristine
 	// file Path by Repeat files of its rows (stem-0000.parquet, ...), each
@@ -251,6 +252,10 @@ func (w *biWS) apply(op setupOp, dir string) {
 		args := w.publishArgs(biBadJob, biGoodDates, w.expandAll(op.Args, dir)...)
 		if r := biRun(w.t, args...); r.code != op.Exit {
 			w.t.Fatalf("setup publish %v: exit %d, want %d\n%s", op.Args, r.code, op.Exit, r.stderr)
+		}
+	case "run":
+		if r := biRun(w.t, w.expandAll(op.Args, dir)...); r.code != op.Exit {
+			w.t.Fatalf("setup run %v: exit %d, want %d\n%s", op.Args, r.code, op.Exit, r.stderr)
 		}
 	default:
 		w.t.Fatalf("unknown setup op %q", op.Op)
@@ -443,7 +448,13 @@ func runHostileCaseOn(t *testing.T, dir string, tc hostileCase, onS3 bool, engin
 	if tc.Kept != "" {
 		keptBefore = w.hashTree(w.join(stagingRoot, "job_id="+tc.Kept))
 	}
-	goodStaging := w.hashTree(w.join(stagingRoot, "job_id="+biGoodJob))
+	// A setup gc may have deleted the good job's staging (its generation
+	// expired); then it must stay gone.
+	goodDir := w.join(stagingRoot, "job_id="+biGoodJob)
+	var goodStaging map[string]string
+	if w.exists(goodDir) {
+		goodStaging = w.hashTree(goodDir)
+	}
 
 	r := biRun(t, args...)
 
@@ -486,7 +497,11 @@ func runHostileCaseOn(t *testing.T, dir string, tc hostileCase, onS3 bool, engin
 		t.Errorf("stderr does not log %q:\n%s", tc.Log, r.stderr)
 	}
 	biDiffTrees(t, "inputs", inputsBefore, w.inputHashes())
-	biDiffTrees(t, "staging/job_id="+biGoodJob, goodStaging, w.hashTree(w.join(stagingRoot, "job_id="+biGoodJob)))
+	if goodStaging != nil {
+		biDiffTrees(t, "staging/job_id="+biGoodJob, goodStaging, w.hashTree(goodDir))
+	} else if w.exists(goodDir) {
+		t.Errorf("%s was created", goodDir)
+	}
 	if tc.Kept != "" {
 		biDiffTrees(t, "staging/job_id="+tc.Kept, keptBefore, w.hashTree(w.join(stagingRoot, "job_id="+tc.Kept)))
 	}

@@ -145,7 +145,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	rep.Expired = expire
 	rep.Verdicts = append(rep.Verdicts, hist...)
 	if !o.DryRun && len(expire) > 0 {
-		if err := history.RecordExpiry(ctx, o.Bucket, history.Expiry{Generations: expire, At: o.Now.UTC(), Reason: o.why(), WriterVersion: o.WriterVersion}); err != nil {
+		ids, err := writers(ctx, o.Store, expire)
+		if err != nil {
+			return rep, err
+		}
+		if err := history.RecordExpiry(ctx, o.Bucket, history.Expiry{Generations: expire, JobIDs: ids, At: o.Now.UTC(), Reason: o.why(), WriterVersion: o.WriterVersion}); err != nil {
 			return rep, fmt.Errorf("gc: record expiry: %w", err)
 		}
 		// Oldest first: a gc stopped half way leaves a history that is
@@ -266,6 +270,25 @@ func Run(ctx context.Context, o Options) (Report, error) {
 }
 
 const historyDir = "pointer-history/"
+
+// writers are the job ids that wrote generations gs, for the expiry
+// record: an id stays taken after its generation is gone.
+func writers(ctx context.Context, s pointer.Store, gs []int64) ([]string, error) {
+	var ids []string
+	for _, g := range gs {
+		p, err := s.LoadGeneration(ctx, g)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gc: read history generation %d: %w", g, err)
+		}
+		if !slices.Contains(ids, p.UpdatedByJobID) {
+			ids = append(ids, p.UpdatedByJobID)
+		}
+	}
+	return ids, nil
+}
 
 // why is the expiry record's reason: the rules the run applied.
 func (o Options) why() string {

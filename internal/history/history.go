@@ -53,7 +53,10 @@ type Change struct {
 
 // Expiry is the record a gc run leaves when it expires generations.
 type Expiry struct {
-	Generations   []int64   `json:"generations"`
+	Generations []int64 `json:"generations"`
+	// JobIDs are the jobs that wrote the expired generations: their ids
+	// stay taken once no retained generation names them.
+	JobIDs        []string  `json:"job_ids,omitempty"`
 	At            time.Time `json:"at"`
 	Reason        string    `json:"reason"`
 	WriterVersion string    `json:"writer_version"`
@@ -145,8 +148,13 @@ func RecordExpiry(ctx context.Context, b storage.Bucket, e Expiry) error {
 	if len(e.Generations) == 0 {
 		return nil
 	}
-	key := path.Join(warehouse.ExpiryRoot, strconv.FormatInt(slices.Max(e.Generations), 10)+".json")
-	return warehouse.WriteJSON(ctx, b, key, e, storage.Cond{})
+	return warehouse.WriteJSON(ctx, b, expiryKey(e), e, storage.Cond{})
+}
+
+// expiryKey is where the record of an expiry is kept: named by the newest
+// generation it expired.
+func expiryKey(e Expiry) string {
+	return path.Join(warehouse.ExpiryRoot, strconv.FormatInt(slices.Max(e.Generations), 10)+".json")
 }
 
 // Expiries reads every expiry record, oldest first.

@@ -193,7 +193,7 @@ func TestRollbackChecksFiles(t *testing.T) {
 		}, "pointer-history/1.json is not the generation 2 was written on"},
 		// A job id a publish attempt took, in flight or rejected.
 		{"JobIDHasStaging", func(w *wh) { w.write("staging/job_id=back/_attempt.json", "{}") }, "job id back was taken by a publish attempt"},
-		{"JobIDRejected", func(w *wh) { w.write("rejections/job_id=back.json", "{}") }, "job id back was taken by a publish attempt"},
+		{"JobIDRejected", func(w *wh) { w.write("rejections/job_id=back.json", "{}") }, "job id back was taken by a rejected publish attempt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWH(t)
@@ -291,6 +291,22 @@ func TestRollbackRacesPublish(t *testing.T) {
 		cur, _, _ := w.store.Load(t.Context())
 		if cur.Generation != 4 || cur.Dates[mon].JobID != "c" || cur.Dates[tue].JobID != "a" {
 			t.Errorf("generation %d: mon %s, tue %s; want 4: c, a", cur.Generation, cur.Dates[mon].JobID, cur.Dates[tue].JobID)
+		}
+	})
+	// A publish given the rollback's job id lands between the rollback's
+	// checks and its swap: one id, one operation; the rollback is refused
+	// as a job id already published and writes nothing.
+	t.Run("PublishTookTheJobID", func(t *testing.T) {
+		w := newWH(t)
+		w.publish("a", mon, tue)
+		w.publish("b", mon)
+		r := &racer{Store: w.store, other: func() { w.publish("back", tue) }}
+		_, err := history.Rollback{Bucket: w.bucket, Store: r, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at, WriterVersion: "t"}.Run(t.Context())
+		if exitcode.Code(err) != exitcode.AlreadyPublished || !strings.Contains(err.Error(), "job id back was taken by generation 3 (a publish)") {
+			t.Fatalf("rollback whose job id a publish took: %v, want exit 4 naming generation 3", err)
+		}
+		if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 3 || cur.Dates[mon].JobID != "b" {
+			t.Errorf("pointer at generation %d naming %s for mon, want 3 naming b", cur.Generation, cur.Dates[mon].JobID)
 		}
 	})
 	t.Run("OtherDateBothLand", func(t *testing.T) {

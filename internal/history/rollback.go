@@ -106,6 +106,9 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 		JobID: r.JobID, Entries: entries, WrittenAt: r.Now.UTC(), WriterVersion: r.WriterVersion,
 		Operation: pointer.OpRollback, Source: r.To,
 		Check: func(now pointer.Pointer) error {
+			if err := pointer.TakenSince(ctx, r.Store, baseGen, now, r.JobID, pointer.OpRollback); err != nil {
+				return exitcode.PublishedError(err)
+			}
 			for _, d := range r.Dates {
 				if !pointer.SameEntry(now.Dates[d], base[d]) {
 					return fmt.Errorf("%w: date %s changed after the rollback read generation %d (now generation %d, job %s); nothing of the rollback was written: "+
@@ -176,19 +179,19 @@ func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 }
 
 // unusedByAttempts refuses a job id that a publish attempt already took (a
-// staging prefix, or a rejection record): every job id names one attempt,
-// and one in flight would otherwise publish under the rollback's id too.
+// staging prefix), or that a record names (a rejection, a rollback, a
+// generation gc expired): every job id names one operation, and an attempt
+// in flight would otherwise publish under the rollback's id too.
 func (r Rollback) unusedByAttempts(ctx context.Context) error {
 	objs, err := r.Bucket.List(ctx, warehouse.StagingDir(r.JobID)+"/")
 	if err != nil {
 		return fmt.Errorf("rollback: check job id %s: %w", r.JobID, err)
 	}
-	_, serr := r.Bucket.Stat(ctx, warehouse.RejectionPath(r.JobID))
-	if serr != nil && !storage.IsNotExist(serr) {
-		return fmt.Errorf("rollback: check job id %s: %w", r.JobID, serr)
+	if len(objs) > 0 {
+		return exitcode.UsageError(fmt.Errorf("rollback: job id %s was taken by a publish attempt (its staging prefix exists): use a new job id", r.JobID))
 	}
-	if len(objs) > 0 || serr == nil {
-		return exitcode.UsageError(fmt.Errorf("rollback: job id %s was taken by a publish attempt (its staging prefix or rejection record exists): use a new job id", r.JobID))
+	if err := CheckRecords(ctx, r.Bucket, r.JobID); err != nil {
+		return fmt.Errorf("rollback: %w", err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
@@ -190,6 +191,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	} else if len(objs) > 0 {
 		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingURI))
 	}
+	if err := history.CheckRecords(ctx, p.Warehouse, job.JobID); err != nil {
+		return res, err
+	}
 
 	// Before the first write: a store whose create-if-absent depends on the
 	// server must show that it refuses a second create, or two writers
@@ -298,11 +302,20 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	failpoint.HitCtx(ctx, failpoint.BeforePointer)
 
 	res.Entries = entries(job, staged, figures)
+	noRollback := pointer.NoRollbackSince(ctx, p.Store, seen, job.Dates)
 	endPointer := p.phase("pointer")
 	defer endPointer()
 	out, err := pointer.PublishOutcome(ctx, p.Store, pointer.Commit{
 		JobID: job.JobID, Entries: res.Entries, WrittenAt: p.Clock().UTC(), WriterVersion: p.version(),
-		Check: pointer.NoRollbackSince(ctx, p.Store, seen, job.Dates),
+		Check: func(cur pointer.Pointer) error {
+			if err := noRollback(cur); err != nil {
+				return err
+			}
+			if err := pointer.TakenSince(ctx, p.Store, seen, cur, job.JobID, pointer.OpPublish); err != nil {
+				return exitcode.PublishedError(err)
+			}
+			return nil
+		},
 	})
 	endPointer()
 	if err != nil {

@@ -76,6 +76,30 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 	}
 }
 
+// TakenSince refuses a generation after base, up to cur, that an operation
+// other than op wrote under jobID: a publish and a rollback given one job
+// id, racing, each of which checked the id before the other had taken it.
+// Each job id names one operation; the caller reports it as a job id
+// already published.
+func TakenSince(ctx context.Context, s Store, base int64, cur Pointer, jobID, op string) error {
+	for g := base + 1; g <= cur.Generation; g++ {
+		h := cur
+		if g < cur.Generation {
+			var err error
+			if h, err = s.LoadGeneration(ctx, g); errors.Is(err, fs.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return fmt.Errorf("read generation %d to check job id %s: %w", g, jobID, err)
+			}
+		}
+		if h.UpdatedByJobID == jobID && h.Operation != op {
+			return fmt.Errorf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
+				jobID, h.Generation, h.Operation, op, op)
+		}
+	}
+	return nil
+}
+
 // Committed is the newest generation committed when base was read from
 // pointer.json: base's own, or the true successor an interrupted write
 // left in the history (its history copy is the commit, and the next swap
