@@ -60,7 +60,7 @@ func RoleOf(n *PlanNode) Role {
 		return ManifestScan
 	case strings.Contains(all, "snapshot_id"):
 		return EnrollmentScan
-	case strings.Contains(all, "event_time") || strings.Contains(all, "filename"):
+	case strings.Contains(all, "event_time") || strings.Contains(all, sourceFileColumn):
 		return EventsScan
 	}
 	return ""

@@ -66,6 +66,12 @@ const eventDateExpr = `CAST(make_timestamp(epoch_us(CAST(event_time AS TIMESTAMP
 // their instant ranges (utcDayRanges), not by event_date: DuckDB derived
 // each row's date once for every requested date in the filter and again
 // for the column (about 0.6 s of the design day's 11 s grain).
+// sourceFileColumn names the column read_parquet adds with each row's
+// file. DuckDB's default name, filename, is an ordinary field a producer may
+// add to its events (an unread column, which the contract drops), and
+// read_parquet refuses a file holding a column of the name it adds.
+const sourceFileColumn = "engagement_source_file"
+
 func eventsQuery(spec engine.Spec, raw []string) string {
 	if len(raw) == 0 {
 		return `SELECT NULL::VARCHAR AS event_id, NULL::VARCHAR AS learner_key, NULL::VARCHAR AS lesson_id,
@@ -76,12 +82,12 @@ FROM (
   SELECT event_id, learner_key, lesson_id, course_id,
          CAST(event_time AS TIMESTAMPTZ) AS event_time,
          %s AS event_date,
-         CAST(regexp_extract(filename, 'ingest_date=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$', 1) AS DATE) AS ingest_date
-  FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=true)
+         CAST(regexp_extract(%s, 'ingest_date=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$', 1) AS DATE) AS ingest_date
+  FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s)
 )
 WHERE ingest_date BETWEEN DATE %s AND DATE %s
   AND %s`,
-		eventDateExpr, FileList(raw), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), utcDayRanges("event_time", spec.Dates))
+		eventDateExpr, sourceFileColumn, FileList(raw), quote(sourceFileColumn), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), utcDayRanges("event_time", spec.Dates))
 }
 
 // factQuery is the staging plan. It aggregates the events to the fact grain
