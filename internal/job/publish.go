@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
@@ -233,6 +235,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events
+	if err := checkLanded(job, ingest, in.Events, base); err != nil {
+		return res, err
+	}
 
 	// Claim the prefix by creating its attempt record only if absent, so
 	// two attempts racing on one job id cannot both write into it.
@@ -503,6 +508,34 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 	}
 	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (newest ingest_date %s, %s %d); pass --allow-outside-horizon to restate them anyway",
 		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
+}
+
+// checkLanded refuses a requested date whose own ingest_date partition has
+// not landed while the date has events elsewhere (late ones, ingested
+// later) or a published entry with events. Most of a date's events are
+// ingested on it, so without that partition the date would be published
+// from its late events alone, a fraction of the day with exit 0, or, when
+// raw retention removed the partition, a whole published day replaced by
+// an empty one. A date with no partition and no events anywhere, never
+// published with any, is a day without events: it publishes zeros.
+func checkLanded(job config.Job, ingest []dates.Date, events map[dates.Date]int64, base pointer.Pointer) error {
+	var missing []string
+	for _, d := range job.Dates {
+		if slices.Contains(ingest, d) {
+			continue
+		}
+		switch {
+		case events[d] > 0:
+			missing = append(missing, fmt.Sprintf("%s%s (%d of its events arrived in later partitions)", inputs.PartitionPrefix, d, events[d]))
+		case base.Dates[d].EventCount > 0:
+			missing = append(missing, fmt.Sprintf("%s%s (generation %d holds %d events of it)", inputs.PartitionPrefix, d, base.Generation, base.Dates[d].EventCount))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("read raw %s: %s has not landed (no data file): a date's own partition holds most of its events, so without it the date would be published as part of a day; "+
+		"wait for it to land (or restore it), then rerun with a new job id", job.Raw, strings.Join(missing, "; "))
 }
 
 func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, now time.Time) Attempt {

@@ -91,6 +91,15 @@ func withDefaults(settings map[string]string) map[string]string {
 
 var settingName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
+// refused are the DuckDB settings a config may not set, each with why:
+// one changes what is published, the others keep the engine from running
+// (and were blamed on a setting the engine applies after them).
+var refused = map[string]string{
+	"default_collation": "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
+	"lock_configuration": "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
+	"enable_external_access": "the engine reads the inputs and writes the staging through it",
+}
+
 // Open starts an in-memory DuckDB and applies settings (the duckdb.* keys of
 // the config, without the prefix). The session time zone is forced to UTC so
 // that event dates never depend on the machine's zone.
@@ -119,6 +128,10 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		if !settingName.MatchString(k) {
 			e.Close()
 			return nil, fmt.Errorf("duckdb.%s: not a DuckDB setting name", k)
+		}
+		if why := refused[k]; why != "" {
+			e.Close()
+			return nil, fmt.Errorf("duckdb.%s: not settable: %s", k, why)
 		}
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", k, quote(settings[k]))); err != nil {
 			e.Close()

@@ -142,11 +142,21 @@ const maxMessage = 128 << 20
 
 // forced are settings the engine owns whatever the config says: event dates
 // are UTC, and timestamps are written as UTC instants (TIMESTAMP_MICROS,
-// isAdjustedToUTC) so readers see the same type the DuckDB engine writes
-// instead of Spark's legacy INT96.
+// isAdjustedToUTC, of the zoned type TIMESTAMP_LTZ: with TIMESTAMP_NTZ as
+// the session's default the first and last event times were written
+// without a zone) so readers see the same type the DuckDB engine writes
+// instead of Spark's legacy INT96. A listed file that cannot be read, or is
+// gone, fails the attempt as on DuckDB instead of being skipped with its
+// events (the input counts skip it too, so no check would see them
+// missing). The engine sizes its files itself (one write task a file), so a
+// record limit per file would split them past the file count it checks.
 var forced = [][2]string{
 	{"spark.sql.session.timeZone", "UTC"},
 	{"spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"},
+	{"spark.sql.timestampType", "TIMESTAMP_LTZ"},
+	{"spark.sql.files.ignoreCorruptFiles", "false"},
+	{"spark.sql.files.ignoreMissingFiles", "false"},
+	{"spark.sql.files.maxRecordsPerFile", "0"},
 }
 
 // defaults are settings the engine chooses unless the config names them.

@@ -54,6 +54,34 @@ func TestSettingsApplied(t *testing.T) {
 	}
 }
 
+// TestForcedSettingsWin: a config that sets what the engine owns (a zone,
+// a zoneless timestamp type, skipping unreadable or missing files, a record
+// limit per file) does not change it: each would change what is published.
+func TestForcedSettingsWin(t *testing.T) {
+	ctx := context.Background()
+	e, err := spark.Open(ctx, sparktest.Remote(t), map[string]string{
+		"spark.sql.session.timeZone":            "America/New_York",
+		"spark.sql.parquet.outputTimestampType": "INT96",
+		"spark.sql.timestampType":               "TIMESTAMP_NTZ",
+		"spark.sql.files.ignoreCorruptFiles":    "true",
+		"spark.sql.files.ignoreMissingFiles":    "true",
+		"spark.sql.files.maxRecordsPerFile":     "10",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for k, want := range map[string]string{
+		"spark.sql.session.timeZone": "UTC", "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+		"spark.sql.timestampType": "TIMESTAMP_LTZ", "spark.sql.files.ignoreCorruptFiles": "false",
+		"spark.sql.files.ignoreMissingFiles": "false", "spark.sql.files.maxRecordsPerFile": "0",
+	} {
+		if got, err := e.Setting(ctx, k); err != nil || !strings.EqualFold(got, want) {
+			t.Errorf("%s = %q (%v), want %q", k, got, err, want)
+		}
+	}
+}
+
 func TestSettingErrors(t *testing.T) {
 	ctx := context.Background()
 	r := sparktest.Remote(t)
