@@ -95,8 +95,8 @@ var settingName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // one changes what is published, the others keep the engine from running
 // (and were blamed on a setting the engine applies after them).
 var refused = map[string]string{
-	"default_collation": "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
-	"lock_configuration": "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
+	"default_collation":      "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
+	"lock_configuration":     "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
 	"enable_external_access": "the engine reads the inputs and writes the staging through it",
 }
 
