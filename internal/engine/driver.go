@@ -77,10 +77,21 @@ const parquetShrink = 3
 // PlannedFiles is the number of files each table's date is written into,
 // from the aggregate's figures, before anything is written: a date is
 // written once, split by its grain when its estimated bytes exceed the
-// target (TargetFiles).
+// target (TargetFiles), into no more files than it has rows and at most
+// MaxFilesPerDate. A target of a few bytes (a typo for 192MB) asked for a
+// file per row or more, and DuckDB writes each part with its own COPY over
+// the date's rows: a run that never ended.
 func PlannedFiles(table string, f DateFigures, targetBytes int64) int {
-	return TargetFiles(PlannedBytes(table, f), targetBytes)
+	rows := f.FactRows
+	if table == CourseDayTable {
+		rows = f.Courses
+	}
+	return max(1, min(TargetFiles(PlannedBytes(table, f), targetBytes), int(min(rows, MaxFilesPerDate))))
 }
+
+// MaxFilesPerDate bounds the files of one table's date: 1,000 files at the
+// 192 MB default are 190 GB, far past a design day's 20 GB.
+const MaxFilesPerDate = 1000
 
 // PlannedBytes is the estimate PlannedFiles makes of the Parquet bytes of
 // table's date with figures f.

@@ -97,6 +97,22 @@ func TestPlannedFiles(t *testing.T) {
 			t.Errorf("%s: PlannedFiles = %d, want %d", tc.name, got, tc.want)
 		}
 	}
+	// A target of a few bytes (a typo) plans no more files than rows, and at
+	// most MaxFilesPerDate: each file is a write, and DuckDB's a COPY.
+	for _, tc := range []struct {
+		name  string
+		table string
+		f     DateFigures
+		want  int
+	}{
+		{"no more files than fact rows", FactTable, DateFigures{FactRows: 45, FactWidth: 1e4}, 45},
+		{"no more files than courses", CourseDayTable, DateFigures{FactRows: 1e4, FactWidth: 1e6, Courses: 8}, 8},
+		{"at most MaxFilesPerDate", FactTable, DateFigures{FactRows: 8e6, FactWidth: 4e8}, MaxFilesPerDate},
+	} {
+		if got := PlannedFiles(tc.table, tc.f, 1); got != tc.want {
+			t.Errorf("%s: PlannedFiles at a 1-byte target = %d, want %d", tc.name, got, tc.want)
+		}
+	}
 }
 
 // TestStageWantsInspectedCounts: a spec without Inspect's input counts is

@@ -206,6 +206,10 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		}
 	}
 
+	if job.TargetFileBytes < 1<<20 {
+		p.Log.Warn("engagement.targetFileBytes is far below the 128-256 MB band: files of a few rows each, at most one a fact row and "+
+			fmt.Sprint(engine.MaxFilesPerDate)+" a date", "target_file_bytes", job.TargetFileBytes)
+	}
 	spec := Spec(job)
 	req := request(locs, spec)
 	endInspect := p.phase("inspect")
