@@ -205,6 +205,10 @@ type wirePointer struct {
 // and is not absolute, bytes/rows >= 0, counts >= 0, rate in [0,1] and not
 // NaN. Errors say which field and date are wrong. Empty or null file lists
 // decode as empty non-nil slices. Digest is set from b. Decode never panics.
+// ErrDamaged marks bytes that are not a pointer document at all (not
+// JSON); the store that read them says how to restore that file.
+var ErrDamaged = errors.New("the file is damaged (a truncated or hand-edited copy)")
+
 func Decode(b []byte) (Pointer, error) {
 	if !json.Valid(b) {
 		// Unmarshal would report the same, but Valid also rejects trailing
@@ -214,8 +218,7 @@ func Decode(b []byte) (Pointer, error) {
 		if err := json.Unmarshal(b, &v); err != nil {
 			why = err.Error()
 		}
-		return Pointer{}, fmt.Errorf("decode pointer: %s (%d bytes): the file is damaged (a truncated or hand-edited copy); "+
-			"copy the newest pointer-history/<generation>.json over it, then check `engagement history`", why, len(b))
+		return Pointer{}, fmt.Errorf("decode pointer: %s (%d bytes): %w", why, len(b), ErrDamaged)
 	}
 	if err := checkKeys(b); err != nil {
 		return Pointer{}, fmt.Errorf("decode pointer: %w", err)

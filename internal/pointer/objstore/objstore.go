@@ -67,6 +67,9 @@ func (s *Store) Load(ctx context.Context) (pointer.Pointer, pointer.Version, err
 		return pointer.Pointer{}, pointer.NoVersion, err
 	}
 	p, err := pointer.Decode(b)
+	if errors.Is(err, pointer.ErrDamaged) {
+		return pointer.Pointer{}, pointer.NoVersion, fmt.Errorf("read %s: %w; copy the newest pointer-history/<generation>.json over it, then check `engagement history`", s.uri(pointerKey), err)
+	}
 	if err != nil {
 		return pointer.Pointer{}, pointer.NoVersion, fmt.Errorf("read %s: %w", s.uri(pointerKey), err)
 	}
@@ -315,12 +318,19 @@ func (s *Store) LoadGeneration(ctx context.Context, generation int64) (pointer.P
 	if err != nil {
 		return pointer.Pointer{}, err
 	}
+	// A history copy is written once and never again, so the remedy is
+	// not another copy of the newest one (which is what pointer.json's is).
+	remedy := fmt.Sprintf("if generation %d is the current one, copy pointer.json over it (the same bytes); otherwise restore it from a backup, "+
+		"or move it out of pointer-history/ (the generation is then not retained: no rollback to it)", generation)
 	p, err := pointer.Decode(b)
+	if errors.Is(err, pointer.ErrDamaged) {
+		return pointer.Pointer{}, fmt.Errorf("read %s: %w; %s", s.uri(historyKey(generation)), err, remedy)
+	}
 	if err != nil {
 		return pointer.Pointer{}, fmt.Errorf("read %s: %w", s.uri(historyKey(generation)), err)
 	}
 	if p.Generation != generation {
-		return pointer.Pointer{}, fmt.Errorf("read %s: holds generation %d", s.uri(historyKey(generation)), p.Generation)
+		return pointer.Pointer{}, fmt.Errorf("read %s: holds generation %d, not %d; %s", s.uri(historyKey(generation)), p.Generation, generation, remedy)
 	}
 	return p, nil
 }

@@ -112,6 +112,35 @@ func TestCorruptPointer(t *testing.T) {
 	}
 }
 
+// A damaged history copy is not mended like pointer.json (by copying the
+// newest history copy over it, which a history file's own generation then
+// refuses): its error says what does mend it.
+func TestCorruptHistory(t *testing.T) {
+	for _, tc := range []struct{ name, content, says string }{
+		{"Truncated", `{"format_version": 1, "generation": 1, "upd`, "(43 bytes): the file is damaged"},
+		{"AnotherGeneration", "", "holds generation 2, not 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := newLocal(dir)
+			publish(t, s, "job-a", pointertest.Day0)
+			publish(t, s, "job-b", pointertest.Day0)
+			content := []byte(tc.content)
+			if tc.content == "" {
+				content, _ = os.ReadFile(filepath.Join(dir, "pointer-history", "2.json"))
+			}
+			if err := os.WriteFile(filepath.Join(dir, "pointer-history", "1.json"), content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.LoadGeneration(t.Context(), 1)
+			if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "restore it from a backup") ||
+				strings.Contains(err.Error(), "copy the newest") {
+				t.Fatalf("LoadGeneration error = %v, want one saying %q and how to restore a history copy", err, tc.says)
+			}
+		})
+	}
+}
+
 // Writes go through temp files that are renamed or linked into place, so a
 // successful publish leaves only the final names behind.
 func TestNoTempFilesLeft(t *testing.T) {
