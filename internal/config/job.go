@@ -363,7 +363,7 @@ func CheckJobID(id string) error {
 	case strings.Contains(id, ".."), strings.ContainsAny(id, `/\`):
 		return exitcode.UsageError(fmt.Errorf("--job-id %q: must not contain a path separator or '..'", id))
 	case !jobIDPattern.MatchString(id):
-		return exitcode.UsageError(fmt.Errorf("--job-id %q: use letters, digits, '.', '_' and '-' only", id))
+		return exitcode.UsageError(fmt.Errorf("--job-id %q: use letters, digits, '.', '_' and '-' only, beginning with a letter or digit", id))
 	}
 	return nil
 }

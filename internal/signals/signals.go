@@ -98,6 +98,6 @@ func ExitCode(ctx context.Context, code int, stderr io.Writer) int {
 		return code
 	}
 	n := exitcode.Signalled(int(sig))
-	fmt.Fprintf(stderr, "engagement: interrupted by %s: exit %d; a publish left the pointer as it was, rerun it with a new job id\n", Name(sig), n)
+	fmt.Fprintf(stderr, "engagement: interrupted by %s: exit %d; a publish or a rollback left the pointer as it was (rerun it with a new job id), a gc deleted only what it printed as deleted (run it again)\n", Name(sig), n)
 	return n
 }
