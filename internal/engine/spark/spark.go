@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/progress"
 )
@@ -236,6 +237,12 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 	sort.Strings(keys)
 	for _, k := range keys {
 		if err := e.set(ctx, k, settings[k]); err != nil {
+			// The server answered with an exception (a value Spark does not
+			// take): the config is wrong, as for a DuckDB setting, and a
+			// retry would meet it again. A transport failure stays exit 1.
+			if se := sparkError(err); se != nil && se.Reason != "" {
+				err = exitcode.UsageError(err)
+			}
 			return nil, err
 		}
 	}

@@ -89,11 +89,12 @@ func TestSettingErrors(t *testing.T) {
 		name     string
 		settings map[string]string
 		want     []string
+		exit     int // a value the server refuses is the config's fault
 	}{
 		{"static setting with another value", map[string]string{"spark.speculation": "true"},
-			[]string{"spark.speculation = true", "--conf spark.speculation=true"}},
+			[]string{"spark.speculation = true", "--conf spark.speculation=true"}, exitcode.Error},
 		{"bad value", map[string]string{"spark.sql.shuffle.partitions": "many"},
-			[]string{"spark.sql.shuffle.partitions", "many", "["}},
+			[]string{"spark.sql.shuffle.partitions", "many", "["}, exitcode.Usage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +110,9 @@ func TestSettingErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans lines: %q", err)
+			}
+			if got := exitcode.Code(err); got != tc.exit {
+				t.Errorf("exit %d, want %d", got, tc.exit)
 			}
 		})
 	}
