@@ -224,7 +224,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		dest = append(dest, &perDate[i])
 	}
 	if err := e.scanRepeats(ctx, kept, q, dest, &hashRepeats); err != nil {
-		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, e.namedDamage(ctx, spec, err))
 	}
 	for i, d := range spec.Dates {
 		events[d] = perDate[i]

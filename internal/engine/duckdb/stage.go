@@ -241,7 +241,7 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Da
 	r.steps.next("aggregate to the fact grain, join manifest and enrollments")
 	err := e.exec(ctx, "build fact_lesson_engagement", "CREATE OR REPLACE TEMP TABLE fact_stage AS "+factQuery(spec, r.s))
 	if err != nil {
-		return nil, release, err
+		return nil, release, e.namedDamage(ctx, spec, err)
 	}
 	r.steps.next("merge course conflicts, count each date's figures")
 	if err := r.mergeConflictRows(ctx); err != nil {
