@@ -115,7 +115,7 @@ func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return engine.Inputs{}, err
 	}
 	in, err := e.inspect(ctx, spec)
-	return in, e.whereNotUTF8(ctx, spec, err)
+	return in, e.namedDamage(ctx, spec, e.whereNotUTF8(ctx, spec, err))
 }
 
 func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {

@@ -27,7 +27,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 	r := runner{e: e, events: events, probe: &taskProbe{why: "the fact grain was not built"}, factStarted: newLatch()}
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.progress)
 	st.Tasks, st.TasksUnavailable = r.probe.tasks, r.probe.why
-	return st, e.whereNotUTF8(ctx, spec, err)
+	return st, e.namedDamage(ctx, spec, e.whereNotUTF8(ctx, spec, err))
 }
 
 // runner is the Spark side of engine.Runner. It writes a table's dates in
