@@ -90,6 +90,8 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 			gen += " (current)"
 		case c.Oldest:
 			gen += " (oldest)"
+		case c.AfterGap:
+			gen += " (after a gap)"
 		}
 		op := c.Operation
 		switch {
@@ -112,7 +114,15 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 		fmt.Fprintf(env.Stdout, "no retained generation changed %s\n", *only)
 	}
 	for _, e := range log.Expiries {
-		fmt.Fprintf(env.Stdout, "expiry: generations %s expired at %s by gc (%s)\n", spans(e.Generations), e.At.UTC().Format(time.RFC3339), e.Reason)
+		fmt.Fprintf(env.Stdout, "expiry: generations %s expired at %s by gc (%s)", spans(e.Generations), e.At.UTC().Format(time.RFC3339), e.Reason)
+		if len(e.StillRetained) > 0 {
+			fmt.Fprintf(env.Stdout, "; %s still retained: that gc stopped before expiring them", spans(e.StillRetained))
+		}
+		fmt.Fprintln(env.Stdout)
+	}
+	if len(log.Missing) > 0 {
+		fmt.Fprintf(env.Stdout, "warning: pointer-history/ lacks generations %s, up to the current %d: gc expires only the oldest, so they were removed by hand; "+
+			"the generation after each gap lists every date it holds\n", spans(log.Missing), log.Current)
 	}
 	return nil
 }

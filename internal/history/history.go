@@ -40,6 +40,10 @@ type Change struct {
 	// Oldest marks the oldest retained generation: its parent is gone, so
 	// every date it holds is listed, changed or not.
 	Oldest bool `json:"oldest_retained"`
+	// AfterGap marks a generation whose parent is missing from the history
+	// though older ones are retained (a file removed by hand): every date
+	// it holds is listed too.
+	AfterGap bool `json:"after_gap,omitempty"`
 
 	Date                 dates.Date `json:"date"`
 	JobID                string     `json:"job_id"`
@@ -54,6 +58,9 @@ type Change struct {
 // Expiry is the record a gc run leaves when it expires generations.
 type Expiry struct {
 	Generations []int64 `json:"generations"`
+	// StillRetained are those of Generations the history still holds: the
+	// gc that wrote the record stopped before expiring them (set by List).
+	StillRetained []int64 `json:"still_retained,omitempty"`
 	// JobIDs are the jobs that wrote the expired generations: their ids
 	// stay taken once no retained generation names them.
 	JobIDs        []string  `json:"job_ids,omitempty"`
@@ -67,6 +74,11 @@ type Log struct {
 	Current  int64    `json:"current_generation"`
 	Changes  []Change `json:"changes"`
 	Expiries []Expiry `json:"expiries"`
+	// Missing are the generations from the oldest retained one up to the
+	// current one that the history lacks: gc expires the oldest only, so
+	// these were removed by some other hand (the current one's copy
+	// included, when the whole of pointer-history/ went).
+	Missing []int64 `json:"missing_generations,omitempty"`
 }
 
 // List reads the retained history: for each retained generation, the dates
@@ -96,6 +108,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			return Log{}, err
 		}
 		oldest := i == 0
+		gap := !oldest && (prev == nil || prev.Generation != g-1)
 		for _, d := range sortedDates(p) {
 			if only != nil && d != *only {
 				continue
@@ -106,7 +119,9 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 					continue
 				}
 			}
-			log.Changes = append(log.Changes, change(p, d, e, g == cur.Generation, oldest || prev == nil || prev.Generation != g-1))
+			c := change(p, d, e, g == cur.Generation, oldest)
+			c.AfterGap = gap
+			log.Changes = append(log.Changes, c)
 		}
 		prev = &p
 	}
@@ -114,6 +129,22 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	slices.SortStableFunc(log.Changes, func(a, b Change) int { return cmp.Compare(b.Generation, a.Generation) })
 	if log.Expiries, err = Expiries(ctx, b); err != nil {
 		return Log{}, err
+	}
+	for i, e := range log.Expiries {
+		for _, g := range e.Generations {
+			if slices.Contains(gens, g) {
+				log.Expiries[i].StillRetained = append(log.Expiries[i].StillRetained, g)
+			}
+		}
+	}
+	from := cur.Generation
+	if len(gens) > 0 {
+		from = min(gens[0], cur.Generation)
+	}
+	for g := from; g <= cur.Generation && g > 0; g++ {
+		if !slices.Contains(gens, g) {
+			log.Missing = append(log.Missing, g)
+		}
 	}
 	return log, nil
 }

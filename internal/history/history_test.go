@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -163,6 +164,47 @@ func TestList(t *testing.T) {
 // TestRollbackChecksFiles: a file the generation names that is missing or
 // has another size, a history copy changed since it was written, or a job
 // id a publish attempt took, is refused before anything moves, naming it.
+// TestListTellsDamage: a history file removed by hand is a gap, not a
+// second oldest generation, and is reported; the whole history removed
+// leaves the current generation reported missing; an expiry record whose
+// gc stopped before expiring says which generations are still retained.
+func TestListTellsDamage(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	w.publish("c", tue)
+	w.publish("d", mon)
+	if err := os.Remove(filepath.Join(w.dir, "pointer-history", "2.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1}, At: at, Reason: "beyond --retain-generations 3"}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := history.List(t.Context(), w.store, w.bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[int64][2]bool{}
+	for _, c := range log.Changes {
+		flags[c.Generation] = [2]bool{c.Oldest, c.AfterGap}
+	}
+	if flags[1] != [2]bool{true, false} || flags[3] != [2]bool{false, true} || flags[4] != [2]bool{false, false} {
+		t.Errorf("(oldest, after gap) by generation %v, want 1 oldest, 3 after a gap, 4 neither", flags)
+	}
+	if !slices.Equal(log.Missing, []int64{2}) {
+		t.Errorf("missing %v, want [2]", log.Missing)
+	}
+	if len(log.Expiries) != 1 || !slices.Equal(log.Expiries[0].StillRetained, []int64{1}) {
+		t.Errorf("expiries %+v, want generation 1 still retained", log.Expiries)
+	}
+	if err := os.RemoveAll(filepath.Join(w.dir, "pointer-history")); err != nil {
+		t.Fatal(err)
+	}
+	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Missing, []int64{4}) {
+		t.Errorf("without pointer-history/: missing %v (%v), want the current generation 4", log.Missing, err)
+	}
+}
+
 func TestRollbackChecksFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
