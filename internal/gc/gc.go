@@ -326,7 +326,7 @@ func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
 	for i, g := range gens {
 		rel := fmt.Sprintf("%s%d.json", historyDir, g)
 		reason := kept
-		if reason == "" {
+		if reason == "" || g >= cur.Generation { // the current one is kept as such
 			next := cur.Generation
 			if i+1 < len(gens) && gens[i+1] < next {
 				next = gens[i+1]

@@ -95,6 +95,11 @@ func TestRetention(t *testing.T) {
 			if !strings.Contains(strings.Join(keeps, "|"), tc.mentions) {
 				t.Errorf("kept generations' reasons %q do not mention %q", keeps, tc.mentions)
 			}
+			for _, v := range rep.Verdicts {
+				if v.Path == "pointer-history/5.json" && v.Reason != "the current generation" {
+					t.Errorf("the current generation kept because %q, want \"the current generation\"", v.Reason)
+				}
+			}
 			var want []int64
 			for g := int64(1); g <= 5; g++ {
 				if !slices.Contains(tc.expired, g) {
