@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -81,6 +83,12 @@ func MainEnv(ctx context.Context, env Env, args []string) int {
 	pre := readPreParse(args, env.Lookup)
 	env.Console.preset(pre)
 	err := Run(ctx, env, args)
+	if readerGone(err) {
+		// status | head: the reader took what it wanted and went away, as
+		// with any Unix filter; a publish handles this itself (exit 0 once
+		// the pointer moved).
+		err = nil
+	}
 	code := exitcode.Code(err)
 	if err != nil {
 		// The record carries the code the process will exit with: a
@@ -238,4 +246,12 @@ func noArgs(c *cobra.Command, args []string) error {
 // oneLine keeps an error to one line for the terminal; the JSON log has the rest.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// readerGone reports a write to the process's stdout that failed because
+// its reader closed the pipe; a broken pipe anywhere else (a store's
+// connection) is a real failure.
+func readerGone(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == os.Stdout.Name() && errors.Is(pe.Err, syscall.EPIPE)
 }

@@ -138,6 +138,33 @@ func TestClosedStdoutAfterPublish(t *testing.T) {
 	}
 }
 
+// A reader that goes away (status | head) ends a read-only command as it
+// ends any Unix filter: exit 0 and no error line, not "broken pipe", exit 1.
+func TestClosedStdoutReaders(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	for _, args := range [][]string{
+		{"status", "--warehouse", w.warehouse},
+		{"read", "fact_lesson_engagement", "--warehouse", w.warehouse, "--date", "2026-03-02", "--format", "csv"},
+		{"history", "--warehouse", w.warehouse},
+	} {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd.Close()
+		cmd := exec.Command(publishtest.Binary(t), args...)
+		cmd.Stdout = wr
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err = cmd.Run()
+		wr.Close()
+		if err != nil || strings.Contains(stderr.String(), "broken pipe") {
+			t.Errorf("%s with a closed stdout: %v (want exit 0)\n%s", args[0], err, stderr.String())
+		}
+	}
+}
+
 // Cancellation (a signal) is never a usage error: whatever step it lands in,
 // the exit code is 1 and nothing is published.
 func TestCancelledRunIsNotUsage(t *testing.T) {
