@@ -74,7 +74,7 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 		return exitcode.UsageError(fmt.Errorf("gc: %s %d: want 0 (keep all) or more", o.ref("retain-generations"), o.retainGens))
 	}
 	if !(o.retainDays >= 0 && o.retainDays < 1e5) {
-		return exitcode.UsageError(fmt.Errorf("gc: %s %v: want 0 (keep all) or a number of days", o.ref("retain-days"), o.retainDays))
+		return exitcode.UsageError(fmt.Errorf("gc: %s %v: want 0 (keep all) or a number of days below 100000", o.ref("retain-days"), o.retainDays))
 	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, o.lockTimeout)
 	if err != nil {

@@ -201,7 +201,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	for _, f := range ints {
 		n, err := strconv.Atoi(values[f.key])
 		if err != nil || n < f.min || n > 100000 {
-			bad(f.key, "%q: want a whole number >= %d", values[f.key], f.min)
+			bad(f.key, "%q: want a whole number from %d to 100000", values[f.key], f.min)
 			continue
 		}
 		*f.dst = n
