@@ -47,22 +47,12 @@ var ErrRaced = errors.New("a concurrent change to the same date came first")
 // NoRollbackSince is the Check of a publish that read generation base
 // before it began: it refuses once a rollback written after base has
 // changed one of ds, since publishing over it would undo an operator's
-// decision made while the job ran. Generations no longer retained are
-// skipped: expiry keeps the newest ones, which are the ones that matter.
+// decision made while the job ran.
 func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) func(cur Pointer) error {
 	return func(cur Pointer) error {
-		for g := base + 1; g <= cur.Generation; g++ {
-			h := cur
-			if g < cur.Generation {
-				var err error
-				if h, err = s.LoadGeneration(ctx, g); errors.Is(err, fs.ErrNotExist) {
-					continue
-				} else if err != nil {
-					return fmt.Errorf("read generation %d to check for a rollback: %w", g, err)
-				}
-			}
+		return eachSince(ctx, s, base, cur, "check for a rollback", func(h Pointer) error {
 			if h.Operation != OpRollback {
-				continue
+				return nil
 			}
 			for _, d := range ds {
 				if _, ok := h.Dates[d]; ok && touched(ctx, s, h, d) {
@@ -71,8 +61,8 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 						ErrRaced, h.Generation, h.UpdatedByJobID, d, h.SourceGeneration, base, d)
 				}
 			}
-		}
-		return nil
+			return nil
+		})
 	}
 }
 
@@ -82,6 +72,20 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 // Each job id names one operation; the caller reports it as a job id
 // already published.
 func TakenSince(ctx context.Context, s Store, base int64, cur Pointer, jobID, op string) error {
+	return eachSince(ctx, s, base, cur, "check job id "+jobID, func(h Pointer) error {
+		if h.UpdatedByJobID == jobID && h.Operation != op {
+			return fmt.Errorf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
+				jobID, h.Generation, h.Operation, op, op)
+		}
+		return nil
+	})
+}
+
+// eachSince calls fn on every retained generation after base up to cur
+// (cur itself as given), oldest first, until fn fails. Generations no
+// longer retained are skipped: expiry keeps the newest ones, which are the
+// ones that matter.
+func eachSince(ctx context.Context, s Store, base int64, cur Pointer, why string, fn func(Pointer) error) error {
 	for g := base + 1; g <= cur.Generation; g++ {
 		h := cur
 		if g < cur.Generation {
@@ -89,12 +93,11 @@ func TakenSince(ctx context.Context, s Store, base int64, cur Pointer, jobID, op
 			if h, err = s.LoadGeneration(ctx, g); errors.Is(err, fs.ErrNotExist) {
 				continue
 			} else if err != nil {
-				return fmt.Errorf("read generation %d to check job id %s: %w", g, jobID, err)
+				return fmt.Errorf("read generation %d to %s: %w", g, why, err)
 			}
 		}
-		if h.UpdatedByJobID == jobID && h.Operation != op {
-			return fmt.Errorf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
-				jobID, h.Generation, h.Operation, op, op)
+		if err := fn(h); err != nil {
+			return err
 		}
 	}
 	return nil
