@@ -19,7 +19,8 @@ const maxDamageProbes = 200
 // a parallel step, the message of its cause lost), the first listed file
 // that fails alone: each file's needed columns are read one file at a time,
 // on this failed path only, where Spark's own error names the file. It
-// returns err itself for any other error, or when no single file fails.
+// returns err itself for any other error, when err names a listed file
+// already, or when no single file fails.
 func (e *Engine) namedDamage(ctx context.Context, spec engine.Spec, err error) error {
 	var se *Error
 	if ctx.Err() != nil || !errors.As(err, &se) || se.Class != "SparkException" || !strings.Contains(se.Msg, "awaitResult") {
@@ -37,6 +38,11 @@ func (e *Engine) namedDamage(ctx context.Context, spec engine.Spec, err error) e
 	n := 0
 	for _, in := range inputs {
 		n += len(in.files)
+		for _, f := range in.files {
+			if strings.Contains(err.Error(), f) {
+				return err // named already (a footer Spark could not read)
+			}
+		}
 	}
 	if n > maxDamageProbes {
 		return err
