@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -54,6 +55,27 @@ func Rows(ctx context.Context, b storage.Bucket, key string, size int64) (int64,
 	n, err := numRows(buf)
 	if err != nil {
 		return 0, badFooter(key, "%v", err)
+	}
+	return n, nil
+}
+
+// PartitionRows is the rows the footers of the listed raw files of
+// ingest date d state: whether a landed partition holds any events.
+func (s *Source) PartitionRows(ctx context.Context, raw []RawFile, d dates.Date) (int64, error) {
+	var n int64
+	for _, f := range raw {
+		if f.IngestDate != d {
+			continue
+		}
+		b, key, err := s.object(ctx, f.Path)
+		if err != nil {
+			return 0, fmt.Errorf("raw file %s: %w", f.Path, err)
+		}
+		rows, err := Rows(ctx, b, key, f.Bytes)
+		if err != nil {
+			return 0, fmt.Errorf("raw file %s: %w", f.Path, err)
+		}
+		n += rows
 	}
 	return n, nil
 }

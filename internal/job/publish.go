@@ -224,6 +224,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := checkHorizon(job, ingest, p.Log); err != nil {
 		return res, err
 	}
+	if err := checkLanded(job, ingest); err != nil {
+		return res, err
+	}
 	now := p.Clock().UTC()
 	if err := mon.freshness(ctx, job, ingest, now); err != nil {
 		return res, err
@@ -239,7 +242,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events
-	if err := checkLanded(job, ingest, in.Events, base); err != nil {
+	if err := p.checkOwnRows(ctx, job, raw, in.Events, base); err != nil {
 		return res, err
 	}
 
@@ -514,32 +517,58 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
 }
 
+// landedWhy is why a requested date's own ingest partition must hold its
+// events: most of a date's events are ingested on it, so without them the
+// date would be published as a part of the day with exit 0, the late
+// events alone after an ingestion outage, or an empty day over a whole one
+// once raw retention removed the partition.
+const landedWhy = "a date's own partition holds most of its events, so without them the date would be published as part of a day; " +
+	"wait for it to land (or restore it), then rerun with a new job id"
+
 // checkLanded refuses a requested date whose own ingest_date partition has
-// not landed while the date has events elsewhere (late ones, ingested
-// later) or a published entry with events. Most of a date's events are
-// ingested on it, so without that partition the date would be published
-// from its late events alone, a fraction of the day with exit 0, or, when
-// raw retention removed the partition, a whole published day replaced by
-// an empty one. A date with no partition and no events anywhere, never
-// published with any, is a day without events: it publishes zeros.
-func checkLanded(job config.Job, ingest []dates.Date, events map[dates.Date]int64, base pointer.Pointer) error {
+// not landed (landedWhy). A day without events lands as a partition of no
+// rows: see checkOwnRows.
+func checkLanded(job config.Job, ingest []dates.Date) error {
 	var missing []string
 	for _, d := range job.Dates {
-		if slices.Contains(ingest, d) {
-			continue
-		}
-		switch {
-		case events[d] > 0:
-			missing = append(missing, fmt.Sprintf("%s%s (%d of its events arrived in later partitions)", inputs.PartitionPrefix, d, events[d]))
-		case base.Dates[d].EventCount > 0:
-			missing = append(missing, fmt.Sprintf("%s%s (generation %d holds %d events of it)", inputs.PartitionPrefix, d, base.Generation, base.Dates[d].EventCount))
+		if !slices.Contains(ingest, d) {
+			missing = append(missing, inputs.PartitionPrefix+d.String())
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("read raw %s: %s has not landed (no data file): a date's own partition holds most of its events, so without it the date would be published as part of a day; "+
-		"wait for it to land (or restore it), then rerun with a new job id", job.Raw, strings.Join(missing, "; "))
+	return fmt.Errorf("read raw %s: %s has not landed (no data file; a day without events lands as a partition of no rows): %s",
+		job.Raw, strings.Join(missing, ", "), landedWhy)
+}
+
+// checkOwnRows refuses a requested date whose own partition holds no row
+// while the date has events elsewhere (late ones) or a published entry
+// with events (landedWhy); with neither it is a day without events, and
+// publishes zeros. The footers tell the rows, read only for such dates.
+func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events map[dates.Date]int64, base pointer.Pointer) error {
+	var empty []string
+	for _, d := range job.Dates {
+		if events[d] == 0 && base.Dates[d].EventCount == 0 {
+			continue
+		}
+		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
+		if err != nil {
+			return fmt.Errorf("read raw %s: %w", job.Raw, err)
+		}
+		part := inputs.PartitionPrefix + d.String()
+		switch {
+		case rows > 0:
+		case events[d] > 0:
+			empty = append(empty, fmt.Sprintf("%s (%d of its events arrived in later partitions)", part, events[d]))
+		default:
+			empty = append(empty, fmt.Sprintf("%s (generation %d holds %d events of it)", part, base.Generation, base.Dates[d].EventCount))
+		}
+	}
+	if len(empty) == 0 {
+		return nil
+	}
+	return fmt.Errorf("read raw %s: %s holds no rows: %s", job.Raw, strings.Join(empty, "; "), landedWhy)
 }
 
 func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, now time.Time) Attempt {

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -330,6 +331,29 @@ func FileBytes(t *testing.T, path string) []byte {
 func TreeHash(t *testing.T, dir string) string {
 	t.Helper()
 	return Hash(t, dir, "")
+}
+
+// EmptyPartition lands raw/ingest_date=<d>/part-0.parquet in the inputs the
+// job reads: a Parquet file of the raw columns and no rows, as ingestion
+// writes a day without events.
+func EmptyPartition(t *testing.T, fx Fixture, d string) {
+	t.Helper()
+	tmp := filepath.Join(t.TempDir(), "empty.parquet")
+	src := filepath.Join(Root(), "testdata", "fixture", "raw", "ingest_date=2026-03-02", "part-0.parquet")
+	if _, err := DB(t).Exec(fmt.Sprintf(`COPY (SELECT * FROM read_parquet('%s') LIMIT 0) TO '%s' (FORMAT parquet)`, src, tmp)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := storage.Parse(fx.In())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Bucket(t, fx.In()).Put(context.Background(), "raw/ingest_date="+d+"/part-0.parquet", data, storage.Cond{}); err != nil {
+		t.Fatalf("land an empty partition under %s: %v", loc, err)
+	}
 }
 
 // DB is a DuckDB connection for reading Parquet back in assertions.
