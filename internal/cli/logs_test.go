@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -323,6 +326,40 @@ func TestPublishOutputJSONAfterSignal(t *testing.T) {
 	}
 	if !bytes.Equal(w.pointerBytes(), before) {
 		t.Error("pointer.json changed")
+	}
+}
+
+// TestSignalAfterTheOutcome: a SIGTERM that arrives while a gate
+// rejection is being reported (here, as its lineage FAIL event is sent)
+// leaves the exit code the rejection's 3, in the process's code and in the
+// document alike: the signal came too late to change the outcome, and a
+// scheduler must not retry a rejection as an interrupted run.
+func TestSignalAfterTheOutcome(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"FAIL"`)) {
+			if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+				t.Error(err)
+			}
+		}
+		rw.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	ctx, stop := signals.Notify(context.Background(), io.Discard)
+	defer stop()
+	var out, errb bytes.Buffer
+	code := signals.ExitCode(ctx, cli.Main(ctx, w.publishArgs("rejected-then-signalled", biGoodDates,
+		"--unknown-cap", "0.001", "--lineage-url", srv.URL, "--output", "json"), &out, &errb), io.Discard)
+	if _, ok := signals.Received(ctx); !ok {
+		t.Fatalf("the SIGTERM was not received; the test proves nothing\n%s", errb.String())
+	}
+	if code != exitcode.GateRejected {
+		t.Errorf("exit %d, want %d\n%s", code, exitcode.GateRejected, errb.String())
+	}
+	if d := oneDoc(t, out.String()); d.Result != "rejected" || *d.ExitCode != exitcode.GateRejected {
+		t.Errorf("document %s, want result rejected and exit_code 3", out.String())
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/metrics"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/version"
 )
@@ -112,6 +113,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
 		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: rep}
 	res, err := p.Publish(ctx, j)
+	decide(ctx, err)
 	run.Result = res
 	prog.Close()
 	env.outcome.dates, env.outcome.res = j.Dates, &res
@@ -137,6 +139,21 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 			"generation", res.Pointer.Generation, "error", err.Error())
 	}
 	return nil
+}
+
+// decide records a publish's outcome once it stands, so that a signal
+// during the reports that follow (the document, metrics, lineage, which
+// may wait on their servers) does not change the exit code: published, a
+// gate rejection or a published job id whatever came when, and any other
+// failure that met no signal. A failure after a signal may be the
+// signal's doing, which stays 130/143.
+func decide(ctx context.Context, err error) {
+	switch code := exitcode.Code(err); {
+	case err == nil, code == exitcode.GateRejected, code == exitcode.AlreadyPublished:
+		signals.Decide(ctx, code)
+	case ctx.Err() == nil:
+		signals.Decide(ctx, code)
+	}
 }
 
 // serverClock is an engine that runs on a server (Spark Connect) and counts

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -47,7 +48,8 @@ var exit = os.Exit
 func Notify(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	ctx, cancel := context.WithCancelCause(parent)
+	d := &decision{}
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, decisionKey{}, d))
 	done := make(chan struct{})
 	go func() {
 		first := true
@@ -63,6 +65,11 @@ func Notify(parent context.Context, stderr io.Writer) (ctx context.Context, stop
 					cancel(Caught{Signal: sig})
 					continue
 				}
+				if code, ok := d.get(); ok {
+					fmt.Fprintf(stderr, "engagement: second signal (%s) after the outcome was decided: exiting at once with its %d\n", Name(sig), code)
+					exit(code)
+					continue // only a test's exit returns
+				}
 				fmt.Fprintf(stderr, "engagement: second signal (%s) while shutting down: exiting at once with %d\n", Name(sig), exitcode.Signalled(int(sig)))
 				exit(exitcode.Signalled(int(sig)))
 			}
@@ -73,6 +80,42 @@ func Notify(parent context.Context, stderr io.Writer) (ctx context.Context, stop
 		close(done)
 		cancel(nil)
 	}
+}
+
+// decision is the outcome of a run once it is decided (a publish that
+// moved the pointer, a gate rejection): what the process exits with,
+// whatever signal comes after, while the reports (the document, metrics,
+// lineage) are still being sent.
+type decision struct {
+	mu   sync.Mutex
+	code int
+	set  bool
+}
+
+type decisionKey struct{}
+
+func (d *decision) get() (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.code, d.set
+}
+
+// Decide records, for a ctx from Notify, that the run's outcome is code:
+// a later signal no longer changes the exit code (ExitCode), and a second
+// signal exits with it. Without Notify's ctx it does nothing.
+func Decide(ctx context.Context, code int) {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
+		d.mu.Lock()
+		d.code, d.set = code, true
+		d.mu.Unlock()
+	}
+}
+
+func decided(ctx context.Context) (int, bool) {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
+		return d.get()
+	}
+	return 0, false
 }
 
 // Received reports the signal that cancelled ctx, if one did.
@@ -92,6 +135,12 @@ func ExitCode(ctx context.Context, code int, stderr io.Writer) int {
 	sig, ok := Received(ctx)
 	if !ok {
 		return code
+	}
+	if c, ok := decided(ctx); ok && c != exitcode.OK {
+		fmt.Fprintf(stderr, "engagement: %s came after the outcome was decided: exit %d\n", Name(sig), c)
+		return c
+	} else if ok {
+		code = exitcode.OK // published: what came after cannot undo it
 	}
 	if code == exitcode.OK {
 		fmt.Fprintf(stderr, "engagement: %s came after the command had finished its work (a publish: after the pointer moved): exit 0\n", Name(sig))

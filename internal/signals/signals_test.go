@@ -3,12 +3,15 @@ package signals
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
 // lockedBuffer is stderr shared with the handler's goroutine.
@@ -81,6 +84,40 @@ func TestNotify(t *testing.T) {
 				t.Errorf("stderr does not say why it exited: %q", stderr.String())
 			}
 		})
+	}
+}
+
+// TestDecidedOutcome: once a run's outcome is decided (a gate rejection,
+// a publish that moved the pointer), a signal during its reports leaves the
+// exit code as decided, and a second signal exits with it, not 128+signo.
+func TestDecidedOutcome(t *testing.T) {
+	for _, code := range []int{exitcode.GateRejected, exitcode.OK} {
+		exited := make(chan int, 1)
+		exit = func(code int) { exited <- code }
+		var stderr lockedBuffer
+		ctx, stop := Notify(context.Background(), &stderr)
+		Decide(ctx, code)
+		for i := 0; i < 2; i++ {
+			if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				<-ctx.Done()
+				if got := ExitCode(ctx, exitcode.Error, io.Discard); got != code {
+					t.Errorf("decided %d, then SIGTERM: ExitCode = %d, want %d", code, got, code)
+				}
+			}
+		}
+		select {
+		case got := <-exited:
+			if got != code {
+				t.Errorf("decided %d, a second SIGTERM exited %d", code, got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a second SIGTERM did not exit")
+		}
+		stop()
+		exit = os.Exit
 	}
 }
 
