@@ -86,6 +86,8 @@ type Verdict struct {
 	// Done: the deletion (or the expiry) happened; a run that failed part
 	// way leaves it false on what it had not reached.
 	Done bool
+	// JobID is the job of a rejection or rollback record.
+	JobID string `json:"-"`
 }
 
 // Report is the outcome of a run, in path order.
@@ -144,13 +146,38 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	rep.Expired = expire
 	rep.Verdicts = append(rep.Verdicts, hist...)
-	if !o.DryRun && len(expire) > 0 {
+	// What the retained generations name is judged as if the expiring ones
+	// were gone already (a dry run judges so too).
+	named, gen, err := referenced(ctx, o.Store, expire)
+	if err != nil {
+		return rep, err
+	}
+	rep.Generation = gen
+	var recs []Verdict
+	if o.retention() {
+		if recs, err = judgeRecords(ctx, o, named); err != nil {
+			return rep, err
+		}
+	}
+	if !o.DryRun {
+		// The expiry record goes first, with every job id this run frees
+		// of its last trace (the expired generations' writers, the
+		// rejection and rollback records it deletes): those ids stay taken.
 		ids, err := writers(ctx, o.Store, expire)
 		if err != nil {
 			return rep, err
 		}
-		if err := history.RecordExpiry(ctx, o.Bucket, history.Expiry{Generations: expire, JobIDs: ids, At: o.Now.UTC(), Reason: o.why(), WriterVersion: o.WriterVersion}); err != nil {
-			return rep, fmt.Errorf("gc: record expiry: %w", err)
+		var recIDs []string
+		for _, v := range recs {
+			if v.Delete && !slices.Contains(recIDs, v.JobID) {
+				recIDs = append(recIDs, v.JobID)
+			}
+		}
+		if len(expire) > 0 || len(recIDs) > 0 {
+			e := history.Expiry{Generations: expire, JobIDs: ids, RecordJobIDs: recIDs, At: o.Now.UTC(), Reason: o.why(), WriterVersion: o.WriterVersion}
+			if err := history.RecordExpiry(ctx, o.Bucket, e, gen); err != nil {
+				return rep, fmt.Errorf("gc: record expiry: %w", err)
+			}
 		}
 		// Oldest first: a gc stopped half way leaves a history that is
 		// still a contiguous run of the newest generations.
@@ -165,22 +192,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			}
 		}
 	}
-	named, gen, err := referenced(ctx, o.Store, expire)
-	if err != nil {
-		return rep, err
-	}
-	rep.Generation = gen
 	inUse, err := rollbacksInUse(ctx, o)
 	if err != nil {
 		return rep, err
 	}
-	if o.retention() {
-		recs, err := judgeRecords(ctx, o, named)
-		if err != nil {
-			return rep, err
-		}
-		rep.Verdicts = append(rep.Verdicts, recs...)
-	}
+	rep.Verdicts = append(rep.Verdicts, recs...)
 
 	files, dirs, err := o.Bucket.ListDir(ctx, warehouse.StagingRoot)
 	if storage.IsNotExist(err) {
@@ -445,7 +461,7 @@ func judgeRecords(ctx context.Context, o Options, named map[string]string) ([]Ve
 			case idle < o.MinAge:
 				out = append(out, Verdict{Path: f.Key, Reason: fmt.Sprintf("written %s ago, younger than --min-age %s", idle.Round(time.Second), o.MinAge)})
 			default:
-				out = append(out, Verdict{Path: f.Key, Delete: true, Bytes: f.Size, Objects: []string{f.Key},
+				out = append(out, Verdict{Path: f.Key, Delete: true, Bytes: f.Size, Objects: []string{f.Key}, JobID: id,
 					Reason: fmt.Sprintf("a record of job %s, named by no retained generation, idle %s", id, idle.Round(time.Second))})
 			}
 		}

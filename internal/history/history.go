@@ -55,7 +55,8 @@ type Change struct {
 	Bytes                int64      `json:"bytes"`
 }
 
-// Expiry is the record a gc run leaves when it expires generations.
+// Expiry is the record a gc run leaves when it expires generations or
+// deletes rejection and rollback records.
 type Expiry struct {
 	Generations []int64 `json:"generations"`
 	// StillRetained are those of Generations the history still holds: the
@@ -63,7 +64,10 @@ type Expiry struct {
 	StillRetained []int64 `json:"still_retained,omitempty"`
 	// JobIDs are the jobs that wrote the expired generations: their ids
 	// stay taken once no retained generation names them.
-	JobIDs        []string  `json:"job_ids,omitempty"`
+	JobIDs []string `json:"job_ids,omitempty"`
+	// RecordJobIDs are the jobs whose rejection or rollback record the run
+	// deleted: their ids stay taken too.
+	RecordJobIDs  []string  `json:"record_job_ids,omitempty"`
 	At            time.Time `json:"at"`
 	Reason        string    `json:"reason"`
 	WriterVersion string    `json:"writer_version"`
@@ -172,20 +176,43 @@ func sortedDates(p pointer.Pointer) []dates.Date {
 	return ds
 }
 
-// RecordExpiry writes the record of one gc run's expiry, named by the
-// newest generation it expired (a later run expires newer ones, so names
-// never collide).
-func RecordExpiry(ctx context.Context, b storage.Bucket, e Expiry) error {
-	if len(e.Generations) == 0 {
-		return nil
+// RecordExpiry writes the record of one gc run that expired generations
+// or deleted records, named by the newest generation it expired, else by
+// cur (the current generation). A record already under that name (a gc
+// run again after one that stopped part way) is merged into, never
+// overwritten: the generations and job ids it holds stay recorded.
+func RecordExpiry(ctx context.Context, b storage.Bucket, e Expiry, cur int64) error {
+	key := path.Join(warehouse.ExpiryRoot, strconv.FormatInt(cur, 10)+".json")
+	if len(e.Generations) > 0 {
+		key = path.Join(warehouse.ExpiryRoot, strconv.FormatInt(slices.Max(e.Generations), 10)+".json")
 	}
-	return warehouse.WriteJSON(ctx, b, expiryKey(e), e, storage.Cond{})
+	data, _, err := b.Get(ctx, key)
+	switch {
+	case err == nil:
+		var old Expiry
+		if err := json.Unmarshal(data, &old); err != nil {
+			return fmt.Errorf("read %s: %w: %s", b.Location().Join(key), err, expiryRemedy)
+		}
+		e.Generations = union(old.Generations, e.Generations)
+		e.JobIDs = union(old.JobIDs, e.JobIDs)
+		e.RecordJobIDs = union(old.RecordJobIDs, e.RecordJobIDs)
+		if old.Reason != "" && old.Reason != e.Reason {
+			e.Reason = old.Reason + "; then " + e.Reason
+		}
+	case !storage.IsNotExist(err):
+		return err
+	}
+	return warehouse.WriteJSON(ctx, b, key, e, storage.Cond{})
 }
 
-// expiryKey is where the record of an expiry is kept: named by the newest
-// generation it expired.
-func expiryKey(e Expiry) string {
-	return path.Join(warehouse.ExpiryRoot, strconv.FormatInt(slices.Max(e.Generations), 10)+".json")
+// expiryRemedy is what to do with an expiry record that does not decode.
+const expiryRemedy = "the expiry record is damaged: restore it from a backup, or move it out of pointer-expiry/ " +
+	"(the job ids it lists can then be used again, and history no longer shows that expiry)"
+
+func union[T cmp.Ordered](a, b []T) []T {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Expiries reads every expiry record, oldest first.
@@ -208,7 +235,7 @@ func Expiries(ctx context.Context, b storage.Bucket) ([]Expiry, error) {
 		}
 		var e Expiry
 		if err := json.Unmarshal(data, &e); err != nil {
-			return nil, fmt.Errorf("read %s: %w", b.Location().Join(f.Key), err)
+			return nil, fmt.Errorf("read %s: %w: %s", b.Location().Join(f.Key), err, expiryRemedy)
 		}
 		out = append(out, e)
 	}

@@ -143,7 +143,7 @@ func TestList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1, 2}, At: at, Reason: "beyond --retain-generations 2", WriterVersion: "test"}); err != nil {
+	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1, 2}, At: at, Reason: "beyond --retain-generations 2", WriterVersion: "test"}, 4); err != nil {
 		t.Fatal(err)
 	}
 	log, err = history.List(t.Context(), w.store, w.bucket, nil)
@@ -177,7 +177,7 @@ func TestListTellsDamage(t *testing.T) {
 	if err := os.Remove(filepath.Join(w.dir, "pointer-history", "2.json")); err != nil {
 		t.Fatal(err)
 	}
-	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1}, At: at, Reason: "beyond --retain-generations 3"}); err != nil {
+	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1}, At: at, Reason: "beyond --retain-generations 3"}, 4); err != nil {
 		t.Fatal(err)
 	}
 	log, err := history.List(t.Context(), w.store, w.bucket, nil)
@@ -202,6 +202,32 @@ func TestListTellsDamage(t *testing.T) {
 	}
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Missing, []int64{4}) {
 		t.Errorf("without pointer-history/: missing %v (%v), want the current generation 4", log.Missing, err)
+	}
+}
+
+// TestRecordExpiryMerges: a gc run again after one that stopped part way
+// names its record as the first did; the record is merged into, so the
+// first run's generations and job ids stay recorded (and those ids taken).
+func TestRecordExpiryMerges(t *testing.T) {
+	w := newWH(t)
+	first := history.Expiry{Generations: []int64{1, 2, 3, 4}, JobIDs: []string{"j1", "j2", "j3", "j4"}, At: at, Reason: "beyond --retain-generations 1"}
+	again := history.Expiry{Generations: []int64{3, 4}, JobIDs: []string{"j3", "j4"}, RecordJobIDs: []string{"rej"}, At: at.Add(time.Hour), Reason: "beyond --retain-generations 1"}
+	for _, e := range []history.Expiry{first, again} {
+		if err := history.RecordExpiry(t.Context(), w.bucket, e, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exps, err := history.Expiries(t.Context(), w.bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exps) != 1 || !slices.Equal(exps[0].Generations, first.Generations) || !slices.Equal(exps[0].JobIDs, first.JobIDs) || !slices.Equal(exps[0].RecordJobIDs, []string{"rej"}) {
+		t.Fatalf("records %+v, want one holding generations 1-4, jobs j1-j4 and the record of rej", exps)
+	}
+	for id, code := range map[string]int{"j1": exitcode.AlreadyPublished, "rej": exitcode.Usage, "fresh": exitcode.OK} {
+		if got := exitcode.Code(history.CheckRecords(t.Context(), w.bucket, id)); got != code {
+			t.Errorf("job id %s: exit %d, want %d", id, got, code)
+		}
 	}
 }
 

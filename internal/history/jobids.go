@@ -14,14 +14,19 @@ import (
 // CheckRecords refuses a job id that a record outside the retained history
 // names, so that an id stays taken after gc: a generation gc expired that
 // the id wrote (exit 4, as a published id), a rejection record or a
-// rollback record (exit 2, as an earlier attempt's staging prefix). The
-// retained history and staging prefixes are the caller's own checks.
+// rollback record, or one gc deleted (exit 2, as an earlier attempt's
+// staging prefix). The retained history and staging prefixes are the
+// caller's own checks.
 func CheckRecords(ctx context.Context, b storage.Bucket, jobID string) error {
 	exps, err := Expiries(ctx, b)
 	if err != nil {
 		return fmt.Errorf("check job id %s: %w", jobID, err)
 	}
 	for _, e := range exps {
+		if slices.Contains(e.RecordJobIDs, jobID) {
+			return exitcode.UsageError(fmt.Errorf("job id %s was taken by an earlier attempt or rollback whose record gc deleted at %s (%s): use a new job id",
+				jobID, e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
+		}
 		if slices.Contains(e.JobIDs, jobID) {
 			return exitcode.PublishedError(fmt.Errorf("job id %s wrote a generation gc has since expired (generations %s, expired at %s; %s): use a new job id",
 				jobID, gensText(e.Generations), e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
