@@ -377,6 +377,27 @@ func TestRollbackRacesPublish(t *testing.T) {
 			t.Errorf("pointer at generation %d naming %s for mon, want 3 naming b", cur.Generation, cur.Dates[mon].JobID)
 		}
 	})
+	// The other way round: a publish died after its history copy; a
+	// rollback begun then starts from that committed generation, not from
+	// pointer.json's, and is not refused as raced by it.
+	t.Run("PublishCommittedBeforeTheRollback", func(t *testing.T) {
+		w := newWH(t)
+		w.publish("a", mon, tue)
+		w.publish("b", mon)
+		remove := failpoint.SetHook(failpoint.MidPointer, func() { panic("killed") })
+		func() {
+			defer func() { _ = recover() }()
+			w.publish("c", mon)
+		}()
+		remove()
+		if err := w.rollback("back", 2, mon); err != nil {
+			t.Fatalf("a rollback begun after a publish committed: %v", err)
+		}
+		cur, _, _ := w.store.Load(t.Context())
+		if cur.Generation != 4 || cur.Dates[mon].JobID != "b" || cur.Operation != pointer.OpRollback {
+			t.Errorf("generation %d (%s): mon %s; want 4, a rollback to b", cur.Generation, cur.Operation, cur.Dates[mon].JobID)
+		}
+	})
 	t.Run("OtherDateBothLand", func(t *testing.T) {
 		w := newWH(t)
 		w.publish("a", mon, tue)

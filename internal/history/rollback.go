@@ -69,6 +69,13 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	if err != nil {
 		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
 	}
+	// A write interrupted after its history copy (the commit) has happened:
+	// the rollback starts from it, as the swap will once it rolls it forward.
+	if g := pointer.Committed(ctx, r.Store, cur); g != cur.Generation {
+		if cur, err = r.Store.LoadGeneration(ctx, g); err != nil {
+			return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
+		}
+	}
 	src, err := r.source(ctx, cur)
 	if err != nil {
 		return pointer.Outcome{}, err
@@ -106,6 +113,11 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 		JobID: r.JobID, Entries: entries, WrittenAt: r.Now.UTC(), WriterVersion: r.WriterVersion,
 		Operation: pointer.OpRollback, Source: r.To,
 		Check: func(now pointer.Pointer) error {
+			if now.Generation < baseGen {
+				// pointer.json still behind the committed generation the
+				// rollback started from: the swap rolls it forward first.
+				return nil
+			}
 			if err := pointer.TakenSince(ctx, r.Store, baseGen, now, r.JobID, pointer.OpRollback); err != nil {
 				return exitcode.PublishedError(err)
 			}
