@@ -15,6 +15,9 @@ import (
 // time, on this failed path only. It returns err itself when err names a
 // listed file already, is not a read failure, or no single file fails.
 func (e *Engine) namedDamage(ctx context.Context, spec engine.Spec, err error) error {
+	if err == nil {
+		return nil
+	}
 	msg := err.Error()
 	if ctx.Err() != nil || !readFailure(msg) {
 		return err

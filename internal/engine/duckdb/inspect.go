@@ -123,8 +123,14 @@ func hasPrefix(typ string, prefixes []string) bool {
 	return false
 }
 
-// Inspect implements engine.Engine.
+// Inspect implements engine.Engine. A read that failed on a damaged file
+// without naming it is traced to the file (namedDamage).
 func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	in, err := e.inspect(ctx, spec)
+	return in, e.namedDamage(ctx, spec, err)
+}
+
+func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
 	var in engine.Inputs
 	rawFiles := spec.Inputs.RawPaths()
 	in.Figures.RawFiles = len(rawFiles)
@@ -224,7 +230,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		dest = append(dest, &perDate[i])
 	}
 	if err := e.scanRepeats(ctx, kept, q, dest, &hashRepeats); err != nil {
-		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, e.namedDamage(ctx, spec, err))
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
 	for i, d := range spec.Dates {
 		events[d] = perDate[i]
