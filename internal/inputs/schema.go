@@ -168,14 +168,26 @@ func Prohibited(fields []Field, prohibited []string) []string {
 	return found
 }
 
+// ReservedColumn is the name an engine gives its own column of each raw
+// row's file (DuckDB's read_parquet adds one, and refuses a file holding a
+// column of that name in any case, naming neither). A raw file with such a
+// column is refused up front, naming it, on every engine alike.
+const ReservedColumn = "engagement_source_file"
+
 // ProhibitedFields reads the footer of every raw file and returns the
-// prohibited fields found, as Prohibited does, across all of them.
+// prohibited fields found, as Prohibited does, across all of them. A top
+// column named ReservedColumn, in any case, is an error naming the file.
 func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) ([]string, error) {
 	var all []Field
 	for _, f := range files {
 		fields, err := s.Fields(ctx, "raw", f.File)
 		if err != nil {
 			return nil, err
+		}
+		for _, fd := range fields {
+			if strings.EqualFold(fd[0], ReservedColumn) {
+				return nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
+			}
 		}
 		all = append(all, fields...)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/progress"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
@@ -69,8 +70,9 @@ const eventDateExpr = `CAST(make_timestamp(epoch_us(CAST(event_time AS TIMESTAMP
 // sourceFileColumn names the column read_parquet adds with each row's
 // file. DuckDB's default name, filename, is an ordinary field a producer may
 // add to its events (an unread column, which the contract drops), and
-// read_parquet refuses a file holding a column of the name it adds.
-const sourceFileColumn = "engagement_source_file"
+// read_parquet refuses a file holding a column of the name it adds: the
+// name is reserved, and a raw file holding it refused up front.
+const sourceFileColumn = inputs.ReservedColumn
 
 func eventsQuery(spec engine.Spec, raw []string) string {
 	if len(raw) == 0 {
