@@ -27,7 +27,8 @@ import (
 const (
 	dagID = "engagement_daily"
 	// The logical date whose run publishes the fixture's two event dates
-	// (2026-03-02 and 2026-03-03, with engagement_restate_days 2); the fixture
+	// (2026-03-02 and 2026-03-03, with engagement_restate_days 2: the fixture
+	// has no partition of the run day, so two dates fit its horizon of 2); the fixture
 	// config's run date for freshness is the same day.
 	logicalDate = "2026-03-04"
 	// The job id template {{ ts_nodash }}-try{{ ti.try_number }} of that run.
