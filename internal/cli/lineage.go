@@ -62,7 +62,7 @@ func (r *lineageRun) finish(ctx context.Context, res job.Result, err error, now 
 func (r *lineageRun) send(ctx context.Context, e lineage.Event) {
 	warn := func(sink string, err error) {
 		r.failures++
-		r.log.Warn("a lineage event was not sent; the run's outcome stands", "job_id", r.plan.JobID,
+		r.log.Warn("a lineage event was not sent; the run's outcome stands", // the logger carries job_id
 			"event_type", e.EventType, "sink", sink, "error", err.Error(), "lineage_failures", r.failures)
 	}
 	if r.f.url != "" {

@@ -1,6 +1,12 @@
 package cli
 
 import (
+	"cmp"
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+
 	"github.com/spf13/cobra"
 
 	"context"
@@ -213,6 +219,13 @@ func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
 			*s.path = ""
 			continue
 		}
+		if err := plainFile(*s.path); err != nil {
+			if first == nil {
+				first = exitcode.UsageError(fmt.Errorf("%s %s: %w", s.flag, *s.path, err))
+			}
+			*s.path = ""
+			continue
+		}
 		flag, loc, ok := places.Holding(*s.path)
 		if !ok {
 			continue
@@ -223,5 +236,35 @@ func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
 		}
 		*s.path = ""
 	}
+	if m.file != "" && m.file == l.file {
+		// The textfile is replaced whole, which would wipe the event log.
+		first = cmp.Or(first, exitcode.UsageError(fmt.Errorf("--metrics-file and --lineage-file name one file, %s: give each its own", m.file)))
+		m.file, l.file = "", ""
+	}
 	return first
+}
+
+// plainFile refuses a sink path that exists as anything but a regular file
+// with no other name: the metrics textfile is replaced by a rename (a
+// symlink or a device would be replaced, not written through), the lineage
+// log is appended to (a FIFO without a reader blocks for ever), and a file
+// with another hard link may be an input under another name.
+func plainFile(p string) error {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return errors.New("is a symlink: give the file's own path")
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("is not a regular file (%s)", fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fmt.Errorf("has %d hard links: it may be another file (an input) under another name; give a file of its own", st.Nlink)
+	}
+	return nil
 }
