@@ -66,9 +66,9 @@ func (r *lineageRun) send(ctx context.Context, e lineage.Event) {
 			"event_type", e.EventType, "sink", sink, "error", err.Error(), "lineage_failures", r.failures)
 	}
 	if r.f.url != "" {
-		// Bounded, and not cancelled by a signal: the FAIL of an
-		// interrupted run is still worth sending.
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+		// Not cancelled by a signal: the FAIL of an interrupted run is
+		// still worth sending (sinkContext).
+		pctx, cancel := sinkContext(ctx)
 		err := lineage.Post(pctx, http.DefaultClient, r.f.url, e)
 		cancel()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -360,6 +361,35 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 	}
 	if d := oneDoc(t, out.String()); d.Result != "rejected" || *d.ExitCode != exitcode.GateRejected {
 		t.Errorf("document %s, want result rejected and exit_code 3", out.String())
+	}
+}
+
+// TestSignalledSinksAreBounded: once a signal has come, each report to an
+// endpoint that never answers gives up within seconds, not its usual 10 s,
+// so a run asked to stop ends inside a scheduler's grace period. A bound
+// with room, not a timing: the two sends took 20 s before.
+func TestSignalledSinksAreBounded(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signals.Caught{Signal: syscall.SIGTERM})
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := cli.Main(ctx, w.publishArgs("signalled-sinks", biGoodDates, "--lineage-url", hang.URL), &out, &errb)
+	if took := time.Since(start); took > 12*time.Second {
+		t.Errorf("a signalled run took %s with a hanging lineage endpoint, want its sends cut to seconds", took.Round(time.Second))
+	}
+	if code == 0 || !strings.Contains(errb.String(), "a lineage event was not sent") {
+		t.Errorf("exit %d; want a failed run that warns of the unsent events\n%s", code, errb.String())
 	}
 }
 

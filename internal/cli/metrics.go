@@ -16,6 +16,22 @@ import (
 // finished publish (or a signalled one) open.
 const pushTimeout = 10 * time.Second
 
+// signalledPushTimeout bounds each send once a signal arrived: a run asked
+// to stop still reports, but three hanging sends of 10 s would outlast a
+// scheduler's grace period (Kubernetes': 30 s) and be killed unreported.
+const signalledPushTimeout = 2 * time.Second
+
+// sinkContext is the context of one report: not cancelled by a signal (an
+// interrupted run's report is still worth sending), and bounded, the
+// tighter once a signal has come.
+func sinkContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := pushTimeout
+	if _, ok := signals.Received(ctx); ok {
+		d = signalledPushTimeout
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
 // metricsFlags are publish's --metrics-file and --pushgateway.
 type metricsFlags struct{ file, pushgateway string }
 
@@ -41,7 +57,7 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 		run.PreviousSuccess = metrics.PreviousSuccess(f.file)
 	}
 	if f.pushgateway != "" {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+		pctx, cancel := sinkContext(ctx)
 		perr := metrics.Push(pctx, f.pushgateway, run)
 		cancel()
 		if perr != nil {
