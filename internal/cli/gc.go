@@ -105,7 +105,7 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 		}
 		fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
 		switch {
-		case strings.HasPrefix(v.Path, "pointer-history/"):
+		case strings.HasPrefix(v.Path, "pointer-history/"), strings.Contains(v.Path, "/.gc-deleting-"):
 		case strings.HasPrefix(v.Path, warehouse.StagingRoot+"/"):
 			prefixes++
 			bytes += v.Bytes

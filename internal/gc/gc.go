@@ -216,7 +216,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		case ok && slices.Contains(dirs, target):
 			// Its prefix is judged below; deleting it removes the marker last.
 			markers[target] = true
-			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "the marker of an interrupted gc of " + target + ", which is still there (the marker goes with it)"})
+			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "the marker of an interrupted gc of " + target + ", which is kept"})
 		case ok:
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Delete: true, Bytes: f.Size, Objects: []string{rel},
 				Reason: "the marker of an interrupted gc of " + target + ", which is gone"})
@@ -224,12 +224,22 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "not a job_id=<id> staging prefix"})
 		}
 	}
+	deleting := map[string]bool{}
 	for _, d := range dirs {
 		v := judge(ctx, o, d, named, markers[d])
 		if by := inUse[v.Path]; by != "" && v.Delete {
 			v = Verdict{Path: v.Path, Reason: by}
 		}
+		deleting[d] = v.Delete
 		rep.Verdicts = append(rep.Verdicts, v)
+	}
+	for i, v := range rep.Verdicts {
+		// A marker whose prefix goes now goes with it (removed last by the
+		// prefix's own delete): say so, instead of "kept".
+		if target, ok := markerOf(path.Base(v.Path)); ok && markers[target] && deleting[target] {
+			rep.Verdicts[i].Delete = true
+			rep.Verdicts[i].Reason = "the marker of an interrupted gc of " + target + ", deleted with it"
+		}
 	}
 	sort.Slice(rep.Verdicts, func(i, j int) bool { return rep.Verdicts[i].Path < rep.Verdicts[j].Path })
 	if o.DryRun {

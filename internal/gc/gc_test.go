@@ -310,7 +310,7 @@ func TestGCFinishesAMarkedPrefix(t *testing.T) {
 	for _, v := range rep.Deleted() {
 		paths = append(paths, v.Path)
 	}
-	if strings.Join(paths, ",") != "staging/job_id=half" {
+	if strings.Join(paths, ",") != "staging/.gc-deleting-job_id=half,staging/job_id=half" {
 		t.Fatalf("deleted %v", paths)
 	}
 	for _, p := range []string{"staging/job_id=half", "staging/.gc-deleting-job_id=half"} {
