@@ -338,18 +338,23 @@ func TestPublishOutputJSONAfterSignal(t *testing.T) {
 func TestSignalAfterTheOutcome(t *testing.T) {
 	w := biNewWS(t)
 	w.goodPublish()
+	ctx, stop := signals.Notify(context.Background(), io.Discard)
+	defer stop()
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if bytes.Contains(body, []byte(`"FAIL"`)) {
 			if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 				t.Error(err)
 			}
+			// The signal arrives asynchronously: answer once it has.
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+			}
 		}
 		rw.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	ctx, stop := signals.Notify(context.Background(), io.Discard)
-	defer stop()
 	var out, errb bytes.Buffer
 	code := signals.ExitCode(ctx, cli.Main(ctx, w.publishArgs("rejected-then-signalled", biGoodDates,
 		"--unknown-cap", "0.001", "--lineage-url", srv.URL, "--output", "json"), &out, &errb), io.Discard)

@@ -251,11 +251,8 @@ func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
 // with another hard link may be an input under another name.
 func plainFile(p string) error {
 	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if err != nil {
-		return err
+		return nil // nothing there to replace; a write that then fails is the sink's warning
 	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:

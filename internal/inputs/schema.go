@@ -59,25 +59,27 @@ func Rows(ctx context.Context, b storage.Bucket, key string, size int64) (int64,
 	return n, nil
 }
 
-// PartitionRows is the rows the footers of the listed raw files of
-// ingest date d state: whether a landed partition holds any events.
-func (s *Source) PartitionRows(ctx context.Context, raw []RawFile, d dates.Date) (int64, error) {
-	var n int64
+// PartitionHasRows reports whether a listed raw file of ingest date d
+// holds a row, by its footer's row count: whether a landed partition holds
+// any events. It stops at the first file that does.
+func (s *Source) PartitionHasRows(ctx context.Context, raw []RawFile, d dates.Date) (bool, error) {
 	for _, f := range raw {
 		if f.IngestDate != d {
 			continue
 		}
 		b, key, err := s.object(ctx, f.Path)
 		if err != nil {
-			return 0, fmt.Errorf("raw file %s: %w", f.Path, err)
+			return false, fmt.Errorf("raw file %s: %w", f.Path, err)
 		}
 		rows, err := Rows(ctx, b, key, f.Bytes)
 		if err != nil {
-			return 0, fmt.Errorf("raw file %s: %w", f.Path, err)
+			return false, fmt.Errorf("raw file %s: %w", f.Path, err)
 		}
-		n += rows
+		if rows > 0 {
+			return true, nil
+		}
 	}
-	return n, nil
+	return false, nil
 }
 
 func badFooter(name, format string, args ...any) error {

@@ -545,20 +545,21 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 // checkOwnRows refuses a requested date whose own partition holds no row
 // while the date has events elsewhere (late ones) or a published entry
 // with events (landedWhy); with neither it is a day without events, and
-// publishes zeros. The footers tell the rows, read only for such dates.
+// publishes zeros. The footers tell the rows, up to the first file that
+// holds one.
 func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events map[dates.Date]int64, base pointer.Pointer) error {
 	var empty []string
 	for _, d := range job.Dates {
 		if events[d] == 0 && base.Dates[d].EventCount == 0 {
 			continue
 		}
-		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
+		has, err := p.Inputs.PartitionHasRows(ctx, raw, d)
 		if err != nil {
 			return fmt.Errorf("read raw %s: %w", job.Raw, err)
 		}
 		part := inputs.PartitionPrefix + d.String()
 		switch {
-		case rows > 0:
+		case has:
 		case events[d] > 0:
 			empty = append(empty, fmt.Sprintf("%s (%d of its events arrived in later partitions)", part, events[d]))
 		default:
