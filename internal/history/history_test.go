@@ -295,6 +295,15 @@ func (r *racer) Swap(ctx context.Context, v pointer.Version, next pointer.Pointe
 	return r.Store.Swap(ctx, v, next)
 }
 
+// diesAfterTheCommit runs write as if its process died between the history
+// copy (the commit) and the pointer.json replace, as a kill there would.
+func diesAfterTheCommit(write func()) {
+	remove := failpoint.SetHook(failpoint.MidPointer, func() { panic("killed") })
+	defer remove()
+	defer func() { _ = recover() }()
+	write()
+}
+
 // TestRollbackRacesPublish: a rollback and a publish of the same date,
 // either landing first: exactly one wins, the other gets ErrRaced and
 // writes nothing.
@@ -341,12 +350,7 @@ func TestRollbackRacesPublish(t *testing.T) {
 		w := newWH(t)
 		w.publish("a", mon, tue)
 		w.publish("b", mon)
-		remove := failpoint.SetHook(failpoint.MidPointer, func() { panic("killed") })
-		func() {
-			defer func() { _ = recover() }()
-			_ = w.rollback("back", 1, mon)
-		}()
-		remove()
+		diesAfterTheCommit(func() { _ = w.rollback("back", 1, mon) })
 		if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 2 {
 			t.Fatalf("pointer.json at generation %d, want 2 (the rollback's copy 3 not rolled forward yet)", cur.Generation)
 		}
@@ -384,12 +388,7 @@ func TestRollbackRacesPublish(t *testing.T) {
 		w := newWH(t)
 		w.publish("a", mon, tue)
 		w.publish("b", mon)
-		remove := failpoint.SetHook(failpoint.MidPointer, func() { panic("killed") })
-		func() {
-			defer func() { _ = recover() }()
-			w.publish("c", mon)
-		}()
-		remove()
+		diesAfterTheCommit(func() { w.publish("c", mon) })
 		if err := w.rollback("back", 2, mon); err != nil {
 			t.Fatalf("a rollback begun after a publish committed: %v", err)
 		}
