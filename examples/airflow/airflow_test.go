@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/testenv"
 )
@@ -312,6 +314,52 @@ func TestDAG(t *testing.T) {
 			t.Errorf("a second try ran")
 		}
 	})
+	// At 06:00 the run day's first events have landed: the horizon then
+	// counts from the run day, and restatementHorizonDays dates before it
+	// reach one past it (exit 2, every day). The documented setting,
+	// restatementHorizonDays - 1 (1 for the fixture's 2), publishes.
+	t.Run("RunDayPartitionLanded", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		if err := os.MkdirAll(wh, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		raw := filepath.Join(dir, "raw")
+		if err := os.CopyFS(raw, os.DirFS(filepath.Join(fx.Dir, "raw"))); err != nil {
+			t.Fatal(err)
+		}
+		// The run day's first events: the fixture's events of 2026-03-03 a
+		// day later, under new ids (its partition's late event of
+		// 2026-03-02 left out, so 2026-03-03's figures stay the fixture's).
+		runDay := filepath.Join(raw, "ingest_date="+logicalDate)
+		if err := os.MkdirAll(runDay, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := publishtest.DB(t).Exec(fmt.Sprintf(`COPY (SELECT * REPLACE (event_id || '-next' AS event_id, event_time + INTERVAL 1 DAY AS event_time)
+			FROM read_parquet('%s') WHERE event_time >= TIMESTAMPTZ '2026-03-03 00:00:00+00') TO '%s' (FORMAT parquet)`,
+			filepath.Join(raw, "ingest_date=2026-03-03", "part-0.parquet"), filepath.Join(runDay, "part-0.parquet"))); err != nil {
+			t.Fatal(err)
+		}
+		args := publishtest.WithFlag(fx.Args(wh, "horizon-2", "2026-03-02", "2026-03-03"), "--raw", raw)
+		if out, err := exec.Command(engagement, args...).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "outside the restatement horizon") {
+			t.Fatalf("two dates with the run day landed: %v, want exit 2 for the horizon\n%s", err, tail(out))
+		}
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_RAW=" + raw, "AIRFLOW_VAR_ENGAGEMENT_RESTATE_DAYS=1"}, nil, nil)
+		if err != nil {
+			t.Fatalf("airflow dags test: %v\n%s", err, tail(out))
+		}
+		current, _ := a.tries(t)
+		if got := find(current, "publish"); len(got) != 1 || got[0].State != "success" || got[0].Try != 1 {
+			t.Errorf("publish in task_instance: %+v, want success on try 1", got)
+		}
+		snap := publishtest.Snapshot(t, wh)
+		got, err := snap.Date("2026-03-03")
+		if want := fx.Expected.ByDate[dates.MustParse("2026-03-03")]; err != nil || got.JobID != jobIDPrefix+"1" || got.EventCount != want.Events {
+			t.Errorf("2026-03-03: %+v, %v; want job %s1 with %d events", got, err, jobIDPrefix, want.Events)
+		}
+	})
+
 	t.Run("SensorWaitsForTheDate", func(t *testing.T) {
 		dir := t.TempDir()
 		wh := filepath.Join(dir, "warehouse")
@@ -363,4 +411,16 @@ func TestDAG(t *testing.T) {
 // binary, as an earlier run would have.
 func publishFixture(engagement string, fx publishtest.Fixture, wh, jobID string, dates ...string) ([]byte, error) {
 	return exec.Command(engagement, fx.Args(wh, jobID, dates...)...).CombinedOutput()
+}
+
+// exitCode is a finished command's exit code (0 for a nil error).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
