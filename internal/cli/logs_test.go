@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -330,42 +332,59 @@ func TestPublishOutputJSONAfterSignal(t *testing.T) {
 	}
 }
 
-// TestSignalAfterTheOutcome: a SIGTERM that arrives while a gate
-// rejection is being reported (here, as its lineage FAIL event is sent)
-// leaves the exit code the rejection's 3, in the process's code and in the
-// document alike: the signal came too late to change the outcome, and a
-// scheduler must not retry a rejection as an interrupted run.
+// TestSignalAfterTheOutcome: a SIGTERM that arrives while a decided
+// outcome is being reported (here, as its lineage FAIL event is sent)
+// leaves the exit code the outcome's, in the process's code and in the
+// document alike: a gate rejection's 3, and a usage error's 2 (refused
+// before any publish). A scheduler must not retry either as an
+// interrupted run.
 func TestSignalAfterTheOutcome(t *testing.T) {
 	w := biNewWS(t)
 	w.goodPublish()
-	ctx, stop := signals.Notify(context.Background(), io.Discard)
-	defer stop()
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"FAIL"`)) {
-			if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-				t.Error(err)
-			}
-			// The signal arrives asynchronously: answer once it has.
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Second):
-			}
-		}
-		rw.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
-	var out, errb bytes.Buffer
-	code := signals.ExitCode(ctx, cli.Main(ctx, w.publishArgs("rejected-then-signalled", biGoodDates,
-		"--unknown-cap", "0.001", "--lineage-url", srv.URL, "--output", "json"), &out, &errb), io.Discard)
-	if _, ok := signals.Received(ctx); !ok {
-		t.Fatalf("the SIGTERM was not received; the test proves nothing\n%s", errb.String())
+	link := filepath.Join(t.TempDir(), "m.prom")
+	if err := os.Symlink(filepath.Join(t.TempDir(), "real.prom"), link); err != nil {
+		t.Fatal(err)
 	}
-	if code != exitcode.GateRejected {
-		t.Errorf("exit %d, want %d\n%s", code, exitcode.GateRejected, errb.String())
-	}
-	if d := oneDoc(t, out.String()); d.Result != "rejected" || *d.ExitCode != exitcode.GateRejected {
-		t.Errorf("document %s, want result rejected and exit_code 3", out.String())
+	for _, tc := range []struct {
+		name   string
+		extra  []string
+		code   int
+		result string
+	}{
+		{"gate rejection", []string{"--unknown-cap", "0.001"}, exitcode.GateRejected, "rejected"},
+		{"usage", []string{"--metrics-file", link}, exitcode.Usage, "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, stop := signals.Notify(context.Background(), io.Discard)
+			defer stop()
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`"FAIL"`)) {
+					if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+						t.Error(err)
+					}
+					// The signal arrives asynchronously: answer once it has.
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Second):
+					}
+				}
+				rw.WriteHeader(http.StatusOK)
+			}))
+			defer srv.Close()
+			var out, errb bytes.Buffer
+			args := w.publishArgs("signalled-"+tc.result, biGoodDates, append(tc.extra, "--lineage-url", srv.URL, "--output", "json")...)
+			code := signals.ExitCode(ctx, cli.Main(ctx, args, &out, &errb), io.Discard)
+			if _, ok := signals.Received(ctx); !ok {
+				t.Fatalf("the SIGTERM was not received; the test proves nothing\n%s", errb.String())
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", code, tc.code, errb.String())
+			}
+			if d := oneDoc(t, out.String()); d.Result != tc.result || *d.ExitCode != tc.code {
+				t.Errorf("document %s, want result %s and exit_code %d", out.String(), tc.result, tc.code)
+			}
+		})
 	}
 }
 
@@ -376,25 +395,32 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 func TestSignalledSinksAreBounded(t *testing.T) {
 	w := biNewWS(t)
 	w.goodPublish()
-	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
+	// Signalled before the run, and during its first send (which then
+	// has its remaining wait cut): each send then waits 2 s, not 10.
+	for _, during := range []bool{false, true} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if !during {
+			cancel(signals.Caught{Signal: syscall.SIGTERM})
 		}
-	}))
-	defer hang.Close()
-	defer close(release)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(signals.Caught{Signal: syscall.SIGTERM})
-	var out, errb bytes.Buffer
-	start := time.Now()
-	code := cli.Main(ctx, w.publishArgs("signalled-sinks", biGoodDates, "--lineage-url", hang.URL), &out, &errb)
-	if took := time.Since(start); took > 12*time.Second {
-		t.Errorf("a signalled run took %s with a hanging lineage endpoint, want its sends cut to seconds", took.Round(time.Second))
-	}
-	if code == 0 || !strings.Contains(errb.String(), "a lineage event was not sent") {
-		t.Errorf("exit %d; want a failed run that warns of the unsent events\n%s", code, errb.String())
+		rel := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			cancel(signals.Caught{Signal: syscall.SIGTERM})
+			select {
+			case <-rel:
+			case <-r.Context().Done():
+			}
+		}))
+		var out, errb bytes.Buffer
+		start := time.Now()
+		code := cli.Main(ctx, w.publishArgs(fmt.Sprintf("signalled-sinks-%v", during), biGoodDates, "--lineage-url", srv.URL), &out, &errb)
+		if took := time.Since(start); took > 9*time.Second {
+			t.Errorf("signal during a send %v: the run took %s with a hanging lineage endpoint, want its sends cut to seconds", during, took.Round(time.Second))
+		}
+		if code == 0 || !strings.Contains(errb.String(), "a lineage event was not sent") {
+			t.Errorf("exit %d; want a failed run that warns of the unsent events\n%s", code, errb.String())
+		}
+		close(rel)
+		srv.Close()
 	}
 }
 

@@ -29,7 +29,14 @@ func sinkContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := signals.Received(ctx); ok {
 		d = signalledPushTimeout
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	// A signal that comes during the send cuts what is left of it too.
+	stop := context.AfterFunc(ctx, func() {
+		if _, ok := signals.Received(ctx); ok {
+			time.AfterFunc(signalledPushTimeout, cancel)
+		}
+	})
+	return sctx, func() { stop(); cancel() }
 }
 
 // metricsFlags are publish's --metrics-file and --pushgateway.

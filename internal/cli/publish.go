@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -74,7 +75,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	}
 	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
 	if err == nil {
-		if serr := refuseSinksInData(j, o.metrics, o.lineage); serr != nil {
+		if serr := refuseSinksInData(j, o.job.configPath, o.metrics, o.lineage); serr != nil {
 			eng.Close()
 			err = serr
 		}
@@ -84,6 +85,9 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		lin := o.lineage.start(ctx, env, j, time.Now())
 		defer func() { run.Lineage, run.LineageFailures = true, lin.finish(ctx, run.Result, err, time.Now()) }()
 	}
+	// Runs first of the deferred reports: whatever this returns is decided
+	// before they are sent (a usage error too, refused before any publish).
+	defer func() { decide(ctx, err) }()
 	if err != nil {
 		return err
 	}
@@ -196,7 +200,7 @@ func (s serverPhases) Phase(name string) (end func()) {
 // log append to, pointer.json or a published or raw file, and the publish
 // would still exit 0. A refused sink is dropped, so that the failed run
 // does not write it either.
-func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
+func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *lineageFlags) error {
 	places, err := job.Locations(j)
 	if err != nil {
 		return nil // Publish names the bad location
@@ -219,6 +223,13 @@ func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
 			*s.path = ""
 			continue
 		}
+		if configPath != "" && sameFile(*s.path, configPath) {
+			if first == nil {
+				first = exitcode.UsageError(fmt.Errorf("%s %s is the --config file: it would be replaced or written into; write it elsewhere", s.flag, *s.path))
+			}
+			*s.path = ""
+			continue
+		}
 		if err := plainFile(*s.path); err != nil {
 			if first == nil {
 				first = exitcode.UsageError(fmt.Errorf("%s %s: %w", s.flag, *s.path, err))
@@ -236,12 +247,26 @@ func refuseSinksInData(j config.Job, m *metricsFlags, l *lineageFlags) error {
 		}
 		*s.path = ""
 	}
-	if m.file != "" && m.file == l.file {
+	if m.file != "" && l.file != "" && sameFile(m.file, l.file) {
 		// The textfile is replaced whole, which would wipe the event log.
 		first = cmp.Or(first, exitcode.UsageError(fmt.Errorf("--metrics-file and --lineage-file name one file, %s: give each its own", m.file)))
 		m.file, l.file = "", ""
 	}
 	return first
+}
+
+// sameFile reports whether two paths name one file, as the kernel resolves
+// them (./x and x, a symlinked directory), whether or not it exists yet.
+func sameFile(a, b string) bool {
+	resolve := func(p string) string {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			dir = filepath.Dir(p)
+		}
+		abs, _ := filepath.Abs(filepath.Join(dir, filepath.Base(p)))
+		return abs
+	}
+	return resolve(a) == resolve(b)
 }
 
 // plainFile refuses a sink path that exists as anything but a regular file

@@ -237,6 +237,10 @@ func Expiries(ctx context.Context, b storage.Bucket) ([]Expiry, error) {
 		if err := json.Unmarshal(data, &e); err != nil {
 			return nil, fmt.Errorf("read %s: %w: %s", b.Location().Join(f.Key), err, expiryRemedy)
 		}
+		if len(e.Generations) == 0 && len(e.RecordJobIDs) == 0 {
+			// A record names what it retired; one naming nothing has lost it.
+			return nil, fmt.Errorf("read %s: names no generation and no record: %s", b.Location().Join(f.Key), expiryRemedy)
+		}
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Expiry) int { return a.At.Compare(b.At) })

@@ -224,6 +224,15 @@ func TestRecordExpiryMerges(t *testing.T) {
 	if len(exps) != 1 || !slices.Equal(exps[0].Generations, first.Generations) || !slices.Equal(exps[0].JobIDs, first.JobIDs) || !slices.Equal(exps[0].RecordJobIDs, []string{"rej"}) {
 		t.Fatalf("records %+v, want one holding generations 1-4, jobs j1-j4 and the record of rej", exps)
 	}
+	// A record that lost what it names (valid JSON all the same) is damaged,
+	// not a record of nothing: its ids would be free again.
+	w.write("pointer-expiry/9.json", "{}")
+	if _, err := history.Expiries(t.Context(), w.bucket); err == nil || !strings.Contains(err.Error(), "names no generation and no record") {
+		t.Errorf("an expiry record of {}: %v, want it refused as damaged", err)
+	}
+	if err := os.Remove(filepath.Join(w.dir, "pointer-expiry", "9.json")); err != nil {
+		t.Fatal(err)
+	}
 	for id, code := range map[string]int{"j1": exitcode.AlreadyPublished, "rej": exitcode.Usage, "fresh": exitcode.OK} {
 		if got := exitcode.Code(history.CheckRecords(t.Context(), w.bucket, id)); got != code {
 			t.Errorf("job id %s: exit %d, want %d", id, got, code)

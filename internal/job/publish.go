@@ -179,6 +179,12 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// A rollback interrupted before its pointer.json replace had committed
 	// before this attempt began: it is not one written after it.
 	seen := pointer.Committed(ctx, p.Store, base)
+	committed := base
+	if seen != base.Generation {
+		if committed, err = p.Store.LoadGeneration(ctx, seen); err != nil {
+			return res, fmt.Errorf("read the pointer: %w", err)
+		}
+	}
 	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
 	if err != nil {
 		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
@@ -242,7 +248,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events
-	if err := p.checkOwnRows(ctx, job, raw, in.Events, base); err != nil {
+	if err := p.checkOwnRows(ctx, job, raw, in.Events, committed); err != nil {
 		return res, err
 	}
 
@@ -320,13 +326,12 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	out, err := pointer.PublishOutcome(ctx, p.Store, pointer.Commit{
 		JobID: job.JobID, Entries: res.Entries, WrittenAt: p.Clock().UTC(), WriterVersion: p.version(),
 		Check: func(cur pointer.Pointer) error {
-			if err := noRollback(cur); err != nil {
-				return err
-			}
+			// The job id first: a rollback that took it is that, whatever
+			// dates it changed.
 			if err := pointer.TakenSince(ctx, p.Store, seen, cur, job.JobID, pointer.OpPublish); err != nil {
 				return exitcode.PublishedError(err)
 			}
-			return nil
+			return noRollback(cur)
 		},
 	})
 	endPointer()

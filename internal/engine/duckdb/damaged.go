@@ -56,7 +56,11 @@ func (e *Engine) namedDamage(ctx context.Context, spec engine.Spec, err error) e
 				return err
 			}
 			if qerr != nil {
-				return fmt.Errorf("%s file %s: %s: %w", in.what, f, readFault(qerr), firstLine(qerr))
+				why := readFault(qerr)
+				if strings.Contains(qerr.Error(), "Conversion Error") {
+					why = "holds a value out of range for its column's type"
+				}
+				return fmt.Errorf("%s file %s: %s: %w", in.what, f, why, firstLine(qerr))
 			}
 		}
 	}
@@ -66,7 +70,7 @@ func (e *Engine) namedDamage(ctx context.Context, spec engine.Spec, err error) e
 // readFailure reports whether a DuckDB error is one reading a file can
 // raise (not a cancellation, a memory limit or a constraint of the query).
 func readFailure(msg string) bool {
-	for _, s := range []string{"Invalid Error", "IO Error", "Invalid Input Error", "corrupt"} {
+	for _, s := range []string{"Invalid Error", "IO Error", "Invalid Input Error", "Conversion Error", "corrupt"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

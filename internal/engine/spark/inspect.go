@@ -33,8 +33,8 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	err = e.onServer(func() (err error) { st, err = df.Schema(ctx); return err })
 	if err != nil {
 		werr := wrap(e.remote, step, err)
-		if se, ok := werr.(*Error); ok && se.Cause == "" {
-			// Not the cluster's failure: the file's.
+		if se, ok := werr.(*Error); ok && se.Cause == "" && !transport(se.Class) && ctx.Err() == nil {
+			// Not the cluster's failure, nor the connection's: the file's.
 			se.Step += ": " + fileFault(se.Class)
 		}
 		return nil, nil, werr
@@ -50,6 +50,16 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 
 // schemaReaders is how many schema requests checkColumns keeps in flight.
 const schemaReaders = 8
+
+// transport reports a gRPC status the connection gave, not Spark: no
+// file is to blame for it.
+func transport(class string) bool {
+	switch class {
+	case "UNAVAILABLE", "CANCELED", "DEADLINE_EXCEEDED", "CLIENT", "UNKNOWN", "INTERNAL_ERROR":
+		return true
+	}
+	return false
+}
 
 // fileFault says what Spark's failure to read a file's schema means for
 // the file, by Spark's error class.

@@ -158,6 +158,11 @@ var forced = [][2]string{
 	{"spark.sql.files.ignoreCorruptFiles", "false"},
 	{"spark.sql.files.ignoreMissingFiles", "false"},
 	{"spark.sql.files.maxRecordsPerFile", "0"},
+	// A page whose checksum fails is an unreadable file, not other values
+	// (a flipped bit moved events to other dates); unannotated binary is no
+	// string, as on DuckDB.
+	{"parquet.page.verify-checksum.enabled", "true"},
+	{"spark.sql.parquet.binaryAsString", "false"},
 }
 
 // defaults are settings the engine chooses unless the config names them.
@@ -208,7 +213,8 @@ var defaults = [][2]string{
 func Open(ctx context.Context, remote string, settings map[string]string) (*Engine, error) {
 	cb, err := newChannel(remote)
 	if err != nil {
-		return nil, fmt.Errorf("spark remote %q: %w", remote, err)
+		// The URL itself is wrong: no retry can mend it.
+		return nil, exitcode.UsageError(fmt.Errorf("spark remote %q: %w", remote, err))
 	}
 	s, err := sql.NewSessionBuilder().Remote(remote).WithChannelBuilder(cb).Build(ctx)
 	if err != nil {

@@ -66,6 +66,7 @@ func TestForcedSettingsWin(t *testing.T) {
 		"spark.sql.files.ignoreCorruptFiles":    "true",
 		"spark.sql.files.ignoreMissingFiles":    "true",
 		"spark.sql.files.maxRecordsPerFile":     "10",
+		"spark.sql.parquet.binaryAsString":      "true",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +76,7 @@ func TestForcedSettingsWin(t *testing.T) {
 		"spark.sql.session.timeZone": "UTC", "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 		"spark.sql.timestampType": "TIMESTAMP_LTZ", "spark.sql.files.ignoreCorruptFiles": "false",
 		"spark.sql.files.ignoreMissingFiles": "false", "spark.sql.files.maxRecordsPerFile": "0",
+		"parquet.page.verify-checksum.enabled": "true", "spark.sql.parquet.binaryAsString": "false",
 	} {
 		if got, err := e.Setting(ctx, k); err != nil || !strings.EqualFold(got, want) {
 			t.Errorf("%s = %q (%v), want %q", k, got, err, want)
