@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,6 +25,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/version"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // publishOptions are publish's flags: the job flags with --job-id, and
@@ -223,7 +223,7 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 			*s.path = ""
 			continue
 		}
-		if configPath != "" && sameFile(*s.path, configPath) {
+		if configPath != "" && warehouse.SamePath(*s.path, configPath) {
 			if first == nil {
 				first = exitcode.UsageError(fmt.Errorf("%s %s is the --config file: it would be replaced or written into; write it elsewhere", s.flag, *s.path))
 			}
@@ -247,26 +247,12 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 		}
 		*s.path = ""
 	}
-	if m.file != "" && l.file != "" && sameFile(m.file, l.file) {
+	if m.file != "" && l.file != "" && warehouse.SamePath(m.file, l.file) {
 		// The textfile is replaced whole, which would wipe the event log.
 		first = cmp.Or(first, exitcode.UsageError(fmt.Errorf("--metrics-file and --lineage-file name one file, %s: give each its own", m.file)))
 		m.file, l.file = "", ""
 	}
 	return first
-}
-
-// sameFile reports whether two paths name one file, as the kernel resolves
-// them (./x and x, a symlinked directory), whether or not it exists yet.
-func sameFile(a, b string) bool {
-	resolve := func(p string) string {
-		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
-		if err != nil {
-			dir = filepath.Dir(p)
-		}
-		abs, _ := filepath.Abs(filepath.Join(dir, filepath.Base(p)))
-		return abs
-	}
-	return resolve(a) == resolve(b)
 }
 
 // plainFile refuses a sink path that exists as anything but a regular file

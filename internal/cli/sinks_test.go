@@ -50,31 +50,3 @@ func TestPlainFile(t *testing.T) {
 		}
 	}
 }
-
-// TestSameFile: the metrics and lineage files are one file however they
-// are spelt (./x and x, through a symlinked directory), existing or not.
-func TestSameFile(t *testing.T) {
-	dir := t.TempDir()
-	t.Chdir(dir)
-	if err := os.Mkdir("sub", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("sub", "sublink"); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		a, b string
-		same bool
-	}{
-		{"x", "./x", true},
-		{"x", filepath.Join(dir, "x"), true},
-		{"sub/x", "sublink/x", true},
-		{"sub/x", "sub/../sub/x", true},
-		{"x", "y", false},
-		{"sub/x", "x", false},
-	} {
-		if got := sameFile(tc.a, tc.b); got != tc.same {
-			t.Errorf("sameFile(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.same)
-		}
-	}
-}

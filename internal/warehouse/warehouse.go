@@ -137,6 +137,15 @@ func comparable(l storage.Location) (string, error) {
 	return realPath(l.Path)
 }
 
+// SamePath reports whether two local paths name one file as the kernel
+// resolves them (realPath: ./x and x, a symlinked directory, ".."),
+// whether or not it exists yet.
+func SamePath(a, b string) bool {
+	ra, errA := realPath(a)
+	rb, errB := realPath(b)
+	return errA == nil && errB == nil && ra == rb
+}
+
 // within reports whether p lies strictly inside dir.
 func within(p, dir string) bool {
 	return strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
