@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
@@ -492,89 +490,6 @@ func Spec(job config.Job) engine.Spec {
 		s.IngestTo = job.Dates[len(job.Dates)-1].AddDays(job.LatenessDays)
 	}
 	return s
-}
-
-// checkHorizon refuses dates outside the restatement horizon: with N the
-// newest ingest date and H the horizon, d is inside when N-(H-1) <= d <= N.
-// Outside it a date has settled (or has not happened yet), and restating it
-// needs a human's explicit override, which is logged.
-func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
-	if len(ingest) == 0 {
-		return fmt.Errorf("read raw %s: no ingest_date partition with data files", job.Raw)
-	}
-	newest := ingest[len(ingest)-1]
-	oldest := newest.AddDays(-(job.RestatementHorizonDays - 1))
-	var outside []string
-	for _, d := range job.Dates {
-		if d < oldest || d > newest {
-			outside = append(outside, d.String())
-		}
-	}
-	if len(outside) == 0 {
-		return nil
-	}
-	if job.AllowOutsideHorizon {
-		log.Warn("restating dates outside the restatement horizon by explicit override",
-			"dates", outside, "horizon_from", oldest.String(), "horizon_to", newest.String())
-		return nil
-	}
-	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (newest ingest_date %s, %s %d); pass --allow-outside-horizon to restate them anyway",
-		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
-}
-
-// landedWhy is why a requested date's own ingest partition must hold its
-// events: most of a date's events are ingested on it, so without them the
-// date would be published as a part of the day with exit 0, the late
-// events alone after an ingestion outage, or an empty day over a whole one
-// once raw retention removed the partition.
-const landedWhy = "a date's own partition holds most of its events, so without them the date would be published as part of a day; " +
-	"wait for it to land (or restore it), then rerun with a new job id"
-
-// checkLanded refuses a requested date whose own ingest_date partition has
-// not landed (landedWhy). A day without events lands as a partition of no
-// rows: see checkOwnRows.
-func checkLanded(job config.Job, ingest []dates.Date) error {
-	var missing []string
-	for _, d := range job.Dates {
-		if !slices.Contains(ingest, d) {
-			missing = append(missing, inputs.PartitionPrefix+d.String())
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("read raw %s: %s has not landed (no data file; a day without events lands as a partition of no rows): %s",
-		job.Raw, strings.Join(missing, ", "), landedWhy)
-}
-
-// checkOwnRows refuses a requested date whose own partition holds no row
-// while the date has events elsewhere (late ones) or a published entry
-// with events (landedWhy); with neither it is a day without events, and
-// publishes zeros. The footers tell the rows, up to the first file that
-// holds one.
-func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events map[dates.Date]int64, base pointer.Pointer) error {
-	var empty []string
-	for _, d := range job.Dates {
-		if events[d] == 0 && base.Dates[d].EventCount == 0 {
-			continue
-		}
-		has, err := p.Inputs.PartitionHasRows(ctx, raw, d)
-		if err != nil {
-			return fmt.Errorf("read raw %s: %w", job.Raw, err)
-		}
-		part := inputs.PartitionPrefix + d.String()
-		switch {
-		case has:
-		case events[d] > 0:
-			empty = append(empty, fmt.Sprintf("%s (%d of its events arrived in later partitions)", part, events[d]))
-		default:
-			empty = append(empty, fmt.Sprintf("%s (generation %d holds %d events of it)", part, base.Generation, base.Dates[d].EventCount))
-		}
-	}
-	if len(empty) == 0 {
-		return nil
-	}
-	return fmt.Errorf("read raw %s: %s holds no rows: %s", job.Raw, strings.Join(empty, "; "), landedWhy)
 }
 
 func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, now time.Time) Attempt {

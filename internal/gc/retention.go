@@ -1,0 +1,173 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/warehouse"
+)
+
+// Retention: which history generations expire, the expiry record's job
+// ids and reason, and the rejection and rollback records that go with them.
+
+const historyDir = "pointer-history/"
+
+// writers are the job ids that wrote generations gs, for the expiry
+// record: an id stays taken after its generation is gone.
+func writers(ctx context.Context, s pointer.Store, gs []int64) ([]string, error) {
+	var ids []string
+	for _, g := range gs {
+		p, err := s.LoadGeneration(ctx, g)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gc: read history generation %d: %w", g, err)
+		}
+		if !slices.Contains(ids, p.UpdatedByJobID) {
+			ids = append(ids, p.UpdatedByJobID)
+		}
+	}
+	return ids, nil
+}
+
+// why is the expiry record's reason: the rules the run applied.
+func (o Options) why() string {
+	var parts []string
+	if o.RetainGenerations > 0 {
+		parts = append(parts, fmt.Sprintf("--retain-generations %d", o.RetainGenerations))
+	}
+	if o.RetainFor > 0 {
+		parts = append(parts, fmt.Sprintf("--retain-days %g", o.RetainFor.Hours()/24))
+	}
+	return "beyond " + strings.Join(parts, " and ")
+}
+
+// planExpiry decides which history generations expire: only with a
+// retention rule, only older than the current generation (and than
+// anything beyond it, which an interrupted write may still need), only
+// older than MinAge (a publish confirming its write may be following the
+// chain through them), and only a run of the oldest: once one is kept,
+// every newer one is, so the history stays one contiguous chain.
+func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
+	if !o.retention() {
+		return nil, nil, nil
+	}
+	cur, _, err := o.Store.Load(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gc: load pointer: %w", err)
+	}
+	gens, err := o.Store.Generations(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gc: list pointer history: %w", err)
+	}
+	var expire []int64
+	var verdicts []Verdict
+	kept := ""
+	for i, g := range gens {
+		rel := fmt.Sprintf("%s%d.json", historyDir, g)
+		reason := kept
+		if reason == "" || g >= cur.Generation { // the current one is kept as such
+			next := cur.Generation
+			if i+1 < len(gens) && gens[i+1] < next {
+				next = gens[i+1]
+			}
+			reason, err = keepGeneration(ctx, o, cur, g, next)
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		if reason != "" {
+			if kept == "" {
+				kept = fmt.Sprintf("newer than the retained generation %d (history expires oldest first)", g)
+			}
+			verdicts = append(verdicts, Verdict{Path: rel, Reason: reason})
+			continue
+		}
+		expire = append(expire, g)
+		verdicts = append(verdicts, Verdict{Path: rel, Delete: true, Reason: fmt.Sprintf("generation %d expired: %s", g, o.why())})
+	}
+	return expire, verdicts, nil
+}
+
+// keepGeneration returns why generation g is retained, or "" when it
+// expires. next is the generation after it in the history (the current
+// one at most). A reader may hold g until next replaced it, so g's age
+// runs from next's write, not from its own: a generation current for a
+// month is a second old when its successor has just been published.
+func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next int64) (string, error) {
+	switch {
+	case g == cur.Generation:
+		return "the current generation", nil
+	case g > cur.Generation:
+		return "beyond the current generation (an interrupted write's copy)", nil
+	case o.RetainGenerations > 0 && g > cur.Generation-int64(o.RetainGenerations):
+		return fmt.Sprintf("within the %d newest generations", o.RetainGenerations), nil
+	}
+	succ := cur
+	if next != cur.Generation {
+		var err error
+		succ, err = o.Store.LoadGeneration(ctx, next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("its successor, generation %d, is gone since it was listed", next), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("gc: read history generation %d: %w", next, err)
+		}
+	}
+	age := o.Now.Sub(succ.WrittenAt)
+	switch {
+	case succ.WrittenAt.IsZero() && o.RetainFor > 0 && o.RetainGenerations == 0:
+		return fmt.Sprintf("its successor, generation %d, is format 1, which records no write time, so --retain-days cannot age it", next), nil
+	case o.RetainFor > 0 && age < o.RetainFor:
+		return fmt.Sprintf("replaced %s ago (generation %d), within --retain-days", age.Round(time.Second), next), nil
+	case !succ.WrittenAt.IsZero() && age < o.MinAge:
+		return fmt.Sprintf("replaced %s ago (generation %d), younger than --min-age %s", age.Round(time.Second), next, o.MinAge), nil
+	}
+	return "", nil
+}
+
+// judgeRecords decides the rejection and rollback records, under retention
+// only: a rejection record goes once idle for MinAge (a rejected job is
+// never named by a generation); a rollback record once idle for MinAge and
+// its rollback is named by no retained generation.
+func judgeRecords(ctx context.Context, o Options, named map[string]string) ([]Verdict, error) {
+	var out []Verdict
+	for _, root := range []string{warehouse.RejectionsRoot, warehouse.RollbacksRoot} {
+		files, _, err := o.Bucket.ListDir(ctx, root)
+		if storage.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gc: list %s: %w", o.Bucket.Location().Join(root), err)
+		}
+		for _, f := range files {
+			name := path.Base(f.Key)
+			id, ok := strings.CutPrefix(strings.TrimSuffix(name, ".json"), prefixPrefix)
+			idle := o.Now.Sub(f.ModTime)
+			switch {
+			case f.Link:
+				out = append(out, Verdict{Path: f.Key, Reason: "a symlink, never followed or deleted"})
+			case !ok || !strings.HasSuffix(name, ".json") || config.CheckJobID(id) != nil:
+				out = append(out, Verdict{Path: f.Key, Reason: "not a job_id=<id>.json record"})
+			case named[warehouse.StagingDir(id)] != "":
+				out = append(out, Verdict{Path: f.Key, Reason: "its job is named by " + named[warehouse.StagingDir(id)]})
+			case idle < o.MinAge:
+				out = append(out, Verdict{Path: f.Key, Reason: fmt.Sprintf("written %s ago, younger than --min-age %s", idle.Round(time.Second), o.MinAge)})
+			default:
+				out = append(out, Verdict{Path: f.Key, Delete: true, Bytes: f.Size, Objects: []string{f.Key}, JobID: id,
+					Reason: fmt.Sprintf("a record of job %s, named by no retained generation, idle %s", id, idle.Round(time.Second))})
+			}
+		}
+	}
+	return out, nil
+}
