@@ -21,15 +21,16 @@ import (
 
 // summary is what read_date.py prints for one table of one date.
 type summary struct {
-	Date     string           `json:"date"`
-	JobID    string           `json:"job_id"`
-	Table    string           `json:"table"`
-	Rows     int64            `json:"rows"`
-	Events   int64            `json:"event_count"`
-	Unknown  int64            `json:"unknown_lesson_count"`
-	Enrolled int64            `json:"enrolled_event_count"`
-	Learners int64            `json:"learner_count"`
-	ByCourse map[string]int64 `json:"by_course"`
+	Date     string            `json:"date"`
+	JobID    string            `json:"job_id"`
+	Table    string            `json:"table"`
+	Rows     int64             `json:"rows"`
+	Events   int64             `json:"event_count"`
+	Unknown  int64             `json:"unknown_lesson_count"`
+	Enrolled int64             `json:"enrolled_event_count"`
+	Learners int64             `json:"learner_count"`
+	ByCourse map[string]int64  `json:"by_course"`
+	Columns  map[string]string `json:"columns"` // pandas dtypes
 }
 
 // TestReadDate publishes the fixture into a warehouse whose path holds a
@@ -65,6 +66,22 @@ func TestReadDate(t *testing.T) {
 		if got := days[i]; got.JobID != jobID || got.Events != want.Events || int(got.Rows) != len(wantCourses) ||
 			!reflect.DeepEqual(got.ByCourse, wantCourses) {
 			t.Errorf("%s course_day: got %+v, want %d events, by course %v", d, got, want.Events, wantCourses)
+		}
+	}
+
+	// A date published without events lists no files: it reads as no
+	// rows of the columns and types a date with files has.
+	publishtest.EmptyPartition(t, fx, "2026-02-27")
+	code = cli.Main(context.Background(), append(fx.Args(wh, "python-002", "2026-02-27"), "--allow-outside-horizon"), io.Discard, &stderr)
+	if code != 0 {
+		t.Fatalf("publish the empty date: exit %d\n%s", code, stderr.String())
+	}
+	for i, table := range []string{"fact_lesson_engagement", "course_day"} {
+		got := readDates(t, python, script, wh, table, []string{"2026-02-27"})[0]
+		want := [][]summary{facts, days}[i][0]
+		if got.JobID != "python-002" || got.Rows != 0 || got.Events != 0 || len(got.ByCourse) != 0 ||
+			len(want.Columns) == 0 || !reflect.DeepEqual(got.Columns, want.Columns) {
+			t.Errorf("%s of a date without events: got %+v, want no rows and the columns %v", table, got, want.Columns)
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,8 +38,9 @@ lists every attempt, and defines each view as that table filtered by "$path" to 
 generation's files, its event_date taken from the file's event_date=YYYY-MM-DD
 directory; the catalog needs hive.recursive-directories=true (docs/readers.md). The
 views name files, not directories, so they are fixed to the generation they were
-printed from: print and run them again after every publish or rollback. A warehouse
-with no pointer.json is refused (exit 2).`,
+printed from: print and run them again after every publish or rollback. A table none
+of whose published dates has events gets a view of no rows with the same columns. A
+warehouse with no pointer.json is refused (exit 2).`,
 		Example: `  engagement views --warehouse warehouse --dialect duckdb | duckdb engagement.db
   engagement views --warehouse s3://curated/engagement --dialect spark --schema engagement
   engagement views --warehouse s3://curated/engagement --dialect trino --catalog lake --schema engagement >views.sql
@@ -185,7 +187,12 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 			}
 		}
 		if len(parts) == 0 {
-			return "", noFiles(snap, table)
+			stmt, err := emptyView(dialect, table, cols, prefix+ident(table), ident)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(stmt)
+			continue
 		}
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s%s AS\n%s;\n", prefix, ident(table), strings.Join(parts, "\nUNION ALL\n"))
 	}
@@ -210,19 +217,47 @@ func datedStagingFile(rel, table, date string) bool {
 	return len(rest) == 2 && rest[0] == "event_date="+date && rest[1] != ""
 }
 
-func noFiles(snap *reader.Snapshot, table string) error {
-	return fmt.Errorf("generation %d lists no %s files: nothing to define a view over", snap.Generation(), table)
+// columnTypes are the written files' column types in each dialect's SQL,
+// by dialect (Trino's as its Hive connector names them, timestamp at the
+// catalog's hive.timestamp-precision; the files hold microseconds in UTC).
+var columnTypes = map[string]map[string]string{
+	"duckdb": {"string": "VARCHAR", "int64": "BIGINT", "timestamp": "TIMESTAMPTZ", "bool": "BOOLEAN", "date": "DATE"},
+	"spark":  {"string": "STRING", "int64": "BIGINT", "timestamp": "TIMESTAMP", "bool": "BOOLEAN", "date": "DATE"},
+	"trino":  {"string": "varchar", "int64": "bigint", "timestamp": "timestamp(6)", "bool": "boolean", "date": "date"},
 }
 
-// trinoTypes are the written files' column types as Trino's Hive connector
-// names them (timestamp at the catalog's hive.timestamp-precision; the files
-// hold microseconds).
-var trinoTypes = map[string]string{
-	"learner_key": "varchar", "lesson_id": "varchar", "course_id": "varchar", "manifest_id": "varchar",
-	"lesson_title": "varchar", "event_count": "bigint", "first_event_time": "timestamp(6)",
-	"last_event_time": "timestamp(6)", "enrolled": "boolean", "enrollment_snapshot_id": "varchar",
-	"job_id": "varchar", "matched_lesson_count": "bigint", "unknown_lesson_count": "bigint",
-	"enrolled_event_count": "bigint", "learner_count": "bigint",
+// columnKinds are the kinds of columnTypes of every column of both tables.
+var columnKinds = map[string]string{
+	"learner_key": "string", "lesson_id": "string", "course_id": "string", "manifest_id": "string",
+	"lesson_title": "string", "event_count": "int64", "first_event_time": "timestamp",
+	"last_event_time": "timestamp", "enrolled": "bool", "enrollment_snapshot_id": "string",
+	"job_id": "string", "matched_lesson_count": "int64", "unknown_lesson_count": "int64",
+	"enrolled_event_count": "int64", "learner_count": "int64", "event_date": "date",
+}
+
+// columnType is column's type in dialect.
+func columnType(dialect, table, column string) (string, error) {
+	typ, ok := columnTypes[dialect][columnKinds[column]]
+	if !ok {
+		return "", fmt.Errorf("no %s type for column %s of %s", dialect, column, table)
+	}
+	return typ, nil
+}
+
+// emptyView defines table's view when the generation lists none of its
+// files (every published date had no events): no rows, the columns and
+// types of a view over files, so a query of it reads zero, not an error.
+func emptyView(dialect, table string, cols []string, name string, ident func(string) string) (string, error) {
+	sel := make([]string, 0, len(cols)+1)
+	for _, c := range append(slices.Clone(cols), "event_date") {
+		typ, err := columnType(dialect, table, c)
+		if err != nil {
+			return "", err
+		}
+		sel = append(sel, fmt.Sprintf("CAST(NULL AS %s) AS %s", typ, ident(c)))
+	}
+	return fmt.Sprintf("-- %s: no published date has events, so no files: a view of no rows.\nCREATE OR REPLACE VIEW %s AS\nSELECT %s WHERE false;\n",
+		table, name, strings.Join(sel, ", ")), nil
 }
 
 // trinoEventDate takes event_date from the file's partition directory, the
@@ -248,9 +283,9 @@ func trinoView(location string, snap *reader.Snapshot, table string, cols []stri
 	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	defs := make([]string, len(cols))
 	for i, c := range cols {
-		typ, ok := trinoTypes[c]
-		if !ok {
-			return "", fmt.Errorf("no Trino type for column %s of %s", c, table)
+		typ, err := columnType("trino", table, c)
+		if err != nil {
+			return "", err
 		}
 		defs[i] = "  " + ident(c) + " " + typ
 	}
@@ -268,7 +303,7 @@ func trinoView(location string, snap *reader.Snapshot, table string, cols []stri
 		}
 	}
 	if len(paths) == 0 {
-		return "", noFiles(snap, table)
+		return emptyView("trino", table, cols, prefix+ident(table), ident)
 	}
 	ext := prefix + ident(table+"_staging")
 	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n%s\n) WITH (external_location = %s, format = 'PARQUET');\n"+

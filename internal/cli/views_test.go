@@ -391,3 +391,158 @@ func TestViewsCatalogFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsNoEvents: a generation whose every date had no events lists no
+// files. Its views must still be defined, in each dialect's real engine,
+// with the columns and types of views over files, and show no rows.
+func TestViewsNoEvents(t *testing.T) {
+	full := filepath.Join(t.TempDir(), "full")
+	viewsWarehouse(t, full)
+	empty := filepath.Join(t.TempDir(), "empty")
+	fx := publishtest.LoadFixture(t, "")
+	publishtest.EmptyPartition(t, fx, "2026-02-27")
+	var out, errb strings.Builder
+	if code := cli.Main(context.Background(), append(fx.Args(empty, "views-empty", "2026-02-27"), "--allow-outside-horizon"), &out, &errb); code != 0 {
+		t.Fatalf("publish the empty date: exit %d\n%s", code, errb.String())
+	}
+	if files, _ := publishtest.Snapshot(t, empty).Dates()[0].Files(reader.FactTable); len(files) != 0 {
+		t.Fatalf("the empty date lists %d files: the test would prove nothing", len(files))
+	}
+
+	// Each dialect runs statements and returns a query's rows as text.
+	type engineSQL struct {
+		exec  func(t *testing.T, stmts []string)
+		query func(t *testing.T, q string) [][]string
+		quote func(string) string
+		n     int // statements views prints over files (without: 3)
+	}
+	dialects := map[string]func(t *testing.T) engineSQL{
+		"duckdb": func(t *testing.T) engineSQL {
+			db := publishtest.DB(t)
+			return engineSQL{
+				exec: func(t *testing.T, stmts []string) {
+					for _, s := range stmts {
+						if _, err := db.Exec(s); err != nil {
+							t.Fatalf("run %q: %v", s, err)
+						}
+					}
+				},
+				query: func(t *testing.T, q string) [][]string {
+					rows, err := db.Query(q)
+					if err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+					defer rows.Close()
+					cols, _ := rows.Columns()
+					var got [][]string
+					for rows.Next() {
+						vals := make([]any, len(cols))
+						ptrs := make([]any, len(cols))
+						for i := range vals {
+							ptrs[i] = &vals[i]
+						}
+						if err := rows.Scan(ptrs...); err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, []string{fmt.Sprint(vals[0]), fmt.Sprint(vals[1])})
+					}
+					return got
+				},
+				quote: func(s string) string { return `"` + s + `"` },
+				n:     3,
+			}
+		},
+		"spark": func(t *testing.T) engineSQL {
+			remote := sparktest.Remote(t)
+			ctx := context.Background()
+			eng, err := spark.Open(ctx, remote, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { eng.Close() })
+			return engineSQL{
+				exec: func(t *testing.T, stmts []string) {
+					for _, s := range stmts {
+						if _, err := eng.Query(ctx, s); err != nil {
+							t.Fatalf("run %q: %v", s, err)
+						}
+					}
+				},
+				query: func(t *testing.T, q string) [][]string {
+					rows, err := eng.Query(ctx, q)
+					if err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+					var got [][]string
+					for _, r := range rows {
+						got = append(got, []string{fmt.Sprint(r.At(0)), fmt.Sprint(r.At(1))})
+					}
+					return got
+				},
+				quote: func(s string) string { return "`" + s + "`" },
+				n:     3,
+			}
+		},
+		"trino": func(t *testing.T) engineSQL {
+			server := trinotest.Connect(t)
+			return engineSQL{
+				exec: func(t *testing.T, stmts []string) {
+					for _, s := range stmts {
+						if _, err := server.Query(s); err != nil {
+							t.Fatalf("run %q: %v", s, err)
+						}
+					}
+				},
+				query: func(t *testing.T, q string) [][]string {
+					r, err := server.Query(q)
+					if err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+					var got [][]string
+					for _, row := range r.Rows {
+						got = append(got, []string{fmt.Sprint(row[0]), fmt.Sprint(row[1])})
+					}
+					return got
+				},
+				quote: func(s string) string { return server.Catalog + "." + s },
+				n:     5, // and each table's external table
+			}
+		},
+	}
+	for _, dialect := range []string{"duckdb", "spark", "trino"} {
+		t.Run(dialect, func(t *testing.T) {
+			e := dialects[dialect](t)
+			id := fmt.Sprintf("views_empty_%d_%d", os.Getpid(), time.Now().UnixNano())
+			define := func(warehouse, schema string, n int) {
+				args := []string{"--warehouse", warehouse, "--dialect", dialect, "--schema", schema}
+				if dialect == "trino" {
+					args = append(args, "--catalog", strings.Split(e.quote(""), ".")[0])
+				}
+				e.exec(t, statements(t, views(t, args...), n))
+			}
+			t.Cleanup(func() {
+				for _, s := range []string{id + "_full", id + "_empty"} {
+					for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
+						e.exec(t, []string{"DROP VIEW IF EXISTS " + e.quote(s) + "." + table})
+						if dialect == "trino" {
+							e.exec(t, []string{"DROP TABLE IF EXISTS " + e.quote(s) + "." + table + "_staging"})
+						}
+					}
+					e.exec(t, []string{"DROP SCHEMA IF EXISTS " + e.quote(s)})
+				}
+			})
+			define(full, id+"_full", e.n)
+			define(empty, id+"_empty", 3)
+			for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
+				want := e.query(t, "DESCRIBE "+e.quote(id+"_full")+"."+table)
+				got := e.query(t, "DESCRIBE "+e.quote(id+"_empty")+"."+table)
+				if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s of no events: columns and types\n%v\nwant those over files\n%v", table, got, want)
+				}
+				if n := e.query(t, "SELECT count(*), 0 FROM "+e.quote(id+"_empty")+"."+table); fmt.Sprint(n) != "[[0 0]]" {
+					t.Errorf("%s of no events shows %v rows, want 0", table, n)
+				}
+			}
+		})
+	}
+}
