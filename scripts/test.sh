@@ -129,12 +129,12 @@ echo "== go test (the other packages)"
 # instead of the Spark package waiting ~8 minutes for the packages sorted
 # before it (airflow, cli, crashtest, duckdb).
 others=$(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage|engine)$|/internal/(pointer|storage)/|/internal/engine/spark$')
-go test -count=1 -timeout 35m -skip '^TestWorkerLostDuringStaging$' ./internal/engine/spark $others
+go test -count=1 -timeout 35m -skip '^TestWorkerLostDuring(Inspect|Staging)$' ./internal/engine/spark $others
 
-# It kills the cluster's worker mid-stage (then starts it again), so it runs
-# alone, after the packages that share the cluster.
-echo "== the Spark worker lost mid-stage"
-go test -count=1 -timeout 10m -run '^TestWorkerLostDuringStaging$' ./internal/engine/spark
+# They kill the cluster's worker (then start it again), so they run alone,
+# after the packages that share the cluster.
+echo "== the Spark worker lost at the schema reads and mid-stage"
+go test -count=1 -timeout 10m -run '^TestWorkerLostDuring(Inspect|Staging)$' ./internal/engine/spark
 
 echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
 # Budgets are execution counts, not durations: a duration -fuzztime can fail

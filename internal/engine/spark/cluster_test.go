@@ -36,9 +36,21 @@ func (o onStage) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 	return o.Engine.Stage(ctx, spec, wh, dir)
 }
 
+// onInspect runs hook, then the engine's Inspect.
+type onInspect struct {
+	engine.Engine
+	hook func()
+}
+
+func (o onInspect) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	o.hook()
+	return o.Engine.Inspect(ctx, spec)
+}
+
 // failedPublish publishes the fixture from S3 with h, the engine wrapped by
 // wrap, and checks the refusal: exit 1, one line holding want, no pointer.
-func failedPublish(t *testing.T, h publishtest.Harness, wrap func(engine.Engine) engine.Engine, want string) {
+// It returns the refusal.
+func failedPublish(t *testing.T, h publishtest.Harness, wrap func(engine.Engine) engine.Engine, want string) error {
 	t.Helper()
 	fx := h.LoadFixture(t, "")
 	wh := h.NewWarehouse(t)
@@ -56,6 +68,7 @@ func failedPublish(t *testing.T, h publishtest.Harness, wrap func(engine.Engine)
 	if p := publishtest.Get(t, wh, "pointer.json"); p != nil {
 		t.Errorf("pointer.json written: %s", p)
 	}
+	return err
 }
 
 // TestS3AFailures: a cluster without the S3A connector, and one whose S3A
@@ -114,6 +127,29 @@ func TestSessionGone(t *testing.T) {
 // scripts/test.sh runs it alone, after the other packages, which share the
 // cluster.
 func TestWorkerLostDuringStaging(t *testing.T) {
+	h, kill := workerLoss(t)
+	failedPublish(t, h, func(e engine.Engine) engine.Engine {
+		return onStage{Engine: e, hook: kill}
+	}, spark.CauseExecutorLost)
+}
+
+// TestWorkerLostDuringInspect: the same before the first statement. The
+// schema reads, each a job on an executor and not a statement, waited for
+// ever; they are watched too. Run alone as TestWorkerLostDuringStaging is.
+func TestWorkerLostDuringInspect(t *testing.T) {
+	h, kill := workerLoss(t)
+	err := failedPublish(t, h, func(e engine.Engine) engine.Engine {
+		return onInspect{Engine: e, hook: kill}
+	}, spark.CauseExecutorLost)
+	if err != nil && !strings.Contains(err.Error(), "read the schemas of") {
+		t.Errorf("refused at %v, want at the schema reads", err)
+	}
+}
+
+// workerLoss is the S3 harness whose engines wait 10 s for an executor,
+// and the hook that kills the cluster's worker and executors; the worker
+// is started again when the test ends.
+func workerLoss(t *testing.T) (publishtest.Harness, func()) {
 	h := s3Harness(t)
 	script := filepath.Join(publishtest.Root(), "scripts", "spark.sh")
 	t.Cleanup(func() {
@@ -128,21 +164,19 @@ func TestWorkerLostDuringStaging(t *testing.T) {
 		e.SetExecutorWait(10 * time.Second)
 		return e
 	}
-	failedPublish(t, h, func(e engine.Engine) engine.Engine {
-		return onStage{Engine: e, hook: func() {
-			out, err := exec.Command("bash", script, "pids").Output()
-			if err != nil {
-				t.Errorf("worker pids: %v", err)
-				return
+	return h, func() {
+		out, err := exec.Command("bash", script, "pids").Output()
+		if err != nil {
+			t.Errorf("worker pids: %v", err)
+			return
+		}
+		for _, f := range strings.Fields(string(out)) {
+			pid, _ := strconv.Atoi(f)
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
 			}
-			for _, f := range strings.Fields(string(out)) {
-				pid, _ := strconv.Atoi(f)
-				if pid > 0 {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}}
-	}, spark.CauseExecutorLost)
+		}
+	}
 }
 
 // awaitExecutor waits until the server's application has a live executor

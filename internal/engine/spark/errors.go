@@ -22,7 +22,8 @@ type Error struct {
 	Class  string // Spark's error class, or the gRPC status (UNAVAILABLE) when Spark never answered
 	Msg    string
 	// Cause names, for the failures a cluster adds (no S3A connector, an
-	// S3A credential refused, the session gone, every executor lost), what
+	// S3A credential refused, the session gone, every executor lost or none
+	// granted), what
 	// the person on call must fix; "" when Spark's own line says it.
 	Cause string
 	cause error
@@ -41,6 +42,7 @@ const (
 	CauseS3ACreds     = "the Spark cluster's S3A credentials were refused (its fs.s3a.access.key and fs.s3a.secret.key, or credential provider)"
 	CauseSessionGone  = "the Spark Connect session is gone on the server (it timed out idle, or the server restarted)"
 	CauseExecutorLost = "the Spark cluster lost every executor of the application (a worker died) and granted no other"
+	CauseNoExecutor   = "the Spark cluster never granted the application an executor (no live worker with the free cores and memory it asks for)"
 )
 
 // causeOf recognizes the cluster failures of Cause from Spark's class and

@@ -84,7 +84,8 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 			return nil, fmt.Errorf("%s file %s: Spark cannot read a local file whose name holds ':' (Hadoop takes it for a URI scheme): rename the file, or publish with --engine duckdb", what, f)
 		}
 	}
-	e.step(fmt.Sprintf("read the schemas of %d %s files", len(files), what))
+	step := fmt.Sprintf("read the schemas of %d %s files", len(files), what)
+	e.step(step)
 	// Each schema is a round trip and an analysis on the server (about
 	// 50 ms); a few at a time, read ahead of the checks, which then take
 	// them in the files' order, so the first error is the one a reading
@@ -96,19 +97,29 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 	}
 	reads := make([]read, len(files))
 	at := make(map[string]int, len(files))
-	sem := make(chan struct{}, schemaReaders)
-	var wg sync.WaitGroup
-	for i, f := range files {
-		at[f] = i
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r := &reads[i]
-			r.types, r.names, r.err = e.schema(ctx, what, f)
-		}()
+	// Reading a schema runs a job on an executor: with none, it would
+	// wait for ever, so the reads are watched as a statement is.
+	err := e.watch(ctx, func(ctx context.Context) error {
+		sem := make(chan struct{}, schemaReaders)
+		var wg sync.WaitGroup
+		for i, f := range files {
+			at[f] = i
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				r := &reads[i]
+				r.types, r.names, r.err = e.schema(ctx, what, f)
+			}()
+		}
+		wg.Wait()
+		return ctx.Err()
+	})
+	var se *Error
+	if errors.As(err, &se) {
+		se.Step = step
+		return nil, se
 	}
-	wg.Wait()
 	schema := func(file string) (map[string]string, []string, error) {
 		r := reads[at[file]]
 		return r.types, r.names, r.err

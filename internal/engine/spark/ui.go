@@ -343,24 +343,53 @@ type restExecutor struct {
 	ID           string `json:"id"`
 	IsActive     bool   `json:"isActive"`
 	RemoveReason string `json:"removeReason"`
+	TotalCores   int    `json:"totalCores"`
 }
 
 // DefaultExecutorWait is how long a statement may wait with no live
 // executor, after the application had some, before the engine gives up.
+// An application that never had one waits grantWaits times as long: a
+// cluster may be slow to grant the first.
 const DefaultExecutorWait = 60 * time.Second
+
+const grantWaits = 5
 
 // SetExecutorWait changes DefaultExecutorWait for this engine.
 func (e *Engine) SetExecutorWait(d time.Duration) { e.executorWait = d }
 
 // errExecutorsLost is the cancel cause the watch sets.
-type errExecutorsLost struct{ reason string }
+type errExecutorsLost struct {
+	reason string
+	cause  string // CauseExecutorLost or CauseNoExecutor
+}
 
 func (e errExecutorsLost) Error() string { return e.reason }
 
+// executorState reads /allexecutors: whether a task can run now, whether
+// the application ever had an executor, and why the last one went. In
+// local mode the driver runs the tasks itself and is the one entry with
+// cores; on a cluster the driver has none.
+func executorState(execs []restExecutor) (live, had bool, reason string) {
+	for _, x := range execs {
+		if x.ID == "driver" {
+			live = live || (x.IsActive && x.TotalCores > 0)
+			continue
+		}
+		had = true
+		if x.IsActive {
+			live = true
+		} else if x.RemoveReason != "" {
+			reason = fmt.Sprintf("executor %s: %s", x.ID, x.RemoveReason)
+		}
+	}
+	return live, had, reason
+}
+
 // watch runs op while a goroutine watches the application's executors. On
-// a standalone cluster a statement whose worker died waits for an executor
-// forever; when every executor the application had is gone for longer than
-// the executor wait, op's context is cancelled and the error says why.
+// a standalone cluster a statement whose worker died, or that no worker
+// has room for, waits for an executor forever; when the application has
+// had no live executor for the executor wait (grantWaits times it if it
+// never had one), op's context is cancelled and the error says why.
 // Without a reachable UI there is nothing to watch, and op runs as it is.
 func (e *Engine) watch(ctx context.Context, op func(context.Context) error) error {
 	c, _ := e.openUI(ctx)
@@ -391,25 +420,19 @@ func (e *Engine) watch(ctx context.Context, op func(context.Context) error) erro
 			if err := c.get(ctx, "/allexecutors", &execs); err != nil {
 				continue
 			}
-			live, had, reason := 0, 0, ""
-			for _, x := range execs {
-				if x.ID == "driver" {
-					continue
-				}
-				had++
-				if x.IsActive {
-					live++
-				} else if x.RemoveReason != "" {
-					reason = fmt.Sprintf("executor %s: %s", x.ID, x.RemoveReason)
-				}
-			}
-			if live > 0 || had == 0 {
+			live, had, reason := executorState(execs)
+			if live {
 				quiet = 0
 				continue
 			}
 			quiet++
-			if time.Duration(quiet)*time.Second >= wait {
-				cancel(errExecutorsLost{fmt.Sprintf("no executor for %s (last removed: %s)", wait, firstLine(reason))})
+			waited := time.Duration(quiet) * time.Second
+			switch {
+			case had && waited >= wait:
+				cancel(errExecutorsLost{fmt.Sprintf("no executor for %s (last removed: %s)", wait, firstLine(reason)), CauseExecutorLost})
+				return
+			case !had && waited >= grantWaits*wait:
+				cancel(errExecutorsLost{fmt.Sprintf("no executor granted in %s", grantWaits*wait), CauseNoExecutor})
 				return
 			}
 		}
@@ -417,7 +440,11 @@ func (e *Engine) watch(ctx context.Context, op func(context.Context) error) erro
 	err := op(ctx)
 	var lost errExecutorsLost
 	if err != nil && errors.As(context.Cause(ctx), &lost) {
-		return &Error{Remote: e.remote, Class: "EXECUTOR_LOST", Msg: lost.reason, Cause: CauseExecutorLost, cause: err}
+		class := "EXECUTOR_LOST"
+		if lost.cause == CauseNoExecutor {
+			class = "NO_EXECUTOR"
+		}
+		return &Error{Remote: e.remote, Class: class, Msg: lost.reason, Cause: lost.cause, cause: err}
 	}
 	return err
 }

@@ -42,3 +42,33 @@ func TestStageTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestExecutorState reads /allexecutors as Spark 4.0 answers it (the
+// entries below are the fields of real answers, local[2] and standalone):
+// in local mode the driver, with cores, runs the tasks; on a cluster only
+// executors do, and an application that never had one is told apart from
+// one that lost them.
+func TestExecutorState(t *testing.T) {
+	driver := func(cores int) restExecutor { return restExecutor{ID: "driver", IsActive: true, TotalCores: cores} }
+	for _, tc := range []struct {
+		name      string
+		execs     []restExecutor
+		live, had bool
+		reason    string
+	}{
+		{"local mode", []restExecutor{driver(2)}, true, false, ""},
+		{"cluster, an executor", []restExecutor{{ID: "0", IsActive: true, TotalCores: 2}, driver(0)}, true, true, ""},
+		{"cluster, none granted", []restExecutor{driver(0)}, false, false, ""},
+		{"cluster, all lost", []restExecutor{{ID: "0", RemoveReason: "worker lost: 127.0.0.1:20351 got disassociated", TotalCores: 2}, driver(0)}, false, true,
+			"executor 0: worker lost: 127.0.0.1:20351 got disassociated"},
+		{"cluster, one lost, one live", []restExecutor{{ID: "0", RemoveReason: "worker lost"}, {ID: "1", IsActive: true, TotalCores: 2}, driver(0)}, true, true,
+			"executor 0: worker lost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live, had, reason := executorState(tc.execs)
+			if live != tc.live || had != tc.had || reason != tc.reason {
+				t.Errorf("executorState = %v, %v, %q; want %v, %v, %q", live, had, reason, tc.live, tc.had, tc.reason)
+			}
+		})
+	}
+}
