@@ -122,6 +122,13 @@ type Engine interface {
 	Close() error
 }
 
+// ChecksumVerifier is an engine that verifies the page checksums a Parquet
+// writer stored as it reads the inputs (Spark, a forced setting). For any
+// other the job verifies them itself before the engine reads.
+type ChecksumVerifier interface {
+	VerifiesPageChecksums() bool
+}
+
 // TargetFiles is the number of files for a date's output of numBytes,
 // aiming at targetBytes per file (192 MB by default, inside the 128-256 MB
 // band) and never fewer than one. It depends on bytes only, never on a

@@ -422,12 +422,44 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if err != nil {
 		return engine.Inputs{}, err
 	}
+	if v, ok := p.Engine.(engine.ChecksumVerifier); !ok || !v.VerifiesPageChecksums() {
+		if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs); err != nil {
+			return engine.Inputs{}, err
+		}
+	}
 	in, err := p.Engine.Inspect(ctx, spec)
 	if err != nil {
 		return in, err
 	}
 	in.Figures.ProhibitedFound = found
 	return in, nil
+}
+
+// checkPageChecksums verifies the stored page checksums of the columns
+// the job reads from each input, for an engine that does not.
+func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing) error {
+	names := func(cols []engine.Column) []string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = c.Name
+		}
+		return out
+	}
+	raw, manifest, enrollments := engine.InputColumns(nil, nil)
+	rawFiles := make([]inputs.File, len(l.Raw))
+	for i, f := range l.Raw {
+		rawFiles[i] = f.File
+	}
+	for _, in := range []struct {
+		what  string
+		files []inputs.File
+		cols  []engine.Column
+	}{{"raw", rawFiles, raw}, {"lessons", l.Lessons, manifest}, {"enrollments", l.Enrollments, enrollments}} {
+		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListedSpec is the engine's view of job with the inputs listed, for a

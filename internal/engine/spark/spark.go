@@ -293,6 +293,10 @@ func (e *Engine) Setting(ctx context.Context, key string) (string, error) {
 // Name implements engine.Engine.
 func (e *Engine) Name() string { return "spark" }
 
+// VerifiesPageChecksums implements engine.ChecksumVerifier: the session
+// forces parquet.page.verify-checksum.enabled.
+func (e *Engine) VerifiesPageChecksums() bool { return true }
+
 // Remote is the sc:// URL the engine talks to.
 func (e *Engine) Remote() string { return e.remote }
 

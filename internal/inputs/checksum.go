@@ -1,0 +1,356 @@
+package inputs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+)
+
+// A Parquet writer may store a CRC-32 of each page's bytes in the page
+// header (parquet-mr and Spark do by default, pyarrow on request). An
+// engine that does not verify them reads a flipped bit as another value:
+// an event_time a few days off publishes the event on another date, with
+// exit 0. Spark verifies them (a forced setting); DuckDB does not, so for
+// it the job verifies the pages of the columns it reads, here.
+//
+// Only a page whose header holds a CRC is checked, and only a definite
+// mismatch is an error: a chunk this reader cannot walk is left to the
+// engine, which fails on real damage and names the file.
+
+// PageChecksumError is a page whose bytes differ from its stored CRC.
+type PageChecksumError struct {
+	What, File, Column string
+	RowGroup           int
+	Offset             int64 // the page header's byte offset in the file
+	Stored, Computed   uint32
+}
+
+func (e *PageChecksumError) Error() string {
+	return fmt.Sprintf("%s file %s: column %s, row group %d: the page at byte %d fails its checksum (stored %08x, computed %08x): the file is damaged; restore it from its producer",
+		e.What, e.File, e.Column, e.RowGroup, e.Offset, e.Stored, e.Computed)
+}
+
+// chunk is where one column chunk's pages lie in the file.
+type chunk struct {
+	column     string // the top column's name
+	rowGroup   int
+	start, end int64
+}
+
+// checksumBlock is how much of a chunk one ranged read fetches once its
+// pages show CRCs; headerBytes holds any page header.
+const (
+	checksumBlock = 8 << 20
+	headerBytes   = 64 << 10
+)
+
+// maxPageBytes bounds one page: a larger stated size is damage, left to
+// the engine.
+const maxPageBytes = 1 << 30
+
+// CheckPageChecksums verifies the stored page CRCs of the columns of every
+// file of one input (what names it: raw, lessons, enrollments). A file
+// whose first page of those columns has no CRC is taken to have none (a
+// writer stores them for every page or for none) and costs the footer and
+// one small read.
+func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string) error {
+	for _, f := range files {
+		if err := s.checkFile(ctx, what, f, columns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string) error {
+	name := what + " file " + f.Path
+	b, key, err := s.object(ctx, f.Path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	buf, err := footer(ctx, b, key, f.Bytes, name)
+	if err != nil {
+		return err
+	}
+	chunks, err := columnChunks(buf, f.Bytes)
+	if err != nil {
+		return nil // the engine reads the footer too, and names the file
+	}
+	var wanted []chunk
+	for _, c := range chunks {
+		for _, col := range columns {
+			if strings.EqualFold(c.column, col) {
+				wanted = append(wanted, c)
+				break
+			}
+		}
+	}
+	for i, c := range wanted {
+		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: headerBytes}
+		if err := r.check(c, i == 0, func(off int64, stored, computed uint32) error {
+			return &PageChecksumError{What: what, File: f.Path, Column: c.column, RowGroup: c.rowGroup, Offset: off, Stored: stored, Computed: computed}
+		}); err != nil {
+			var bad *PageChecksumError
+			if errors.As(err, &bad) {
+				return err
+			}
+			if errors.Is(err, errNoChecksums) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+var errNoChecksums = errors.New("no page checksums")
+
+// pageReader reads a chunk's bytes a block at a time: a header's worth
+// until a page shows a CRC (a file without them costs one small read),
+// then checksumBlock.
+type pageReader struct {
+	ctx      context.Context
+	b        storage.Bucket
+	key      string
+	end      int64
+	block    int64
+	buf      []byte
+	bufStart int64
+}
+
+// at returns the n bytes at off (fewer at the chunk's end).
+func (r *pageReader) at(off, n int64) ([]byte, error) {
+	n = min(n, r.end-off)
+	if n <= 0 {
+		return nil, nil
+	}
+	if off >= r.bufStart && off+n <= r.bufStart+int64(len(r.buf)) {
+		return r.buf[off-r.bufStart : off-r.bufStart+n], nil
+	}
+	want := min(max(n, r.block), r.end-off)
+	buf, err := r.b.ReadRange(r.ctx, r.key, off, want)
+	if err != nil {
+		return nil, err
+	}
+	r.buf, r.bufStart = buf, off
+	return buf[:min(n, int64(len(buf)))], nil
+}
+
+// check walks c's pages and verifies each stored CRC; first says whether
+// a first page without one means the file has none (errNoChecksums). A
+// dictionary page is looked past for that: some writers store CRCs for
+// data pages only.
+func (r *pageReader) check(c chunk, first bool, mismatch func(off int64, stored, computed uint32) error) error {
+	pos := c.start
+	for pages := 0; pos < c.end; pages++ {
+		head, err := r.at(pos, headerBytes)
+		if err != nil {
+			return err
+		}
+		h, err := pageHeader(head)
+		if err != nil {
+			return nil // not walkable: the engine's to judge
+		}
+		if h.size < 0 || h.size > maxPageBytes || pos+int64(h.headerLen)+int64(h.size) > c.end {
+			return nil
+		}
+		if !h.hasCRC && first && (pages > 0 || !h.dictionary) {
+			return errNoChecksums
+		}
+		if h.hasCRC {
+			first, r.block = false, checksumBlock
+			data, err := r.at(pos+int64(h.headerLen), int64(h.size))
+			if err != nil {
+				return err
+			}
+			if int64(len(data)) != int64(h.size) {
+				return nil
+			}
+			if sum := crc32.ChecksumIEEE(data); sum != h.crc {
+				return mismatch(pos, h.crc, sum)
+			}
+		}
+		pos += int64(h.headerLen) + int64(h.size)
+	}
+	return nil
+}
+
+// header is the part of a PageHeader the check needs.
+type header struct {
+	headerLen  int
+	size       int32 // compressed_page_size: the bytes after the header
+	crc        uint32
+	hasCRC     bool
+	dictionary bool
+}
+
+// pageHeader reads a thrift PageHeader: type (1), compressed_page_size
+// (3), crc (4); the rest is skipped.
+func pageHeader(b []byte) (header, error) {
+	r := &thrift{b: b}
+	var h header
+	var last int16
+	for {
+		id, typ, err := r.fieldHeader(last)
+		if err != nil {
+			return h, err
+		}
+		if typ == ctStop {
+			h.headerLen = r.pos
+			return h, nil
+		}
+		last = id
+		switch {
+		case id == 1 && typ == ctI32:
+			v, err := r.varint()
+			if err != nil {
+				return h, err
+			}
+			h.dictionary = v == 2 // PageType DICTIONARY_PAGE
+		case id == 3 && typ == ctI32:
+			v, err := r.varint()
+			if err != nil {
+				return h, err
+			}
+			h.size = int32(v)
+		case id == 4 && typ == ctI32:
+			v, err := r.varint()
+			if err != nil {
+				return h, err
+			}
+			h.crc, h.hasCRC = uint32(int32(v)), true
+		default:
+			if err := r.skip(typ, 1); err != nil {
+				return h, err
+			}
+		}
+	}
+}
+
+// columnChunks reads where every column chunk of every row group lies:
+// FileMetaData.row_groups (4), each RowGroup's columns (1), each
+// ColumnChunk's meta_data (3) with path_in_schema (3),
+// total_compressed_size (7), data_page_offset (9) and
+// dictionary_page_offset (11). size is the file's, to bound the offsets.
+func columnChunks(footer []byte, size int64) ([]chunk, error) {
+	r := &thrift{b: footer}
+	var out []chunk
+	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
+		if id != 4 || typ != ctList {
+			return false, nil
+		}
+		n, _, err := r.listHeader()
+		if err != nil {
+			return true, err
+		}
+		for g := range int(n) {
+			err := r.structFields(1, func(id int16, typ byte) (bool, error) {
+				if id != 1 || typ != ctList {
+					return false, nil
+				}
+				cols, _, err := r.listHeader()
+				if err != nil {
+					return true, err
+				}
+				for range cols {
+					c, err := r.columnChunk(g, size)
+					if err != nil {
+						return true, err
+					}
+					if c.end > c.start {
+						out = append(out, c)
+					}
+				}
+				return true, nil
+			})
+			if err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// structFields reads one struct's fields, handing each to fn, which says
+// whether it read the value; the others are skipped.
+func (r *thrift) structFields(depth int, fn func(id int16, typ byte) (bool, error)) error {
+	var last int16
+	for {
+		id, typ, err := r.fieldHeader(last)
+		if err != nil || typ == ctStop {
+			return err
+		}
+		last = id
+		read, err := fn(id, typ)
+		if err != nil {
+			return err
+		}
+		if !read {
+			if err := r.skip(typ, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (r *thrift) columnChunk(rowGroup int, size int64) (chunk, error) {
+	c := chunk{rowGroup: rowGroup}
+	var compressed, data, dict int64
+	external := false
+	err := r.structFields(3, func(id int16, typ byte) (bool, error) {
+		if id == 1 && typ == ctBinary {
+			// file_path: the chunk lies in another file.
+			external = true
+			return false, nil
+		}
+		if id != 3 || typ != ctStruct {
+			return false, nil
+		}
+		return true, r.structFields(4, func(id int16, typ byte) (bool, error) {
+			var err error
+			switch {
+			case id == 3 && typ == ctList:
+				n, _, err := r.listHeader()
+				if err != nil {
+					return true, err
+				}
+				for i := range n {
+					s, err := r.binary()
+					if err != nil {
+						return true, err
+					}
+					if i == 0 {
+						c.column = string(s)
+					}
+				}
+				return true, nil
+			case id == 7 && typ == ctI64:
+				compressed, err = r.varint()
+			case id == 9 && typ == ctI64:
+				data, err = r.varint()
+			case id == 11 && typ == ctI64:
+				dict, err = r.varint()
+			default:
+				return false, nil
+			}
+			return true, err
+		})
+	})
+	if err != nil {
+		return c, err
+	}
+	c.start = data
+	if dict > 0 && dict < data {
+		c.start = dict
+	}
+	c.end = c.start + compressed
+	if external || c.start < 4 || compressed <= 0 || c.end > size {
+		c.end = c.start // not walkable: skipped
+	}
+	return c, nil
+}
