@@ -144,7 +144,7 @@ echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each p
 # (each builds the cobra command), the others several thousand.
 # Minimizing a new interesting input defaults to 60 s each, which a fresh
 # cache can hit several times: it is bounded by count too.
-for target in "FuzzDecode ./internal/pointer 300000x" "FuzzConfig ./internal/config 60000x" "FuzzJobArgs ./internal/cli 40000x"; do
+for target in "FuzzDecode ./internal/pointer 300000x" "FuzzConfig ./internal/config 60000x" "FuzzJobArgs ./internal/cli 40000x" "FuzzPageStructures ./internal/inputs 60000x"; do
   set -- $target
   go test -run '^$' -fuzz "^$1\$" -fuzztime "$3" -fuzzminimizetime 200x "$2"
 done
