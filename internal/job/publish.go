@@ -243,6 +243,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	in, err := p.inspect(ctx, spec)
 	endInspect()
 	if err != nil {
+		// A file replaced while it was read reads as damage (a footer
+		// that is not one): the change is the cause to name, as for Stage.
+		if ctx.Err() == nil {
+			if verr := p.Inputs.Verify(ctx, req, spec.Inputs); errors.Is(verr, inputs.ErrChanged) {
+				return res, fmt.Errorf("job %s: %w (inspect failed on it: %w)", job.JobID, verr, err)
+			}
+		}
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events

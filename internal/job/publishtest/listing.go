@@ -24,6 +24,14 @@ import (
 type aroundStage struct {
 	engine.Engine
 	before, after func()
+	inspect       func() // before Inspect
+}
+
+func (e aroundStage) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	if e.inspect != nil {
+		e.inspect()
+	}
+	return e.Engine.Inspect(ctx, spec)
 }
 
 func (e aroundStage) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
@@ -51,7 +59,8 @@ func RedeliveryFile(t *testing.T, db *sql.DB, fx Fixture, path string) {
 
 // testInputsChangedDuringAttempt: a raw file added, rewritten or removed
 // after the attempt listed its inputs fails the attempt (exit 1, naming the
-// file, pointer untouched), whether Stage succeeded or failed on it. The
+// file, pointer untouched), whether Stage or Inspect succeeded or failed on
+// it. The
 // engine reads exactly the listed files, so the added redelivery, had it
 // been read, would show in the staged sum.
 func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
@@ -94,6 +103,13 @@ func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 				}
 			}}
 		}, part(mon, "part-0.parquet"), "was removed after the attempt listed it"},
+		// Rewritten as something that is not Parquet while the engine
+		// inspects: the engine's error is damage, the cause the change.
+		{"DamagedDuringInspect", func(t *testing.T, fx Fixture) aroundStage {
+			return aroundStage{inspect: func() {
+				Put(t, fx.In(), part(mon, "part-0.parquet"), []byte("PAR1 not a footer PAR1"))
+			}}
+		}, part(mon, "part-0.parquet"), "changed after the attempt listed it"},
 		// Removed before Stage reads it, the engine fails on the missing
 		// file; the error must still say which input changed, not only
 		// what the engine could not read.
