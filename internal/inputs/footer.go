@@ -227,6 +227,10 @@ func numRows(footer []byte) (int64, error) {
 type element struct {
 	name     string
 	children int32
+	physical int32 // Parquet's physical type (field 1; INT64 is 2), -1 when absent
+	// perSecond is a TIMESTAMP's ticks per second, from the logical type
+	// (field 10) or the converted type (field 6); 0 for any other type.
+	perSecond int64
 }
 
 // schemaElements reads FileMetaData up to and including its schema list.
@@ -268,7 +272,7 @@ func schemaElements(footer []byte) ([]element, error) {
 }
 
 func (r *thrift) schemaElement() (element, error) {
-	var e element
+	e := element{physical: -1}
 	var last int16
 	for {
 		id, typ, err := r.fieldHeader(last)
@@ -293,6 +297,31 @@ func (r *thrift) schemaElement() (element, error) {
 				return e, fmt.Errorf("%w: element %q has %d children", errFooter, e.name, v)
 			}
 			e.children = int32(v)
+		case id == 1 && typ == ctI32:
+			v, err := r.varint()
+			if err != nil {
+				return e, err
+			}
+			e.physical = int32(v)
+		case id == 6 && typ == ctI32:
+			v, err := r.varint()
+			if err != nil {
+				return e, err
+			}
+			// TIMESTAMP_MILLIS, TIMESTAMP_MICROS; the logical type wins.
+			if e.perSecond == 0 && v == 9 {
+				e.perSecond = 1e3
+			} else if e.perSecond == 0 && v == 10 {
+				e.perSecond = 1e6
+			}
+		case id == 10 && typ == ctStruct:
+			unit, err := r.timestampUnit()
+			if err != nil {
+				return e, err
+			}
+			if unit != 0 {
+				e.perSecond = unit
+			}
 		default:
 			if err := r.skip(typ, 2); err != nil {
 				return e, err

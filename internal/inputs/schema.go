@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -57,29 +56,6 @@ func Rows(ctx context.Context, b storage.Bucket, key string, size int64) (int64,
 		return 0, badFooter(key, "%v", err)
 	}
 	return n, nil
-}
-
-// PartitionHasRows reports whether a listed raw file of ingest date d
-// holds a row, by its footer's row count: whether a landed partition holds
-// any events. It stops at the first file that does.
-func (s *Source) PartitionHasRows(ctx context.Context, raw []RawFile, d dates.Date) (bool, error) {
-	for _, f := range raw {
-		if f.IngestDate != d {
-			continue
-		}
-		b, key, err := s.object(ctx, f.Path)
-		if err != nil {
-			return false, fmt.Errorf("raw file %s: %w", f.Path, err)
-		}
-		rows, err := Rows(ctx, b, key, f.Bytes)
-		if err != nil {
-			return false, fmt.Errorf("raw file %s: %w", f.Path, err)
-		}
-		if rows > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 func badFooter(name, format string, args ...any) error {

@@ -71,32 +71,41 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 		job.Raw, strings.Join(missing, ", "), landedWhy)
 }
 
-// checkOwnRows refuses a requested date whose own partition holds no row
-// while the date has events elsewhere (late ones) or a published entry
-// with events (landedWhy); with neither it is a day without events, and
-// publishes zeros. The footers tell the rows, up to the first file that
-// holds one.
+// checkOwnRows refuses a requested date whose own partition holds no row,
+// or no event of the date, while the date has events elsewhere (late ones)
+// or a published entry with events (landedWhy); with neither it is a day
+// without events, and publishes zeros. The footers tell: the rows, and
+// event_time's row group statistics (a partition holding only another
+// date's redelivered events holds none of its own), up to the first file
+// that may hold one.
 func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events map[dates.Date]int64, base pointer.Pointer) error {
 	var empty []string
 	for _, d := range job.Dates {
 		if events[d] == 0 && base.Dates[d].EventCount == 0 {
 			continue
 		}
-		has, err := p.Inputs.PartitionHasRows(ctx, raw, d)
+		rows, ofDate, err := p.Inputs.PartitionHolds(ctx, raw, d)
 		if err != nil {
 			return fmt.Errorf("read raw %s: %w", job.Raw, err)
 		}
-		part := inputs.PartitionPrefix + d.String()
-		switch {
-		case has:
-		case events[d] > 0:
-			empty = append(empty, fmt.Sprintf("%s (%d of its events arrived in later partitions)", part, events[d]))
-		default:
-			empty = append(empty, fmt.Sprintf("%s (generation %d holds %d events of it)", part, base.Generation, base.Dates[d].EventCount))
+		if ofDate {
+			continue
 		}
+		part := inputs.PartitionPrefix + d.String()
+		if events[d] > 0 {
+			part += fmt.Sprintf(" (%d of its events arrived in later partitions)", events[d])
+		} else {
+			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
+		}
+		if rows {
+			part += fmt.Sprintf(" holds no event of %s (event_time's statistics put every row on another date)", d)
+		} else {
+			part += " holds no rows"
+		}
+		empty = append(empty, part)
 	}
 	if len(empty) == 0 {
 		return nil
 	}
-	return fmt.Errorf("read raw %s: %s holds no rows: %s", job.Raw, strings.Join(empty, "; "), landedWhy)
+	return fmt.Errorf("read raw %s: %s: %s", job.Raw, strings.Join(empty, "; "), landedWhy)
 }
