@@ -9,12 +9,14 @@ the pointer.
 
 WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
 filesystem, credentials from the standard AWS chain); TABLE is
-fact_lesson_engagement or course_day. It prints one JSON line of figures per
-date.
+fact_lesson_engagement or course_day. It loads pointer.json once and prints
+one JSON line of figures per date; a date not published exits 1, a bad table
+or date 2.
 """
 import datetime
 import json
 import os
+import re
 import sys
 
 import pyarrow as pa
@@ -39,8 +41,14 @@ SCHEMAS = {
 NEWEST_FORMAT = 3  # the newest pointer format this reader knows
 
 
-def read_date(warehouse, date, table="fact_lesson_engagement"):
-    """Return (pointer entry, pandas DataFrame) of one published date."""
+class NotPublished(LookupError):
+    """The date is not in the pointer's generation (yet)."""
+
+
+def open_pointer(warehouse):
+    """Load pointer.json once, as (filesystem, root, pointer): every date of
+    one query must come from this one copy, or a publish landing between two
+    loads would mix two generations in one answer."""
     if "://" not in warehouse:
         warehouse = os.path.abspath(warehouse)
     fs, root = pyarrow.fs.FileSystem.from_uri(warehouse)
@@ -50,9 +58,21 @@ def read_date(warehouse, date, table="fact_lesson_engagement"):
     # A newer format may mean something this code does not know: refuse it.
     if pointer["format_version"] > NEWEST_FORMAT:
         raise ValueError(f"{warehouse}/pointer.json: format {pointer['format_version']} is newer than {NEWEST_FORMAT}")
+    return fs, root, pointer
+
+
+def read_date(opened, date, table="fact_lesson_engagement"):
+    """Return (pointer entry, pandas DataFrame) of one published date of the
+    pointer open_pointer loaded."""
+    fs, root, pointer = opened
+    if table not in FILES:
+        raise ValueError(f"unknown table {table!r}: want {' or '.join(FILES)}")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        raise ValueError(f"date {date!r}: want YYYY-MM-DD")
+    day = datetime.date.fromisoformat(date)
     entry = pointer["dates"].get(date)
     if entry is None:
-        raise LookupError(f"{date} is not published in {warehouse} (generation {pointer['generation']})")
+        raise NotPublished(f"{date} is not published (generation {pointer['generation']})")
     parts = []
     for f in entry[FILES[table]] or []:
         # ParquetFile reads exactly this file: no partition discovery, no glob.
@@ -62,7 +82,6 @@ def read_date(warehouse, date, table="fact_lesson_engagement"):
             raise ValueError(f"{f['path']}: {part.num_rows} rows, the pointer says {f['rows']}")
         parts.append(part)
     t = pa.concat_tables(parts) if parts else SCHEMAS[table].empty_table()
-    day = datetime.date.fromisoformat(date)
     t = t.append_column("event_date", pa.array([day] * t.num_rows, pa.date32()))
     return entry, t.to_pandas()
 
@@ -83,9 +102,13 @@ def summary(df, table):
 
 if __name__ == "__main__":
     warehouse, table, *dates = sys.argv[1:]
-    for date in dates:
-        try:
-            entry, df = read_date(warehouse, date, table)
-        except LookupError as e:
-            sys.exit(f"read_date.py: {e}")
-        print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))
+    try:
+        opened = open_pointer(warehouse)  # once, for every date
+        for date in dates:
+            entry, df = read_date(opened, date, table)
+            print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))
+    except NotPublished as e:
+        sys.exit(f"read_date.py: {warehouse}: {e}")
+    except ValueError as e:
+        print(f"read_date.py: {e}", file=sys.stderr)
+        sys.exit(2)

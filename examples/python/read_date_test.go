@@ -4,6 +4,7 @@
 package python_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -85,10 +86,78 @@ func TestReadDate(t *testing.T) {
 		}
 	}
 
-	// A date the pointer does not hold is refused, not read as empty.
-	out, err := exec.Command(python, script, wh, "course_day", "2026-03-05").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "2026-03-05 is not published") {
-		t.Errorf("unpublished date: err %v, output %s", err, out)
+	// A date the pointer does not hold is refused, not read as empty (exit
+	// 1: it may be published later); a bad table or date is a usage error.
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"course_day", "2026-03-05"}, 1, "2026-03-05 is not published"},
+		{[]string{"Course_Day", "2026-03-02"}, 2, "unknown table 'Course_Day'"},
+		{[]string{"course_day", "2026-3-2"}, 2, "date '2026-3-2': want YYYY-MM-DD"},
+		{[]string{"course_day", "20260302"}, 2, "date '20260302': want YYYY-MM-DD"},
+	} {
+		cmd := exec.Command(python, append([]string{script, wh}, tc.args...)...)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != tc.code || !strings.Contains(string(out), tc.says) {
+			t.Errorf("%v: exit %d, output %s; want exit %d saying %q", tc.args, cmd.ProcessState.ExitCode(), out, tc.code, tc.says)
+		}
+	}
+}
+
+// TestReadDateOnePointer: every date of one read comes from the pointer
+// loaded once. A publish of both dates lands after the reader loaded it
+// and read the first date; the second date must still be the first job's
+// (reloading per date showed one date of each job).
+func TestReadDateOnePointer(t *testing.T) {
+	python := testenv.Tool(t, "ENGAGEMENT_PYARROW_PYTHON", "ENGAGEMENT_SKIP_PYARROW", "scripts/pyarrow.sh")
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	publish := func(job string) {
+		t.Helper()
+		var stderr strings.Builder
+		if code := cli.Main(context.Background(), fx.Args(wh, job, "2026-03-02", "2026-03-03"), io.Discard, &stderr); code != 0 {
+			t.Fatalf("publish %s: exit %d\n%s", job, code, stderr.String())
+		}
+	}
+	publish("first")
+	dir := filepath.Join(publishtest.Root(), "examples", "python")
+	// The script's own functions, paused between the two dates.
+	cmd := exec.Command(python, "-c", `import sys, read_date
+opened = read_date.open_pointer(sys.argv[1])
+print(read_date.read_date(opened, "2026-03-02", "course_day")[0]["job_id"], flush=True)
+sys.stdin.readline()
+print(read_date.read_date(opened, "2026-03-03", "course_day")[0]["job_id"], flush=True)`, wh)
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "first" {
+		t.Fatalf("first date read from job %q, want first\n%s", lines.Text(), stderr.String())
+	}
+	publish("second")
+	if p := publishtest.Snapshot(t, wh); p.Generation() != 2 {
+		t.Fatalf("the second publish left generation %d", p.Generation())
+	}
+	io.WriteString(stdin, "\n")
+	if !lines.Scan() || lines.Text() != "first" {
+		t.Errorf("second date read from job %q after the next publish, want first: one answer mixed two generations\n%s", lines.Text(), stderr.String())
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("reader: %v\n%s", err, stderr.String())
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,6 +48,8 @@ func TestParse(t *testing.T) {
 		{name: "no trailing newline", text: "a 1", want: map[string]string{"a": "1"}, keys: []string{"a"}},
 		{name: "crlf", text: "a 1\r\nb 2\r\n", want: map[string]string{"a": "1", "b": "2"}, keys: []string{"a", "b"}},
 		{name: "empty file", text: "", want: map[string]string{}, keys: nil},
+		{name: "byte order mark", text: "\ufeffa 1\nb 2\n", want: map[string]string{"a": "1", "b": "2"}, keys: []string{"a", "b"}},
+		{name: "byte order mark before a comment", text: "\ufeff# c\na 1\n", want: map[string]string{"a": "1"}, keys: []string{"a"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,6 +256,31 @@ func TestResolveRelativeConfigFile(t *testing.T) {
 	if j.Raw != "s3://bkt/in/raw" || j.Warehouse != "s3://bkt/wh" {
 		t.Errorf("Raw, Warehouse = %q, %q: want the URLs as written", j.Raw, j.Warehouse)
 	}
+	// A mistyped one is refused naming the key and its line: joined to
+	// the file's directory it would have been a local directory named
+	// s3:, which the location's parse then accepts.
+	p = mustParse(t, "engagement.raw s3:bkt/in/raw\nengagement.warehouse s3:/curated/engagement\nengagement.lessons s3//bkt/l\n", filepath.Join("config", "s3.conf"))
+	_, err = Resolve(p, nil)
+	for _, want := range []string{"engagement.raw (config/s3.conf:1): s3:bkt/in/raw: looks like a URL", "engagement.warehouse (config/s3.conf:2)", "engagement.lessons (config/s3.conf:3)"} {
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("mistyped URLs in the file: %v, want exit 2 with %q", err, want)
+		}
+	}
+	// A flag's value wins, and is judged where it is parsed.
+	if _, err = Resolve(p, []Override{{Key: KeyRaw, Value: "/in/raw"}, {Key: KeyWarehouse, Value: "/wh"}, {Key: KeyLessons, Value: "/l"}}); err != nil {
+		t.Errorf("flags over the mistyped values: %v", err)
+	}
+}
+
+// TestResolveWhiteSpace: a value from a flag or a variable with white
+// space at an end (a ConfigMap's newline) is refused naming the key.
+func TestResolveWhiteSpace(t *testing.T) {
+	for _, v := range []string{"/data/wh\n", " /data/wh", "/data/wh "} {
+		_, err := Resolve(nil, []Override{{Key: KeyWarehouse, Value: v, Source: "ENGAGEMENT_WAREHOUSE"}})
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "ENGAGEMENT_WAREHOUSE") || !strings.Contains(fmt.Sprint(err), "white space at an end") {
+			t.Errorf("%q: %v, want exit 2 naming the variable and the white space", v, err)
+		}
+	}
 }
 
 func TestReadFile(t *testing.T) {
@@ -346,6 +374,12 @@ func TestResolveBadValues(t *testing.T) {
 		{KeyEngine, "flink"},
 		{KeySparkRemote, "http://x:15002"},
 		{KeyAsOfDate, "2026-02-30"},
+		// An inline comment would be part of the value: a warehouse
+		// named "wh # prod" published where no reader looks.
+		{KeyWarehouse, "wh # the curated zone"},
+		{KeyHotCourses, "course-k8s # hot"},
+		{KeyManifestID, "dim-2026-03-04\t# pinned"},
+		{KeyUnknownCap, "0.02 # signed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {

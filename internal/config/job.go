@@ -12,6 +12,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // Job is everything one run needs, after the config file and the flags have
@@ -122,6 +123,10 @@ type Override struct {
 
 // Resolve merges the file (may be nil) and the flag overrides into a Job. It
 // does not check the job id or dates; see CheckPublish.
+// inlineComment is a `#` after white space: an inline comment, in formats
+// that have them.
+var inlineComment = regexp.MustCompile(`\s#`)
+
 func Resolve(p *Properties, overrides []Override) (Job, error) {
 	values := map[string]string{}
 	from := map[string]string{}
@@ -130,6 +135,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		from[k] = "default"
 	}
 	j := Job{Spark: map[string]string{}, DuckDB: map[string]string{}}
+	inFile := map[string]bool{}
 	for _, k := range p.Keys() {
 		v, _ := p.Get(k)
 		if err := classify(k, p.where(k)); err != nil {
@@ -143,11 +149,17 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		default:
 			// A relative path is relative to the config file; a URL
 			// (s3://bucket/prefix) is where it says.
+			// A mistyped URL (s3:/bucket) is left as it is, for the
+			// location's parse to refuse: joined, it would be a local
+			// directory beside the file.
 			if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.Contains(v, "://") {
-				v = filepath.Join(filepath.Dir(p.File), v)
+				if _, err := storage.Parse(v); err == nil {
+					v = filepath.Join(filepath.Dir(p.File), v)
+				}
 			}
 			values[k] = v
 			from[k] = p.where(k)
+			inFile[k] = true
 		}
 	}
 	for _, o := range overrides {
@@ -160,10 +172,38 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		}
 		values[o.Key] = o.Value
 		from[o.Key] = src
+		delete(inFile, o.Key)
 	}
 	var errs []string
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("%s (%s): %s", key, from[key], fmt.Sprintf(format, args...)))
+	}
+	// A value's white space at an end (a flag, a variable with a newline)
+	// or an inline comment would be part of a path, a pin or a course id:
+	// a warehouse named "wh   # prod" publishes, exit 0, where no reader
+	// looks. The prohibited list says so in its own words.
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := values[k]
+		if pathKeys[k] && inFile[k] && v != "" {
+			// Named here with its file and line: the flag a command
+			// names a bad location by was never given.
+			if _, err := storage.Parse(v); err != nil {
+				bad(k, "%v", err)
+				continue
+			}
+		}
+		switch {
+		case !strings.HasPrefix(k, "engagement.") || k == KeyProhibitedColumns:
+		case strings.TrimSpace(v) != v:
+			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", v)
+		case inlineComment.MatchString(v):
+			bad(k, "%q holds an inline comment: the properties format has none, so it would be part of the value; put the comment on a line of its own", v)
+		}
 	}
 	j.Engine = values[KeyEngine]
 	if j.Engine != "duckdb" && j.Engine != "spark" {

@@ -42,7 +42,12 @@ func Parse(r io.Reader, name string) (*Properties, error) {
 	n := 0
 	for sc.Scan() {
 		n++
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		if n == 1 {
+			// A byte order mark, as some Windows editors save UTF-8.
+			line = strings.TrimPrefix(line, "\ufeff")
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' || line[0] == '!' {
 			continue
 		}
