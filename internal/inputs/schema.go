@@ -120,8 +120,9 @@ func flatten(elems []element, bad func(string, ...any) error) ([]Field, error) {
 }
 
 // Prohibited returns the fields that the prohibited list names, as dotted
-// paths, in any letter case and at any depth (EMAIL, Email and
-// context.email all match email), in order and without repeats; nil when
+// paths, in any letter case and at any depth (EMAIL, Email, context.email
+// and a flat column named user.email all match email), in order and
+// without repeats; nil when
 // there are none. A field is named down to the banned name, so a banned
 // struct column is reported once, not with each of its fields.
 func Prohibited(fields []Field, prohibited []string) []string {
@@ -131,9 +132,19 @@ func Prohibited(fields []Field, prohibited []string) []string {
 	}
 	seen := map[string]bool{}
 	var found []string
+	// A flat name a flattening writer made of a path (user.email, as
+	// json_normalize and Spark's flatten write it) is that path.
+	matches := func(name string) bool {
+		for _, part := range strings.Split(name, ".") {
+			if banned[strings.ToLower(part)] {
+				return true
+			}
+		}
+		return false
+	}
 	for _, f := range fields {
 		for i, name := range f {
-			if !banned[strings.ToLower(name)] {
+			if !matches(name) {
 				continue
 			}
 			if p := f[:i+1].String(); !seen[p] {

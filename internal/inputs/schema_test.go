@@ -69,8 +69,11 @@ func TestProhibited(t *testing.T) {
 		// A banned struct column is named once, not with each of its fields.
 		{"banned struct", []Field{f("email"), f("email", "address"), f("email", "verified")}, []string{"email"}, []string{"email"}},
 		{"same field in two files", []Field{f("a", "email"), f("a", "email")}, []string{"email"}, []string{"a.email"}},
-		// A dot inside a name is part of the name, not a path.
-		{"dotted name", []Field{f("user.email")}, []string{"email"}, nil},
+		// A flat name holding a dot is a flattened path (json_normalize,
+		// Spark's flatten): user.email is as banned as user{email}, and
+		// email.verified as the struct email.
+		{"dotted name", []Field{f("user.email"), f("email.verified"), f("user.name")}, []string{"email"}, []string{"user.email", "email.verified"}},
+		{"dotted name inside a struct", []Field{f("ctx"), f("ctx", "user.EMAIL")}, []string{"email"}, []string{"ctx.user.EMAIL"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
