@@ -266,6 +266,13 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 		if Hidden(path.Base(o.Key)) {
 			continue
 		}
+		if o.Link {
+			// Outside the read window it is not read, so not judged.
+			if strict {
+				return nil, fmt.Errorf("%s %s: %s is a symbolic link to nothing", what, where, path.Base(o.Key))
+			}
+			continue
+		}
 		files = append(files, file(b, o))
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })

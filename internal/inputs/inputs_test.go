@@ -85,6 +85,40 @@ func TestListRaw(t *testing.T) {
 	}
 }
 
+// TestListRawDanglingLinks: a symlink to nothing with a hidden name (a
+// .crc or _SUCCESS a producer's tool left dangling) is passed over like
+// any hidden name, in and out of the read window and in the raw root; a
+// data file's name pointing at nothing is refused, naming it, inside the
+// window only. Each failed every listing before.
+func TestListRawDanglingLinks(t *testing.T) {
+	root := t.TempDir()
+	link := func(rel string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(root, "gone"), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch(t, filepath.Join(root, "ingest_date=2026-03-03", "part-0.parquet"))
+	link("ingest_date=2026-03-03/.part-0.parquet.crc")
+	link("ingest_date=2026-03-03/_SUCCESS")
+	link("ingest_date=2026-03-01/.part-0.parquet.crc")
+	link("_SUCCESS")
+	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-0.parquet"))
+	link("ingest_date=2026-03-01/part-1.parquet") // outside the window
+	_, files, err := src().ListRaw(t.Context(), loc(root), d2, d4)
+	if err != nil || len(files) != 1 || filepath.Base(files[0].Path) != "part-0.parquet" {
+		t.Fatalf("ListRaw = %v, %v; want the one data file of 2026-03-03", files, err)
+	}
+	link("ingest_date=2026-03-03/part-1.parquet")
+	if _, _, err := src().ListRaw(t.Context(), loc(root), d2, d4); err == nil || !strings.Contains(err.Error(), "part-1.parquet is a symbolic link to nothing") {
+		t.Errorf("a dangling data file in the window: %v, want it named", err)
+	}
+}
+
 func TestListRawRefusesStrangers(t *testing.T) {
 	cases := []struct{ entry, want string }{
 		{"ingest_date=2026-02-30/part-0.parquet", "ingest_date=2026-02-30"},

@@ -50,8 +50,8 @@ type Object struct {
 	Key string // relative to the bucket root, slash-separated
 	Attrs
 	// Link marks a local symbolic link that a listing did not follow
-	// (ListDir of a bucket that does not follow links); it is neither
-	// read nor deleted through. Never set on S3.
+	// (ListDir of a bucket that does not follow links, or one that points
+	// at nothing); it is neither read nor deleted through. Never set on S3.
 	Link bool
 }
 
