@@ -211,7 +211,8 @@ func TestListTellsDamage(t *testing.T) {
 func TestRecordExpiryMerges(t *testing.T) {
 	w := newWH(t)
 	first := history.Expiry{Generations: []int64{1, 2, 3, 4}, JobIDs: []string{"j1", "j2", "j3", "j4"}, At: at, Reason: "beyond --retain-generations 1"}
-	again := history.Expiry{Generations: []int64{3, 4}, JobIDs: []string{"j3", "j4"}, RecordJobIDs: []string{"rej"}, At: at.Add(time.Hour), Reason: "beyond --retain-generations 1"}
+	// j3 rolled back: it wrote generation 3 and left a record, both gone.
+	again := history.Expiry{Generations: []int64{3, 4}, JobIDs: []string{"j3", "j4"}, RecordJobIDs: []string{"rej", "j3"}, At: at.Add(time.Hour), Reason: "beyond --retain-generations 1"}
 	for _, e := range []history.Expiry{first, again} {
 		if err := history.RecordExpiry(t.Context(), w.bucket, e, 5); err != nil {
 			t.Fatal(err)
@@ -221,7 +222,7 @@ func TestRecordExpiryMerges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(exps) != 1 || !slices.Equal(exps[0].Generations, first.Generations) || !slices.Equal(exps[0].JobIDs, first.JobIDs) || !slices.Equal(exps[0].RecordJobIDs, []string{"rej"}) {
+	if len(exps) != 1 || !slices.Equal(exps[0].Generations, first.Generations) || !slices.Equal(exps[0].JobIDs, first.JobIDs) || !slices.Equal(exps[0].RecordJobIDs, []string{"j3", "rej"}) {
 		t.Fatalf("records %+v, want one holding generations 1-4, jobs j1-j4 and the record of rej", exps)
 	}
 	// A record that lost what it names (valid JSON all the same) is damaged,
@@ -233,7 +234,9 @@ func TestRecordExpiryMerges(t *testing.T) {
 	if err := os.Remove(filepath.Join(w.dir, "pointer-expiry", "9.json")); err != nil {
 		t.Fatal(err)
 	}
-	for id, code := range map[string]int{"j1": exitcode.AlreadyPublished, "rej": exitcode.Usage, "fresh": exitcode.OK} {
+	// A rollback's id stays exit 4 once its generation and record are gone,
+	// as while they were retained (it was exit 2).
+	for id, code := range map[string]int{"j1": exitcode.AlreadyPublished, "j3": exitcode.AlreadyPublished, "rej": exitcode.Usage, "fresh": exitcode.OK} {
 		if got := exitcode.Code(history.CheckRecords(t.Context(), w.bucket, id)); got != code {
 			t.Errorf("job id %s: exit %d, want %d", id, got, code)
 		}

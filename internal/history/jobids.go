@@ -22,14 +22,19 @@ func CheckRecords(ctx context.Context, b storage.Bucket, jobID string) error {
 	if err != nil {
 		return fmt.Errorf("check job id %s: %w", jobID, err)
 	}
+	// A writer first, across every record: a rollback wrote a generation
+	// and left a record, and gc lists it twice when both go; it published,
+	// so exit 4, as while its generation was retained.
+	for _, e := range exps {
+		if slices.Contains(e.JobIDs, jobID) {
+			return exitcode.PublishedError(fmt.Errorf("job id %s wrote a generation gc has since expired (generations %s, expired at %s; %s): use a new job id",
+				jobID, gensText(e.Generations), e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
+		}
+	}
 	for _, e := range exps {
 		if slices.Contains(e.RecordJobIDs, jobID) {
 			return exitcode.UsageError(fmt.Errorf("job id %s was taken by an earlier attempt or rollback whose record gc deleted at %s (%s): use a new job id",
 				jobID, e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
-		}
-		if slices.Contains(e.JobIDs, jobID) {
-			return exitcode.PublishedError(fmt.Errorf("job id %s wrote a generation gc has since expired (generations %s, expired at %s; %s): use a new job id",
-				jobID, gensText(e.Generations), e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
 		}
 	}
 	for _, rec := range []struct{ key, what string }{
