@@ -174,6 +174,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, fmt.Errorf("read the pointer: %w", err)
 	}
+	if err := pointer.OwnCopy(ctx, p.Store, base); err != nil {
+		return res, fmt.Errorf("read the pointer: %w", err)
+	}
 	// A rollback interrupted before its pointer.json replace had committed
 	// before this attempt began: it is not one written after it.
 	seen := pointer.Committed(ctx, p.Store, base)

@@ -192,6 +192,30 @@ var ErrBrokenChain = errors.New("pointer history does not continue pointer.json"
 // the way back to an old generation is a rollback.
 var ErrHandEdited = errors.New("pointer.json was replaced by hand")
 
+// OwnCopy checks that cur, the stored pointer.json, is the generation its
+// history copy holds, byte for byte (their digests): a pointer.json edited
+// in place keeps its generation, and a write built on it would carry the
+// edit into a generation of a sound chain, with history crediting that
+// writer with it. A missing copy is not judged here (history warns of it).
+func OwnCopy(ctx context.Context, s Store, cur Pointer) error {
+	if cur.Generation < 1 {
+		return nil
+	}
+	h, err := s.LoadGeneration(ctx, cur.Generation)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if h.Digest == cur.Digest {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: pointer.json (generation %d, sha256 %s) is not pointer-history/%d.json (sha256 %s), the copy written with it: it was edited in place; "+
+		"nothing was changed: copy pointer-history/%d.json back over pointer.json, then publish or roll back to change what readers see (each is recorded)",
+		ErrBrokenChain, ErrHandEdited, cur.Generation, cur.Digest, cur.Generation, h.Digest, cur.Generation)
+}
+
 // Beyond decides, for a Swap about to take generation cur.Generation+1,
 // what the history holds past cur: nil when nothing (the generation is
 // free); the next generation when it is a true successor of cur, which an

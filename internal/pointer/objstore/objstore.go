@@ -157,6 +157,17 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		// Nothing has been written yet: a failed read leaves the pointer as it was.
 		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
 	}
+	if orphan == nil {
+		if err := pointer.OwnCopy(ctx, s, cur); err != nil {
+			if moved() {
+				return fmt.Errorf("swap to generation %d: pointer.json moved while the history was read: %w", next.Generation, pointer.ErrConflict)
+			}
+			if errors.Is(err, pointer.ErrBrokenChain) {
+				return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+			}
+			return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
+		}
+	}
 	if orphan != nil {
 		if err := s.edited(ctx, cur, ver, *orphan); err != nil {
 			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)

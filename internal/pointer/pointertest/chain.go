@@ -33,6 +33,7 @@ func RunChain(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor
 	t.Run("PlantedGenerationRefused", func(t *testing.T) { testPlanted(t, newStore) })
 	t.Run("HandEditedPointerRefused", func(t *testing.T) { testHandEdited(t, newStore) })
 	t.Run("HandEditedOneBackRefused", func(t *testing.T) { testHandEditedOneBack(t, newStore) })
+	t.Run("EditedInPlaceRefused", func(t *testing.T) { testEditedInPlace(t, newStore) })
 	t.Run("LostPointerRefused", func(t *testing.T) { testLostPointer(t, newStore) })
 	t.Run("Format1CarriedForward", func(t *testing.T) { testFormat1(t, newStore) })
 	t.Run("Format1OrphanRefused", func(t *testing.T) { testFormat1Orphan(t, newStore) })
@@ -232,6 +233,34 @@ func testHandEditedOneBack(t *testing.T, newStore func(t *testing.T) (pointer.St
 	if cur, _ := mustLoad(t, s); cur.UpdatedByJobID != "job-2" || cur.Generation != 2 {
 		t.Errorf("the hand-edited pointer was rolled forward over: now generation %d by %s", cur.Generation, cur.UpdatedByJobID)
 	}
+}
+
+// pointer.json edited in place: its generation kept, a figure changed (or
+// a date pointed at other files). A write built on it carried the edit into
+// a generation of a sound chain, and history credited that writer with it:
+// refused, naming the copy, and OwnCopy says so before any work.
+func testEditedInPlace(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor)) {
+	s, bd := newStore(t)
+	mustPublish(t, s, "job-1", Day0)
+	mustPublish(t, s, "job-1b", Day0.AddDays(1))
+	mustPublish(t, s, "job-2", Day0)
+	cur, _ := mustLoad(t, s)
+	e := cur.Dates[Day0.AddDays(1)]
+	e.EventCount += 1585
+	cur.Dates[Day0.AddDays(1)] = e
+	bd.PutPointer(t, encode(t, cur))
+	edited, _ := mustLoad(t, s)
+	if err := pointer.OwnCopy(t.Context(), s, edited); !errors.Is(err, pointer.ErrHandEdited) || !strings.Contains(err.Error(), "pointer-history/3.json") {
+		t.Errorf("OwnCopy of the edited pointer: %v, want ErrHandEdited naming pointer-history/3.json", err)
+	}
+	refused(t, s, "edited in place", "pointer-history/3.json")
+	// Put back, it is sound again.
+	three, err := s.LoadGeneration(t.Context(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd.PutPointer(t, encode(t, three))
+	mustPublish(t, s, "job-3", Day0)
 }
 
 func testLostPointer(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor)) {

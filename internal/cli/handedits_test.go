@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,5 +60,48 @@ func TestConfigWarehouseValue(t *testing.T) {
 				t.Errorf("beside the config: %v, want only job.conf", names)
 			}
 		})
+	}
+}
+
+// TestPointerEditedInPlace: a pointer.json edited in place (its generation
+// kept, a date's figure changed) is refused by publish and rollback before
+// any work, exit 1 naming the copy it differs from, and left as it is. A
+// publish adopted the edit into a sound generation before.
+func TestPointerEditedInPlace(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	for _, job := range []string{"edit-1", "edit-2"} {
+		var errb strings.Builder
+		if code := cli.Main(context.Background(), fx.Args(wh, job, "2026-03-02", "2026-03-03"), io.Discard, &errb); code != 0 {
+			t.Fatalf("publish %s: exit %d\n%s", job, code, errb.String())
+		}
+	}
+	p := filepath.Join(wh, "pointer.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), `"event_count": 973`, `"event_count": 5555`, 1)
+	if edited == string(data) {
+		t.Fatalf("pointer.json holds no \"event_count\": 973 to edit:\n%s", data)
+	}
+	if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		fx.Args(wh, "edit-3", "2026-03-03"),
+		{"rollback", "--warehouse", wh, "--date", "2026-03-03", "--to-generation", "1", "--job-id", "edit-rb"},
+	} {
+		var errb strings.Builder
+		code := cli.Main(context.Background(), args, io.Discard, &errb)
+		if code != exitcode.Error || !strings.Contains(errb.String(), "edited in place") || !strings.Contains(errb.String(), "pointer-history/2.json") {
+			t.Errorf("%s: exit %d, want 1 naming the edit and pointer-history/2.json\n%s", args[0], code, errb.String())
+		}
+		if now, _ := os.ReadFile(p); string(now) != edited {
+			t.Errorf("%s changed the edited pointer.json", args[0])
+		}
+		if _, err := os.Stat(filepath.Join(wh, "staging", "job_id=edit-3")); err == nil {
+			t.Errorf("%s: the refused publish staged", args[0])
+		}
 	}
 }
