@@ -105,3 +105,37 @@ func TestPointerEditedInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestPointerLost: with pointer.json deleted and its history in place, the
+// readers' and operators' commands say it was lost and how to restore it
+// (exit 1), not that nothing was ever published there (exit 2, "check
+// --warehouse"), which sent the person on call looking for a typo.
+func TestPointerLost(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	for _, job := range []string{"lost-1", "lost-2"} {
+		var errb strings.Builder
+		if code := cli.Main(context.Background(), fx.Args(wh, job, "2026-03-02"), io.Discard, &errb); code != 0 {
+			t.Fatalf("publish %s: exit %d\n%s", job, code, errb.String())
+		}
+	}
+	if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"status", "--warehouse", wh},
+		{"read", "course_day", "--warehouse", wh},
+		{"history", "--warehouse", wh},
+		{"views", "--warehouse", wh, "--dialect", "duckdb"},
+		{"rollback", "--warehouse", wh, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "lost-rb"},
+	} {
+		var errb strings.Builder
+		code := cli.Main(context.Background(), args, io.Discard, &errb)
+		if code != exitcode.Error || !strings.Contains(errb.String(), "lost or deleted by hand") || !strings.Contains(errb.String(), "pointer-history/2.json") {
+			t.Errorf("%s: exit %d, want 1 saying pointer.json was lost and naming pointer-history/2.json\n%s", args[0], code, errb.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(wh, "pointer.json")); err == nil {
+		t.Errorf("a command wrote pointer.json")
+	}
+}

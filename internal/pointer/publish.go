@@ -498,18 +498,18 @@ var sleep = func(ctx context.Context, d time.Duration) error {
 // written again.
 func JobPublished(ctx context.Context, s Store, jobID string) (bool, error) {
 	if jobID == "" {
-		return false, errors.New("look for a job id in the pointer's generations: empty job id")
+		return false, errors.New("look for a job id in the pointer: empty job id")
 	}
 	cur, _, err := s.Load(ctx)
 	if err != nil {
-		return false, fmt.Errorf("look for job %s in the pointer's generations: %w", jobID, err)
+		return false, fmt.Errorf("read the pointer's generations: %w", err)
 	}
 	if Names(cur, jobID) {
 		return true, nil
 	}
 	gens, err := s.Generations(ctx)
 	if err != nil {
-		return false, fmt.Errorf("look for job %s in the pointer's generations: %w", jobID, err)
+		return false, fmt.Errorf("read the pointer's generations: %w", err)
 	}
 	// Newest first: a rerun check usually concerns a recent job.
 	for i := len(gens) - 1; i >= 0; i-- {
@@ -518,7 +518,7 @@ func JobPublished(ctx context.Context, s Store, jobID string) (bool, error) {
 			continue // pruned since it was listed: no longer retained
 		}
 		if err != nil {
-			return false, fmt.Errorf("look for job %s in the pointer's generations: %w", jobID, err)
+			return false, fmt.Errorf("read the pointer's generations: %w", err)
 		}
 		if Names(p, jobID) {
 			return true, nil
