@@ -44,6 +44,9 @@ func CheckColumns(what string, files []string, required []Column, schema Schema,
 		for _, c := range required {
 			typ, ok := types[c.Name]
 			if !ok {
+				if other, ok := first[strings.ToLower(c.Name)]; ok {
+					return nil, fmt.Errorf("%s file %s: missing required column %s (the file has %s: names must match exactly)", what, f, c.Name, other)
+				}
 				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.Name)
 			}
 			if !accepts(typ, c.Types) {
