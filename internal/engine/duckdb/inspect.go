@@ -267,7 +267,9 @@ func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files [
 	if err != nil {
 		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
 	}
-	h := e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL")
+	// A pair with a null key joins no event, so its repeats are no
+	// duplicate enrollment (as a null lesson_id is none in the manifest).
+	h := "CASE WHEN learner_key IS NOT NULL AND course_id IS NOT NULL THEN " + e.hashOf("learner_key, course_id") + " END"
 	q := `SELECT count(*), ` + repeatsColumn(kept, h) + ` ` + pin
 	var hashRepeats int64
 	if err := e.scanRepeats(ctx, kept, q, []any{&in.Figures.EnrollmentRows}, &hashRepeats); err != nil {
@@ -282,7 +284,7 @@ func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files [
 		return nil
 	}
 	q = `SELECT count(*), coalesce(min(coalesce(learner_key, '<null>') || '|' || coalesce(course_id, '<null>'), 5), [])
-		FROM (SELECT learner_key, course_id ` + pin + ` GROUP BY learner_key, course_id HAVING count(*) > 1)`
+		FROM (SELECT learner_key, course_id ` + pin + ` AND learner_key IS NOT NULL AND course_id IS NOT NULL GROUP BY learner_key, course_id HAVING count(*) > 1)`
 	var sample any
 	if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.DuplicateEnrollCount, &sample); err != nil {
 		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, firstLine(err))

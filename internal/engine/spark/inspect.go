@@ -185,8 +185,10 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	// hashes are distributed before they are grouped: nearly every pair is
 	// distinct, so a partial aggregate before the shuffle would only widen
 	// its rows.
-	hashed := fmt.Sprintf(`SELECT k, count(*) AS n FROM (SELECT %s AS k FROM (%s) DISTRIBUTE BY k) GROUP BY k`,
-		e.hashOf("learner_key, course_id, learner_key IS NULL, course_id IS NULL"), enrollPin)
+	// A pair with a null key joins no event: its repeats are no duplicate
+	// enrollment (its hash is null, and null is not counted as a repeat).
+	hashed := fmt.Sprintf(`SELECT k, count(*) AS n FROM (SELECT CASE WHEN learner_key IS NOT NULL AND course_id IS NOT NULL THEN %s END AS k FROM (%s) DISTRIBUTE BY k) GROUP BY k`,
+		e.hashOf("learner_key, course_id"), enrollPin)
 	var dupLessons string
 	var hashRepeats int64
 	// One subquery returns a struct where a part gives several figures,
@@ -204,7 +206,7 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		     (SELECT lesson_id FROM pin WHERE lesson_id IS NOT NULL GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20)) AS dups,
 		  (SELECT named_struct('bytes', CAST(title_bytes AS BIGINT), 'lesson_id', lesson_id) FROM pin WHERE title_bytes IS NOT NULL
 		     ORDER BY title_bytes DESC, lesson_id ASC NULLS LAST LIMIT 1) AS longest,
-		  (SELECT named_struct('rows', CAST(coalesce(sum(n), 0) AS BIGINT), 'repeats', count_if(n > 1)) FROM (%s)) AS en)`,
+		  (SELECT named_struct('rows', CAST(coalesce(sum(n), 0) AS BIGINT), 'repeats', count_if(n > 1 AND k IS NOT NULL)) FROM (%s)) AS en)`,
 		lessonPin, ev.fields, ev.query, hashed), dest...); err != nil {
 		return in, err
 	}
@@ -220,7 +222,7 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	}
 	what = "check enrollments " + spec.Enrollments
 	pairs := func(cols string) string {
-		return fmt.Sprintf(`SELECT %s, count(*) AS n FROM (%s) GROUP BY %[1]s`, cols, enrollPin)
+		return fmt.Sprintf(`SELECT %s, count(*) AS n FROM (%s) WHERE learner_key IS NOT NULL AND course_id IS NOT NULL GROUP BY %[1]s`, cols, enrollPin)
 	}
 	in.Figures.DuplicateEnrollCount = 0
 	if hashRepeats == 0 {
