@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -89,6 +90,19 @@ func CheckPinInputs(spec Spec, manifest, enrollments []Column, check func(what s
 // a wrong argument (exit 2), not an empty input, listing the pins that do
 // exist in the input at path.
 func NoPinError(flag, pin, col, path string, present []string) error {
+	// Pins are named by date, so the newest are the likely meant ones:
+	// the engines give the last PinsShown+1 in sort order, newest first.
+	more := len(present) > PinsShown
+	present = slices.Clone(present[:min(len(present), PinsShown)])
+	slices.Reverse(present)
+	list := strings.Join(present, ", ")
+	if more {
+		list = "the last " + fmt.Sprint(PinsShown) + " in sort order, after others: " + list
+	}
 	return exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
-		flag, pin, col, pin, path, strings.Join(present, ", ")))
+		flag, pin, col, pin, path, list))
 }
+
+// PinsShown is how many present pins a NoPinError lists; an engine asks
+// for one more, newest first, to know whether there are others.
+const PinsShown = 10

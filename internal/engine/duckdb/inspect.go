@@ -310,7 +310,7 @@ func (e *Engine) pinRows(ctx context.Context, what, path string, files []string,
 	if n > 0 {
 		return n, nil
 	}
-	present, err := e.strings(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s IS NOT NULL ORDER BY 1 LIMIT 10", col, FileList(files), col))
+	present, err := e.strings(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s IS NOT NULL ORDER BY 1 DESC LIMIT %d", col, FileList(files), col, engine.PinsShown+1))
 	if err != nil {
 		return 0, fmt.Errorf("read %s %s: %w", what, path, firstLine(err))
 	}

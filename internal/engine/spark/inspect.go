@@ -363,7 +363,7 @@ func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass,
 // The error lists the pins that do exist.
 func (e *Engine) noPin(ctx context.Context, what, path, rel, col, pin, flag string) error {
 	present, err := e.strings(ctx, "read "+what+" "+path, fmt.Sprintf(
-		"SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL ORDER BY 1 LIMIT 10", col, rel, col))
+		"SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL ORDER BY 1 DESC LIMIT %d", col, rel, col, engine.PinsShown+1))
 	if err != nil {
 		return err
 	}
