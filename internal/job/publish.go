@@ -228,14 +228,22 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, err // "read raw …", naming the location
 	}
-	if err := checkHorizon(job, ingest, p.Log); err != nil {
+	now := p.Clock().UTC()
+	today := dates.FromTime(now)
+	run := today
+	if job.AsOfSet {
+		run = job.AsOf
+	}
+	if err := checkEnded(job, run); err != nil {
+		return res, err
+	}
+	if err := checkHorizon(job, landedSoFar(ingest, today, p.Log), p.Log); err != nil {
 		return res, err
 	}
 	if err := checkLanded(job, ingest); err != nil {
 		return res, err
 	}
-	now := p.Clock().UTC()
-	if err := mon.freshness(ctx, job, ingest, now); err != nil {
+	if err := mon.freshness(ctx, job, landedSoFar(ingest, today, slog.New(slog.DiscardHandler)), now); err != nil {
 		return res, err
 	}
 	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {

@@ -46,6 +46,45 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
 }
 
+// checkEnded refuses a requested date on or after the run date (as of
+// engagement.asOfDate or --as-of, else today's UTC date): that day has not
+// ended, so its events have not all happened, let alone landed, and it
+// would be published as part of a day with exit 0. No override: a day is
+// published once it is over.
+func checkEnded(job config.Job, run dates.Date) error {
+	var open []string
+	for _, d := range job.Dates {
+		if d >= run {
+			open = append(open, d.String())
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	return exitcode.UsageError(fmt.Errorf("--dates: %v not over on the run date %s (%s or --as-of, else today's UTC date): a day is published once it has ended",
+		open, run, config.KeyAsOfDate))
+}
+
+// landedSoFar drops the ingest partitions dated after today (UTC), which
+// no ingestion can have landed yet: a producer's mis-dated partition would
+// move the horizon days ahead and refuse every correct run. Each is
+// logged; its files, if the read window reaches them, are still read.
+func landedSoFar(ingest []dates.Date, today dates.Date, log *slog.Logger) []dates.Date {
+	i := len(ingest)
+	for i > 0 && ingest[i-1] > today {
+		i--
+	}
+	if i < len(ingest) {
+		var future []string
+		for _, d := range ingest[i:] {
+			future = append(future, inputs.PartitionPrefix+d.String())
+		}
+		log.Warn("raw holds partitions dated after today: they are left out of the horizon and the freshness check; a producer mis-dated them",
+			"partitions", future, "today", today.String())
+	}
+	return ingest[:i]
+}
+
 // landedWhy is why a requested date's own ingest partition must hold its
 // events: most of a date's events are ingested on it, so without them the
 // date would be published as a part of the day with exit 0, the late
