@@ -122,7 +122,14 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 		if len(e.StillRetained) > 0 {
 			fmt.Fprintf(env.Stdout, "; %s still retained: that gc stopped before expiring them", spans(e.StillRetained))
 		}
+		if len(e.RecordJobIDs) > 0 {
+			fmt.Fprintf(env.Stdout, "; the records of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))
+		}
 		fmt.Fprintln(env.Stdout)
+	}
+	if log.Pending > 0 {
+		fmt.Fprintf(env.Stdout, "warning: pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write; "+
+			"readers see generation %d until the next publish or rollback rolls it forward\n", log.Pending, log.PendingJobID, log.Current, log.Current)
 	}
 	if len(log.Missing) > 0 {
 		fmt.Fprintf(env.Stdout, "warning: pointer-history/ lacks generations %s, up to the current %d: gc expires only the oldest, so they were removed by hand; "+

@@ -83,6 +83,12 @@ type Log struct {
 	// these were removed by some other hand (the current one's copy
 	// included, when the whole of pointer-history/ went).
 	Missing []int64 `json:"missing_generations,omitempty"`
+	// Pending is the generation an interrupted write committed past
+	// pointer.json (its history copy a true successor), which readers do
+	// not see until the next publish or rollback rolls it forward; 0 when
+	// none. PendingJobID wrote it.
+	Pending      int64  `json:"pending_generation,omitempty"`
+	PendingJobID string `json:"pending_job_id,omitempty"`
 }
 
 // List reads the retained history: for each retained generation, the dates
@@ -139,6 +145,12 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			if slices.Contains(gens, g) {
 				log.Expiries[i].StillRetained = append(log.Expiries[i].StillRetained, g)
 			}
+		}
+	}
+	if g := pointer.Committed(ctx, s, cur); g != cur.Generation {
+		log.Pending = g
+		if p, err := s.LoadGeneration(ctx, g); err == nil {
+			log.PendingJobID = p.UpdatedByJobID
 		}
 	}
 	from := cur.Generation

@@ -366,6 +366,10 @@ func TestRollbackRacesPublish(t *testing.T) {
 		if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 2 {
 			t.Fatalf("pointer.json at generation %d, want 2 (the rollback's copy 3 not rolled forward yet)", cur.Generation)
 		}
+		// history names the committed copy readers do not see yet.
+		if log, err := history.List(t.Context(), w.store, w.bucket, nil); err != nil || log.Current != 2 || log.Pending != 3 || log.PendingJobID != "back" {
+			t.Errorf("history: current %d, pending %d by %q (%v); want 2, and 3 by back", log.Current, log.Pending, log.PendingJobID, err)
+		}
 		base, _, _ := w.store.Load(t.Context())
 		c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30)})
 		c.Check = pointer.NoRollbackSince(t.Context(), w.store, pointer.Committed(t.Context(), w.store, base), []dates.Date{mon})
@@ -375,6 +379,9 @@ func TestRollbackRacesPublish(t *testing.T) {
 		cur, _, _ := w.store.Load(t.Context())
 		if cur.Generation != 4 || cur.Dates[mon].JobID != "c" || cur.Dates[tue].JobID != "a" {
 			t.Errorf("generation %d: mon %s, tue %s; want 4: c, a", cur.Generation, cur.Dates[mon].JobID, cur.Dates[tue].JobID)
+		}
+		if log, _ := history.List(t.Context(), w.store, w.bucket, nil); log.Pending != 0 {
+			t.Errorf("history after the roll-forward: pending %d, want none", log.Pending)
 		}
 	})
 	// A publish given the rollback's job id lands between the rollback's
