@@ -10,8 +10,8 @@ the pointer.
 WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
 filesystem, credentials from the standard AWS chain); TABLE is
 fact_lesson_engagement or course_day. It loads pointer.json once and prints
-one JSON line of figures per date; a date not published exits 1, a bad table
-or date 2.
+one JSON line of figures per date; a date not published or a file that cannot
+be read exits 1, a bad table or date 2, before anything is read.
 """
 import datetime
 import json
@@ -45,6 +45,23 @@ class NotPublished(LookupError):
     """The date is not in the pointer's generation (yet)."""
 
 
+class BadArgument(ValueError):
+    """A table or date the reader cannot mean: a usage error (exit 2)."""
+
+
+def check_args(table, dates):
+    """Refuse a table or date before anything is read."""
+    if table not in FILES:
+        raise BadArgument(f"unknown table {table!r}: want {' or '.join(FILES)}")
+    for date in dates:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+            raise BadArgument(f"date {date!r}: want YYYY-MM-DD")
+        try:
+            datetime.date.fromisoformat(date)
+        except ValueError as e:
+            raise BadArgument(f"date {date!r}: {e}") from None
+
+
 def open_pointer(warehouse):
     """Load pointer.json once, as (filesystem, root, pointer): every date of
     one query must come from this one copy, or a publish landing between two
@@ -53,8 +70,11 @@ def open_pointer(warehouse):
         warehouse = os.path.abspath(warehouse)
     fs, root = pyarrow.fs.FileSystem.from_uri(warehouse)
     root = root.rstrip("/")
-    with fs.open_input_stream(root + "/pointer.json") as f:
-        pointer = json.loads(f.read())
+    try:
+        with fs.open_input_stream(root + "/pointer.json") as f:
+            pointer = json.loads(f.read())
+    except (OSError, ValueError) as e:
+        raise OSError(f"{warehouse}/pointer.json: {e}") from e
     # A newer format may mean something this code does not know: refuse it.
     if pointer["format_version"] > NEWEST_FORMAT:
         raise ValueError(f"{warehouse}/pointer.json: format {pointer['format_version']} is newer than {NEWEST_FORMAT}")
@@ -65,10 +85,7 @@ def read_date(opened, date, table="fact_lesson_engagement"):
     """Return (pointer entry, pandas DataFrame) of one published date of the
     pointer open_pointer loaded."""
     fs, root, pointer = opened
-    if table not in FILES:
-        raise ValueError(f"unknown table {table!r}: want {' or '.join(FILES)}")
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-        raise ValueError(f"date {date!r}: want YYYY-MM-DD")
+    check_args(table, [date])
     day = datetime.date.fromisoformat(date)
     entry = pointer["dates"].get(date)
     if entry is None:
@@ -76,8 +93,11 @@ def read_date(opened, date, table="fact_lesson_engagement"):
     parts = []
     for f in entry[FILES[table]] or []:
         # ParquetFile reads exactly this file: no partition discovery, no glob.
-        with fs.open_input_file(root + "/" + f["path"]) as src:
-            part = pq.ParquetFile(src).read()
+        try:
+            with fs.open_input_file(root + "/" + f["path"]) as src:
+                part = pq.ParquetFile(src).read()
+        except (OSError, pa.ArrowException) as e:
+            raise OSError(f"{root}/{f['path']}: {e}") from e
         if part.num_rows != f["rows"]:
             raise ValueError(f"{f['path']}: {part.num_rows} rows, the pointer says {f['rows']}")
         parts.append(part)
@@ -101,7 +121,15 @@ def summary(df, table):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        print("usage: read_date.py WAREHOUSE TABLE DATE...", file=sys.stderr)
+        sys.exit(2)
     warehouse, table, *dates = sys.argv[1:]
+    try:
+        check_args(table, dates)
+    except BadArgument as e:
+        print(f"read_date.py: {e}", file=sys.stderr)
+        sys.exit(2)
     try:
         opened = open_pointer(warehouse)  # once, for every date
         for date in dates:
@@ -109,6 +137,5 @@ if __name__ == "__main__":
             print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))
     except NotPublished as e:
         sys.exit(f"read_date.py: {warehouse}: {e}")
-    except ValueError as e:
-        print(f"read_date.py: {e}", file=sys.stderr)
-        sys.exit(2)
+    except (OSError, ValueError) as e:  # unreadable: exit 1, naming the file
+        sys.exit(f"read_date.py: {e}")

@@ -97,12 +97,31 @@ func TestReadDate(t *testing.T) {
 		{[]string{"Course_Day", "2026-03-02"}, 2, "unknown table 'Course_Day'"},
 		{[]string{"course_day", "2026-3-2"}, 2, "date '2026-3-2': want YYYY-MM-DD"},
 		{[]string{"course_day", "20260302"}, 2, "date '20260302': want YYYY-MM-DD"},
+		// Checked before anything is read or printed.
+		{[]string{"course_day", "2026-03-02", "2026-13-01"}, 2, "date '2026-13-01': month must be in 1..12"},
 	} {
 		cmd := exec.Command(python, append([]string{script, wh}, tc.args...)...)
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != tc.code || !strings.Contains(string(out), tc.says) {
 			t.Errorf("%v: exit %d, output %s; want exit %d saying %q", tc.args, cmd.ProcessState.ExitCode(), out, tc.code, tc.says)
 		}
+		if tc.code == 2 && strings.Contains(string(out), `"date"`) {
+			t.Errorf("%v: printed figures before refusing: %s", tc.args, out)
+		}
+	}
+
+	// A damaged published file is exit 1 (unreadable data, not a usage
+	// error), naming the file.
+	d := publishtest.Snapshot(t, wh).Dates()[1] // 2026-03-02: the first date with files
+	files, _ := d.Files("course_day")
+	path := strings.TrimPrefix(files[0].URI, "file://")
+	if err := os.WriteFile(path, []byte("PAR1 cut"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, script, wh, "course_day", d.Date)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), filepath.Base(filepath.Dir(path))) {
+		t.Errorf("a damaged file: exit %d, output %s; want exit 1 naming %s", cmd.ProcessState.ExitCode(), out, path)
 	}
 }
 

@@ -32,7 +32,7 @@ var flagKeys = []struct{ flag, key, help string }{
 	{"engine", config.KeyEngine, "duckdb (default) or spark"},
 	{"spark-remote", config.KeySparkRemote, "Spark Connect URL, sc://HOST:PORT"},
 	{"spark-ui", config.KeySparkUI, "Spark driver's UI, http://HOST:PORT, for task metrics (default: asked of the server)"},
-	{"as-of", config.KeyAsOfDate, "run date for the freshness check (default: today, UTC)"},
+	{"as-of", config.KeyAsOfDate, "run date: freshness is judged on it, and only dates before it (and before today, UTC) publish (default: today, UTC)"},
 	{"lock-timeout", config.KeyLockTimeout, "longest wait for the pointer's writer lock before giving up (default 5m)"},
 	{"duckdb-extensions", config.KeyDuckDBExtensions, "directory of DuckDB extensions holding httpfs, for s3:// paths (default $ENGAGEMENT_DUCKDB_EXTENSIONS, else DuckDB's own)"},
 	{"s3-path-style", config.KeyS3PathStyle, "S3 addressing: auto (path style for an IP or localhost endpoint), true or false"},

@@ -266,6 +266,12 @@ func TestResolveRelativeConfigFile(t *testing.T) {
 			t.Errorf("mistyped URLs in the file: %v, want exit 2 with %q", err, want)
 		}
 	}
+	// A directory holding " #" is the file's, not a comment in the value.
+	p = mustParse(t, "engagement.warehouse wh\n", filepath.Join("Project #2", "job.conf"))
+	if j, err = Resolve(p, nil); err != nil || j.Warehouse != filepath.Join("Project #2", "wh") {
+		t.Errorf("a config in %q: warehouse %q, %v; want it beside the file", "Project #2", j.Warehouse, err)
+	}
+	p = mustParse(t, "engagement.raw s3:bkt/in/raw\nengagement.warehouse s3:/curated/engagement\nengagement.lessons s3//bkt/l\n", filepath.Join("config", "s3.conf"))
 	// A flag's value wins, and is judged where it is parsed.
 	if _, err = Resolve(p, []Override{{Key: KeyRaw, Value: "/in/raw"}, {Key: KeyWarehouse, Value: "/wh"}, {Key: KeyLessons, Value: "/l"}}); err != nil {
 		t.Errorf("flags over the mistyped values: %v", err)
@@ -380,6 +386,11 @@ func TestResolveBadValues(t *testing.T) {
 		{KeyHotCourses, "course-k8s # hot"},
 		{KeyManifestID, "dim-2026-03-04\t# pinned"},
 		{KeyUnknownCap, "0.02 # signed"},
+		// A key left with only a comment ("set by flag"), and quotes.
+		{KeyWarehouse, "# set per environment with --warehouse"},
+		{KeyHotCourses, "#none"},
+		{KeyWarehouse, `"wh"`},
+		{KeyManifestID, "'dim-2026-03-04'"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {

@@ -123,9 +123,10 @@ type Override struct {
 
 // Resolve merges the file (may be nil) and the flag overrides into a Job. It
 // does not check the job id or dates; see CheckPublish.
-// inlineComment is a `#` after white space: an inline comment, in formats
+// inlineComment is a `#` after white space, or opening the value (a key
+// left in the file with only a comment): an inline comment, in formats
 // that have them.
-var inlineComment = regexp.MustCompile(`\s#`)
+var inlineComment = regexp.MustCompile(`(^|\s)#`)
 
 func Resolve(p *Properties, overrides []Override) (Job, error) {
 	values := map[string]string{}
@@ -136,6 +137,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	}
 	j := Job{Spark: map[string]string{}, DuckDB: map[string]string{}}
 	inFile := map[string]bool{}
+	written := map[string]string{} // each value as given, before a path is joined to the file's directory
 	for _, k := range p.Keys() {
 		v, _ := p.Get(k)
 		if err := classify(k, p.where(k)); err != nil {
@@ -147,6 +149,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		case strings.HasPrefix(k, "duckdb."):
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
 		default:
+			raw := v
 			// A relative path is relative to the config file; a URL
 			// (s3://bucket/prefix) is where it says.
 			// A mistyped URL (s3:/bucket) is left as it is, for the
@@ -158,6 +161,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 				}
 			}
 			values[k] = v
+			written[k] = raw
 			from[k] = p.where(k)
 			inFile[k] = true
 		}
@@ -171,6 +175,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			return Job{}, err
 		}
 		values[o.Key] = o.Value
+		written[o.Key] = o.Value
 		from[o.Key] = src
 		delete(inFile, o.Key)
 	}
@@ -197,12 +202,15 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 				continue
 			}
 		}
+		w, given := written[k]
 		switch {
-		case !strings.HasPrefix(k, "engagement.") || k == KeyProhibitedColumns:
-		case strings.TrimSpace(v) != v:
-			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", v)
-		case inlineComment.MatchString(v):
-			bad(k, "%q holds an inline comment: the properties format has none, so it would be part of the value; put the comment on a line of its own", v)
+		case !given || !strings.HasPrefix(k, "engagement.") || k == KeyProhibitedColumns:
+		case strings.TrimSpace(w) != w:
+			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", w)
+		case inlineComment.MatchString(w):
+			bad(k, "%q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own", w)
+		case len(w) >= 2 && strings.ContainsRune(`"'`, rune(w[0])) && w[len(w)-1] == w[0]:
+			bad(k, "%s is quoted: the properties format takes quotes as part of the value; remove them", w)
 		}
 	}
 	j.Engine = values[KeyEngine]

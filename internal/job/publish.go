@@ -230,14 +230,20 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	now := p.Clock().UTC()
 	today := dates.FromTime(now)
+	// A run date after today cannot make a day be over: the earlier wins
+	// (a local date east of UTC, a scheduler's clock ahead).
 	run := today
-	if job.AsOfSet {
+	if job.AsOfSet && job.AsOf < today {
 		run = job.AsOf
 	}
 	if err := checkEnded(job, run); err != nil {
 		return res, err
 	}
-	if err := checkHorizon(job, landedSoFar(ingest, today, p.Log), p.Log); err != nil {
+	landed := landedSoFar(ingest, today, p.Log)
+	if len(landed) == 0 && len(ingest) > 0 {
+		return res, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
+	}
+	if err := checkHorizon(job, landed, p.Log); err != nil {
 		return res, err
 	}
 	if err := checkLanded(job, ingest); err != nil {

@@ -47,7 +47,8 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 }
 
 // checkEnded refuses a requested date on or after the run date (as of
-// engagement.asOfDate or --as-of, else today's UTC date): that day has not
+// engagement.asOfDate or --as-of when earlier than today, else today's UTC
+// date): that day has not
 // ended, so its events have not all happened, let alone landed, and it
 // would be published as part of a day with exit 0. No override: a day is
 // published once it is over.
@@ -61,7 +62,7 @@ func checkEnded(job config.Job, run dates.Date) error {
 	if len(open) == 0 {
 		return nil
 	}
-	return exitcode.UsageError(fmt.Errorf("--dates: %v not over on the run date %s (%s or --as-of, else today's UTC date): a day is published once it has ended",
+	return exitcode.UsageError(fmt.Errorf("--dates: %v not over on the run date %s (%s or --as-of, at most today's UTC date): a day is published once it has ended",
 		open, run, config.KeyAsOfDate))
 }
 
