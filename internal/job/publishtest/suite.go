@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -62,7 +63,8 @@ func Run(t *testing.T, h Harness) {
 			test{"CrashMidPointer", testCrashMidPointer},
 			test{"AppendingPublisherDoubles", testAppendingPublisherDoubles},
 			test{"PublishedJobIDRefused", testPublishedJobIDRefused},
-			test{"RollbackThroughReader", testRollbackThroughReader})
+			test{"RollbackThroughReader", testRollbackThroughReader},
+			test{"UnfinishedDayRefused", testUnfinishedDay})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -476,5 +478,25 @@ func testEmptyDate(t *testing.T, h Harness) {
 	e := res.Entries[d("2026-02-27")]
 	if e.EventCount != 0 || len(e.FactFiles) != 0 || len(e.CourseDayFiles) != 0 {
 		t.Errorf("empty date entry %+v, want zero counts and empty file lists", e)
+	}
+}
+
+// testUnfinishedDay: the run date is the earlier of the job's as-of date
+// and the clock's date (Now, 2026-03-04). A date on or after it is refused
+// (exit 2) before anything is read or written, however late the as-of date
+// is set: 2026-03-04 has not ended at 06:00 UTC that day.
+func testUnfinishedDay(t *testing.T, h Harness) {
+	fx := h.LoadFixture(t, "")
+	wh := h.NewWarehouse(t)
+	for _, asOf := range []string{"2026-03-04", "2026-03-05", "2099-01-01"} {
+		j := fx.Job(t, wh, "unfinished-"+asOf, "2026-03-03", "2026-03-04")
+		j.AsOf, j.AsOfSet, j.AllowOutsideHorizon = d(asOf), true, true
+		_, err := h.Publish(t, j)
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "[2026-03-04] not over on the run date 2026-03-04") {
+			t.Errorf("as of %s: %v, want exit 2: 2026-03-04 not over on the run date 2026-03-04", asOf, err)
+		}
+	}
+	if Get(t, wh, "pointer.json") != nil {
+		t.Errorf("a refused publish wrote pointer.json")
 	}
 }
