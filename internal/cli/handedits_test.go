@@ -128,6 +128,8 @@ func TestPointerLost(t *testing.T) {
 		{"history", "--warehouse", wh},
 		{"views", "--warehouse", wh, "--dialect", "duckdb"},
 		{"rollback", "--warehouse", wh, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "lost-rb"},
+		{"gc", "--warehouse", wh},
+		fx.Args(wh, "lost-3", "2026-03-02"), // refused before any work
 	} {
 		var errb strings.Builder
 		code := cli.Main(context.Background(), args, io.Discard, &errb)
@@ -137,5 +139,31 @@ func TestPointerLost(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(wh, "pointer.json")); err == nil {
 		t.Errorf("a command wrote pointer.json")
+	}
+	if _, err := os.Stat(filepath.Join(wh, "staging", "job_id=lost-3")); err == nil {
+		t.Errorf("the refused publish staged")
+	}
+
+	// A lone generation 1 without pointer.json is what a first publish
+	// that died after its commit leaves: nothing is published yet (exit
+	// 2), and the next publish rolls it forward.
+	first := filepath.Join(t.TempDir(), "first")
+	var errb strings.Builder
+	if code := cli.Main(context.Background(), fx.Args(first, "first-1", "2026-03-02"), io.Discard, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
+	if err := os.Remove(filepath.Join(first, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := cli.Main(context.Background(), []string{"status", "--warehouse", first}, io.Discard, &errb); code != exitcode.Usage || !strings.Contains(errb.String(), "the next publish rolls it forward") {
+		t.Errorf("status after an interrupted first publish: exit %d, want 2 saying the next publish rolls it forward\n%s", code, errb.String())
+	}
+	errb.Reset()
+	if code := cli.Main(context.Background(), fx.Args(first, "first-2", "2026-03-03"), io.Discard, &errb); code != 0 {
+		t.Errorf("the next publish: exit %d, want 0\n%s", code, errb.String())
+	}
+	if p := publishtest.Snapshot(t, first); p.Generation() != 2 {
+		t.Errorf("after the next publish: generation %d, want 2 (1 rolled forward)", p.Generation())
 	}
 }

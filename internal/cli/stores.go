@@ -52,13 +52,15 @@ func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore
 		// A history without its pointer is a warehouse that lost
 		// pointer.json, not a mistyped path: the person on call must not
 		// be sent looking for one.
-		gens, err := store.Generations(ctx)
+		newest, lost, err := pointer.Lost(ctx, store)
 		if err != nil {
 			return pointer.Pointer{}, fmt.Errorf("%s: no pointer.json at %s, and its history cannot be listed: %w", cmd, where, err)
 		}
-		if n := len(gens); n > 0 {
-			return pointer.Pointer{}, fmt.Errorf("%s: %s has no pointer.json, but pointer-history/ holds generations up to %d: pointer.json was lost or deleted by hand, and readers see nothing; "+
-				"copy pointer-history/%d.json over pointer.json to restore what they saw (publish refuses until then)", cmd, where, gens[n-1], gens[n-1])
+		if lost {
+			return pointer.Pointer{}, fmt.Errorf("%s: %w", cmd, pointer.LostError(where, newest))
+		}
+		if newest == 1 {
+			return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: nothing is published at %s yet: a first publish stopped after committing generation 1, which readers never saw; the next publish rolls it forward", cmd, where))
 		}
 		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: no warehouse at %s (no pointer.json): nothing was published there; check %s", cmd, where, flag))
 	}

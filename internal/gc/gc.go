@@ -131,6 +131,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if !storage.IsNotExist(err) {
 			return rep, fmt.Errorf("gc: %w", err)
 		}
+		if newest, lost, err := pointer.Lost(ctx, o.Store); err != nil {
+			return rep, fmt.Errorf("gc: %w", err)
+		} else if lost {
+			return rep, fmt.Errorf("gc: %w", pointer.LostError(root.String(), newest))
+		}
 		return rep, exitcode.UsageError(fmt.Errorf("gc: %s has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", root))
 	}
 	if l, ok := o.Store.(Locker); ok && !o.DryRun {

@@ -170,9 +170,17 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	// The generation this attempt starts from: a rollback of one of its
 	// dates written after it is never silently undone by this publish.
-	base, _, err := p.Store.Load(ctx)
+	base, ver, err := p.Store.Load(ctx)
 	if err != nil {
 		return res, fmt.Errorf("read the pointer: %w", err)
+	}
+	if ver == pointer.NoVersion {
+		// Refused before any work, not at the swap after all of it.
+		if newest, lost, err := pointer.Lost(ctx, p.Store); err != nil {
+			return res, fmt.Errorf("read the pointer: %w", err)
+		} else if lost {
+			return res, fmt.Errorf("read the pointer: %w", pointer.LostError(locs.Warehouse.String(), newest))
+		}
 	}
 	if err := pointer.OwnCopy(ctx, p.Store, base); err != nil {
 		return res, fmt.Errorf("read the pointer: %w", err)

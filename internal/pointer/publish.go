@@ -216,6 +216,32 @@ func OwnCopy(ctx context.Context, s Store, cur Pointer) error {
 		ErrBrokenChain, ErrHandEdited, cur.Generation, cur.Digest, cur.Generation, h.Digest, cur.Generation)
 }
 
+// ErrLost: pointer.json is missing while the history holds generations
+// that no interrupted first write explains.
+var ErrLost = errors.New("pointer.json is lost")
+
+// Lost reports, for a store without pointer.json, whether its history
+// shows it was lost or deleted: any generation but a lone generation 1
+// that a first write committed before it died (the next write rolls that
+// one forward; readers never saw it). newest is the highest generation.
+func Lost(ctx context.Context, s Store) (newest int64, lost bool, err error) {
+	gens, err := s.Generations(ctx)
+	if err != nil || len(gens) == 0 {
+		return 0, false, err
+	}
+	newest = gens[len(gens)-1]
+	if newest == 1 && Committed(ctx, s, Pointer{}) == 1 {
+		return newest, false, nil
+	}
+	return newest, true, nil
+}
+
+// LostError is the one wording of a lost pointer.json at where.
+func LostError(where string, newest int64) error {
+	return fmt.Errorf("%w: %s has no pointer.json, but pointer-history/ holds generations up to %d: it was lost or deleted by hand, and readers see nothing; "+
+		"nothing was changed: copy pointer-history/%d.json over pointer.json to restore what they saw", ErrLost, where, newest, newest)
+}
+
 // Beyond decides, for a Swap about to take generation cur.Generation+1,
 // what the history holds past cur: nil when nothing (the generation is
 // free); the next generation when it is a true successor of cur, which an
@@ -239,10 +265,13 @@ func Beyond(cur Pointer, load func(int64) (Pointer, error), newest func() (int64
 		if n < next+1 {
 			n = next + 1
 		}
+		back := ""
+		if cur.Generation > 0 {
+			back = fmt.Sprintf(", then use `engagement rollback --to-generation %d` to put dates back to generation %d (a rollback is recorded; a hand-copied pointer is refused)", cur.Generation, cur.Generation)
+		}
 		return nil, fmt.Errorf("%w: pointer-history goes up to generation %d but pointer.json is at generation %d, and an interrupted write leaves at most generation %d: "+
-			"pointer.json was replaced by hand or lost; nothing was changed: to return to the newest generation copy pointer-history/%d.json over pointer.json, "+
-			"then use `engagement rollback --to-generation %d` to put dates back to generation %d (a rollback is recorded; a hand-copied pointer is refused)",
-			ErrBrokenChain, n, cur.Generation, next, n, cur.Generation, cur.Generation)
+			"pointer.json was replaced by hand or lost; nothing was changed: to return to the newest generation copy pointer-history/%d.json over pointer.json%s",
+			ErrBrokenChain, n, cur.Generation, next, n, back)
 	}
 	h, err := load(next)
 	if errors.Is(err, fs.ErrNotExist) {
