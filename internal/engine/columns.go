@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -95,7 +96,12 @@ func NoPinError(flag, pin, col, path string, present []string) error {
 	more := len(present) > PinsShown
 	present = slices.Clone(present[:min(len(present), PinsShown)])
 	slices.Reverse(present)
-	list := strings.Join(present, ", ")
+	// Quoted: a pin with a trailing space must not read as the one asked.
+	quoted := make([]string, len(present))
+	for i, p := range present {
+		quoted[i] = strconv.Quote(p)
+	}
+	list := strings.Join(quoted, ", ")
 	if more {
 		list = "the last " + fmt.Sprint(PinsShown) + " in sort order, after others: " + list
 	}

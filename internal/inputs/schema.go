@@ -136,7 +136,8 @@ func Prohibited(fields []Field, prohibited []string) []string {
 	// json_normalize and Spark's flatten write it) is that path.
 	matches := func(name string) bool {
 		for _, part := range strings.Split(name, ".") {
-			if banned[strings.ToLower(part)] {
+			// "email " is as banned as email: a stray space hides nothing.
+			if banned[strings.ToLower(strings.TrimSpace(part))] {
 				return true
 			}
 		}

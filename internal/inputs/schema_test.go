@@ -73,6 +73,7 @@ func TestProhibited(t *testing.T) {
 		// Spark's flatten): user.email is as banned as user{email}, and
 		// email.verified as the struct email.
 		{"dotted name", []Field{f("user.email"), f("email.verified"), f("user.name")}, []string{"email"}, []string{"user.email", "email.verified"}},
+		{"stray white space", []Field{f("email "), f(" Raw_IP")}, []string{"email", "raw_ip"}, []string{"email ", " Raw_IP"}},
 		{"dotted name inside a struct", []Field{f("ctx"), f("ctx", "user.EMAIL")}, []string{"email"}, []string{"ctx.user.EMAIL"}},
 	}
 	for _, tc := range cases {
