@@ -159,9 +159,19 @@ func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to da
 		return nil, nil, naming("read raw", root, err)
 	}
 	for _, f := range files {
-		if name := path.Base(f.Key); !Hidden(name) {
-			return nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
+		name := path.Base(f.Key)
+		if Hidden(name) {
+			continue
 		}
+		if f.Link {
+			// A partition directory's link that cannot be followed: judged
+			// only inside the read window, as a partition's files are.
+			if d, err := dates.Parse(strings.TrimPrefix(name, PartitionPrefix)); err == nil && strings.HasPrefix(name, PartitionPrefix) && (d < from || d > to) {
+				continue
+			}
+			return nil, nil, fmt.Errorf("read raw %s: %s is a symbolic link that cannot be followed (to nothing, or a loop)", root, name)
+		}
+		return nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
 	}
 	var landed []dates.Date
 	var out []RawFile
@@ -269,7 +279,7 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 		if o.Link {
 			// Outside the read window it is not read, so not judged.
 			if strict {
-				return nil, fmt.Errorf("%s %s: %s is a symbolic link to nothing", what, where, path.Base(o.Key))
+				return nil, fmt.Errorf("%s %s: %s is a symbolic link that cannot be followed (to nothing, or a loop)", what, where, path.Base(o.Key))
 			}
 			continue
 		}

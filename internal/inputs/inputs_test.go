@@ -87,9 +87,10 @@ func TestListRaw(t *testing.T) {
 
 // TestListRawDanglingLinks: a symlink to nothing with a hidden name (a
 // .crc or _SUCCESS a producer's tool left dangling) is passed over like
-// any hidden name, in and out of the read window and in the raw root; a
-// data file's name pointing at nothing is refused, naming it, inside the
-// window only. Each failed every listing before.
+// any hidden name, in and out of the read window and in the raw root, as
+// is a hidden link to itself; a data file's or a partition's name pointing
+// at nothing is refused, naming it, inside the window only. Each failed
+// every listing before.
 func TestListRawDanglingLinks(t *testing.T) {
 	root := t.TempDir()
 	link := func(rel string) {
@@ -109,12 +110,29 @@ func TestListRawDanglingLinks(t *testing.T) {
 	link("_SUCCESS")
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-0.parquet"))
 	link("ingest_date=2026-03-01/part-1.parquet") // outside the window
+	link("ingest_date=2026-01-01")                // a partition, outside the window
+	loop := func(rel string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.Symlink(p, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loop("ingest_date=2026-03-03/.loop")
+	loop(".l")
 	_, files, err := src().ListRaw(t.Context(), loc(root), d2, d4)
 	if err != nil || len(files) != 1 || filepath.Base(files[0].Path) != "part-0.parquet" {
 		t.Fatalf("ListRaw = %v, %v; want the one data file of 2026-03-03", files, err)
 	}
+	link("ingest_date=2026-03-02")
+	if _, _, err := src().ListRaw(t.Context(), loc(root), d2, d4); err == nil || !strings.Contains(err.Error(), "ingest_date=2026-03-02 is a symbolic link that cannot be followed") {
+		t.Errorf("a dangling partition in the window: %v, want it named", err)
+	}
+	if err := os.Remove(filepath.Join(root, "ingest_date=2026-03-02")); err != nil {
+		t.Fatal(err)
+	}
 	link("ingest_date=2026-03-03/part-1.parquet")
-	if _, _, err := src().ListRaw(t.Context(), loc(root), d2, d4); err == nil || !strings.Contains(err.Error(), "part-1.parquet is a symbolic link to nothing") {
+	if _, _, err := src().ListRaw(t.Context(), loc(root), d2, d4); err == nil || !strings.Contains(err.Error(), "part-1.parquet is a symbolic link that cannot be followed") {
 		t.Errorf("a dangling data file in the window: %v, want it named", err)
 	}
 }

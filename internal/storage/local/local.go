@@ -309,9 +309,9 @@ func (b *Bucket) ListDir(ctx context.Context, dir string) ([]storage.Object, []s
 				files = append(files, storage.Object{Key: path.Join(dir, e.Name()), Link: true})
 				continue
 			}
-			if fi, err = os.Stat(ep); errors.Is(err, fs.ErrNotExist) {
-				// Dangling: reported as a link, for the caller to judge
-				// by its name (a hidden .crc link is no data file).
+			if fi, err = os.Stat(ep); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+				// Dangling or a loop: reported as a link, for the caller
+				// to judge by its name (a hidden .crc link is no data file).
 				files = append(files, storage.Object{Key: path.Join(dir, e.Name()), Link: true})
 				continue
 			} else if err != nil {
