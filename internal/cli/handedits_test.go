@@ -167,3 +167,35 @@ func TestPointerLost(t *testing.T) {
 		t.Errorf("after the next publish: generation %d, want 2 (1 rolled forward)", p.Generation())
 	}
 }
+
+// TestPathFlagsWhiteSpace: a path flag with white space at an end (a
+// variable's newline) names another file or directory than the one meant:
+// refused (exit 2) by the readers' --warehouse, the sinks and report --out,
+// where it wrote "engagement.prom " that no textfile collector reads.
+func TestPathFlagsWhiteSpace(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	dir := t.TempDir()
+	wh := filepath.Join(dir, "wh")
+	var errb strings.Builder
+	if code := cli.Main(context.Background(), fx.Args(wh, "ws-1", "2026-03-02"), io.Discard, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
+	for _, args := range [][]string{
+		{"status", "--warehouse", wh + "\n"},
+		{"read", "course_day", "--warehouse", wh + " "},
+		{"gc", "--warehouse", " " + wh},
+		{"report", "--warehouse", wh, "--out", filepath.Join(dir, "rep ")},
+		append(fx.Args(wh, "ws-2", "2026-03-02"), "--metrics-file", filepath.Join(dir, "engagement.prom ")),
+		append(fx.Args(wh, "ws-3", "2026-03-02"), "--lineage-file", filepath.Join(dir, "l.jsonl\n")),
+	} {
+		errb.Reset()
+		code := cli.Main(context.Background(), args, io.Discard, &errb)
+		if code != exitcode.Usage || !strings.Contains(errb.String(), "white space at an end") {
+			t.Errorf("%v: exit %d, want 2 naming the white space\n%s", args[:2], code, errb.String())
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("beside the warehouse: %d entries, want none written", len(entries)-1)
+	}
+}

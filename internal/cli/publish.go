@@ -213,6 +213,14 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 		if *s.path == "" {
 			continue
 		}
+		if strings.TrimSpace(*s.path) != *s.path {
+			// "engagement.prom " is no *.prom a textfile collector reads.
+			if first == nil {
+				first = exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", s.flag, *s.path))
+			}
+			*s.path = ""
+			continue
+		}
 		if strings.Contains(*s.path, "://") {
 			// The sinks are files on this machine (a node_exporter
 			// textfile, a lineage log); a URL would become a local path

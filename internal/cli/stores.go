@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,6 +20,11 @@ import (
 // warehouseStore opens the warehouse at where (a local path or an s3:// URL)
 // and the pointer on it. A malformed location is a usage error naming flag.
 func warehouseStore(ctx context.Context, env Env, flag, where string, lockTimeout time.Duration) (storage.Bucket, *objstore.Store, error) {
+	if strings.TrimSpace(where) != where {
+		// A variable ending in a newline names another directory, and a
+		// message printing it would not show why.
+		return nil, nil, exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", flag, where))
+	}
 	loc, err := storage.Parse(where)
 	if err != nil {
 		return nil, nil, exitcode.UsageError(fmt.Errorf("%s: %w", flag, err))
