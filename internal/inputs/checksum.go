@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"sync"
 
 	"github.com/techlearningpro/engagement/internal/storage"
 )
@@ -21,15 +22,24 @@ import (
 // mismatch is an error: a chunk this reader cannot walk is left to the
 // engine, which fails on real damage and names the file.
 
-// PageChecksumError is a page whose bytes differ from its stored CRC.
+// PageChecksumError is a page whose bytes differ from its stored CRC, or
+// a checked chunk whose pages hold another number of values than its row
+// group states (a damaged page header: the CRC covers the page's data
+// only, and DuckDB reads such a row group short, without an error).
 type PageChecksumError struct {
 	What, File, Column string
 	RowGroup           int
 	Offset             int64 // the page header's byte offset in the file
 	Stored, Computed   uint32
+	// Values and Stated are set for a count that differs.
+	Values, Stated int64
 }
 
 func (e *PageChecksumError) Error() string {
+	if e.Stated != e.Values {
+		return fmt.Sprintf("%s file %s: column %s, row group %d: its pages hold %d values, the row group states %d: a page header is damaged; restore the file from its producer",
+			e.What, e.File, e.Column, e.RowGroup, e.Values, e.Stated)
+	}
 	return fmt.Sprintf("%s file %s: column %s, row group %d: the page at byte %d fails its checksum (stored %08x, computed %08x): the file is damaged; restore it from its producer",
 		e.What, e.File, e.Column, e.RowGroup, e.Offset, e.Stored, e.Computed)
 }
@@ -48,10 +58,11 @@ type chunk struct {
 }
 
 // checksumBlock is how much of a chunk one ranged read fetches once its
-// pages show CRCs; headerBytes holds any page header.
+// pages show CRCs; headerBytes holds any page header, probeBytes most.
 const (
 	checksumBlock = 8 << 20
 	headerBytes   = 64 << 10
+	probeBytes    = 4 << 10 // most headers: the probe of a row group without CRCs
 )
 
 // maxPageBytes bounds one page: a larger stated size is damage, left to
@@ -59,18 +70,36 @@ const (
 const maxPageBytes = 1 << 30
 
 // CheckPageChecksums verifies the stored page CRCs of the columns of every
-// file of one input (what names it: raw, lessons, enrollments). A file
-// whose first page of those columns has no CRC is taken to have none (a
-// writer stores them for every page or for none) and costs the footer and
-// one small read.
+// file of one input (what names it: raw, lessons, enrollments), and that
+// the pages of a checked chunk hold the values its row group states. A row
+// group whose first page of those columns has no CRC is taken to have none
+// (a writer stores them for every page of a row group or for none; a
+// merge of files may mix row groups) and costs one small read. Files are
+// checked a few at a time (object stores answer each read slowly); the
+// first damaged file in the listing's order is the one named.
 func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string) error {
-	for _, f := range files {
-		if err := s.checkFile(ctx, what, f, columns); err != nil {
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, checksumReaders)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.checkFile(ctx, what, f, columns)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// checksumReaders is how many files CheckPageChecksums reads at once.
+const checksumReaders = 4
 
 func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string) error {
 	name := what + " file " + f.Path
@@ -95,18 +124,23 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 			}
 		}
 	}
+	skip := -1 // a row group found without CRCs
 	for i, c := range wanted {
-		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: headerBytes}
-		if err := r.check(c, i == 0, func(off int64, stored, computed uint32) error {
-			return &PageChecksumError{What: what, File: f.Path, Column: c.column, RowGroup: c.rowGroup, Offset: off, Stored: stored, Computed: computed}
-		}); err != nil {
-			var bad *PageChecksumError
-			if errors.As(err, &bad) {
-				return err
-			}
-			if errors.Is(err, errNoChecksums) {
-				return nil
-			}
+		if c.rowGroup == skip {
+			continue
+		}
+		first := i == 0 || wanted[i-1].rowGroup != c.rowGroup
+		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: probeBytes}
+		err := r.check(c, first)
+		var bad *PageChecksumError
+		switch {
+		case err == nil:
+		case errors.As(err, &bad):
+			bad.What, bad.File = what, f.Path
+			return bad
+		case errors.Is(err, errNoChecksums):
+			skip = c.rowGroup
+		default:
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -116,8 +150,8 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 var errNoChecksums = errors.New("no page checksums")
 
 // pageReader reads a chunk's bytes a block at a time: a header's worth
-// until a page shows a CRC (a file without them costs one small read),
-// then checksumBlock.
+// until a page shows a CRC (a row group without them costs one small
+// read), then checksumBlock.
 type pageReader struct {
 	ctx      context.Context
 	b        storage.Bucket
@@ -146,18 +180,27 @@ func (r *pageReader) at(off, n int64) ([]byte, error) {
 	return buf[:min(n, int64(len(buf)))], nil
 }
 
-// check walks c's pages and verifies each stored CRC; first says whether
-// a first page without one means the file has none (errNoChecksums). A
+// check walks c's pages and verifies each stored CRC, then that the data
+// pages hold the values the chunk states; first says whether a first page
+// without a CRC means the row group has none (errNoChecksums). A
 // dictionary page is looked past for that: some writers store CRCs for
 // data pages only.
-func (r *pageReader) check(c chunk, first bool, mismatch func(off int64, stored, computed uint32) error) error {
+func (r *pageReader) check(c chunk, first bool) error {
 	pos := c.start
+	var values int64
 	for pages := 0; pos < c.end; pages++ {
-		head, err := r.at(pos, headerBytes)
+		head, err := r.at(pos, probeBytes)
 		if err != nil {
 			return err
 		}
 		h, err := pageHeader(head)
+		if err != nil && len(head) == probeBytes {
+			// A header with long statistics: read as much as any holds.
+			if head, err = r.at(pos, headerBytes); err != nil {
+				return err
+			}
+			h, err = pageHeader(head)
+		}
 		if err != nil {
 			return nil // not walkable: the engine's to judge
 		}
@@ -177,10 +220,14 @@ func (r *pageReader) check(c chunk, first bool, mismatch func(off int64, stored,
 				return nil
 			}
 			if sum := crc32.ChecksumIEEE(data); sum != h.crc {
-				return mismatch(pos, h.crc, sum)
+				return &PageChecksumError{Column: c.column, RowGroup: c.rowGroup, Offset: pos, Stored: h.crc, Computed: sum}
 			}
 		}
+		values += h.values
 		pos += int64(h.headerLen) + int64(h.size)
+	}
+	if c.values > 0 && values != c.values {
+		return &PageChecksumError{Column: c.column, RowGroup: c.rowGroup, Values: values, Stated: c.values}
 	}
 	return nil
 }
@@ -192,6 +239,7 @@ type header struct {
 	crc        uint32
 	hasCRC     bool
 	dictionary bool
+	values     int64 // a data page's num_values (v1 or v2), 0 for others
 }
 
 // pageHeader reads a thrift PageHeader: type (1), compressed_page_size
@@ -229,6 +277,19 @@ func pageHeader(b []byte) (header, error) {
 				return h, err
 			}
 			h.crc, h.hasCRC = uint32(int32(v)), true
+		case (id == 5 || id == 8) && typ == ctStruct:
+			// DataPageHeader, DataPageHeaderV2: num_values is field 1.
+			err := r.structFields(2, func(id int16, typ byte) (bool, error) {
+				if id != 1 || typ != ctI32 {
+					return false, nil
+				}
+				v, err := r.varint()
+				h.values = v
+				return true, err
+			})
+			if err != nil {
+				return h, err
+			}
 		default:
 			if err := r.skip(typ, 1); err != nil {
 				return h, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -113,6 +114,97 @@ func FuzzPageStructures(f *testing.F) {
 		}
 		if h, err := pageHeader(b); err == nil && (h.headerLen <= 0 || h.headerLen > len(b)) {
 			t.Fatalf("header length %d of %d bytes", h.headerLen, len(b))
+		}
+	})
+}
+
+// TestPageHeaderDamage: damage the CRC does not cover, in a page header.
+// A flipped bit in a data page's num_values made DuckDB read the row group
+// short, with no error: the pages' values must add up to what the row
+// group states. A row group whose first page has no CRC (a merge of files
+// written with and without them) does not excuse the next row group's.
+func TestPageHeaderDamage(t *testing.T) {
+	ctx := context.Background()
+	good, err := os.ReadFile(checksummed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := footer(ctx, mustBucket(t, checksummed), filepath.Base(checksummed), int64(len(good)), checksummed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := columnChunks(buf, int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []chunk
+	for _, c := range chunks {
+		if c.column == "event_time" {
+			times = append(times, c)
+		}
+	}
+	if len(times) < 2 {
+		t.Fatalf("%d row groups of event_time, want several (make.py writes 300 rows a group)", len(times))
+	}
+	check := func(t *testing.T, b []byte) error {
+		p := filepath.Join(t.TempDir(), "part-0.parquet")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, p)}, rawColumns)
+	}
+	// edit finds, in the first page header of c, the one-byte change that
+	// makes the header read as want says, keeping its length.
+	edit := func(t *testing.T, c chunk, change func(byte) byte, want func(before, after header) bool) []byte {
+		t.Helper()
+		before, err := pageHeader(good[c.start:c.end])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := c.start; i < c.start+int64(before.headerLen); i++ {
+			b := append([]byte(nil), good...)
+			b[i] = change(b[i])
+			after, err := pageHeader(b[c.start:c.end])
+			if err == nil && after.headerLen == before.headerLen && want(before, after) {
+				return b
+			}
+		}
+		t.Fatalf("no one-byte change of the header at %d reads as wanted", c.start)
+		return nil
+	}
+	var bad *PageChecksumError
+	t.Run("NumValues", func(t *testing.T) {
+		b := edit(t, times[0], func(x byte) byte { return x ^ 0x02 }, func(before, after header) bool {
+			return after.values != before.values && after.size == before.size && after.crc == before.crc && after.hasCRC
+		})
+		if err := check(t, b); !errors.As(err, &bad) || bad.Column != "event_time" || bad.Stated == bad.Values {
+			t.Errorf("num_values changed: %v, want the values counted against the row group's", err)
+		}
+	})
+	t.Run("MixedRowGroups", func(t *testing.T) {
+		// Row group 0's first read page (event_id's) loses its CRC: its
+		// field retyped from i32 to i64, which a reader skips.
+		var first chunk
+		for _, c := range chunks {
+			if c.rowGroup == 0 && slices.Contains(rawColumns, c.column) {
+				first = c
+				break
+			}
+		}
+		b := edit(t, first, func(x byte) byte {
+			if x&0x0f == ctI32 {
+				return x&0xf0 | ctI64
+			}
+			return x
+		}, func(before, after header) bool { return before.hasCRC && !after.hasCRC && after.size == before.size })
+		if err := check(t, b); err != nil {
+			t.Fatalf("a row group without CRCs: %v, want it passed", err)
+		}
+		// A flipped bit in the last row group's event_time data.
+		last := times[len(times)-1]
+		b[last.end-1] ^= 0x10
+		if err := check(t, b); !errors.As(err, &bad) || bad.RowGroup != last.rowGroup {
+			t.Errorf("a flipped bit in row group %d after one without CRCs: %v, want it found", last.rowGroup, err)
 		}
 	})
 }
