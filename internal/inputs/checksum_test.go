@@ -48,6 +48,14 @@ func TestPageChecksums(t *testing.T) {
 		t.Errorf("the flipped event_time: %v, want a checksum error naming %s and event_time", err, flipped)
 	}
 
+	// Several files, read side by side: the first damaged one in the
+	// listing's order is named, whichever finishes first.
+	nocrc := filepath.Join("..", "..", "testdata", "fixture", "raw", "ingest_date=2026-03-03", "part-0.parquet")
+	many := []File{fileAt(t, checksummed), fileAt(t, nocrc), fileAt(t, checksummed), fileAt(t, flipped), fileAt(t, nocrc), fileAt(t, flipped)}
+	if err := src().CheckPageChecksums(ctx, "raw", many, rawColumns); !errors.As(err, &bad) || bad.File != flipped {
+		t.Errorf("six files, two damaged: %v, want the first damaged one named", err)
+	}
+
 	buf, err := footer(ctx, mustBucket(t, checksummed), filepath.Base(checksummed), int64(len(good)), checksummed)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -93,6 +94,7 @@ func paths(fs []File) []string {
 // kept for the attempt.
 type Source struct {
 	open    func(context.Context, storage.Location) (storage.Bucket, error)
+	mu      sync.Mutex // buckets: the checksum check reads files side by side
 	buckets map[string]storage.Bucket
 }
 
@@ -112,6 +114,8 @@ func naming(what string, loc storage.Location, err error) error {
 }
 
 func (s *Source) bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if b, ok := s.buckets[loc.String()]; ok {
 		return b, nil
 	}
