@@ -56,14 +56,7 @@ func TestPageChecksums(t *testing.T) {
 		t.Errorf("six files, two damaged: %v, want the first damaged one named", err)
 	}
 
-	buf, err := footer(ctx, mustBucket(t, checksummed), filepath.Base(checksummed), int64(len(good)), checksummed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := columnChunks(buf, int64(len(good)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chunks := checksummedChunks(t, good)
 	seen := map[string]bool{}
 	for _, c := range chunks {
 		seen[c.column] = true
@@ -88,6 +81,21 @@ func TestPageChecksums(t *testing.T) {
 			t.Errorf("no chunk of column %s found in the footer (found %v)", col, seen)
 		}
 	}
+}
+
+// checksummedChunks are the column chunks of the checksummed file, whose
+// bytes are good.
+func checksummedChunks(t *testing.T, good []byte) []chunk {
+	t.Helper()
+	buf, err := footer(context.Background(), mustBucket(t, checksummed), filepath.Base(checksummed), int64(len(good)), checksummed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := columnChunks(buf, int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chunks
 }
 
 func mustBucket(t testing.TB, p string) storage.Bucket {
@@ -137,14 +145,7 @@ func TestPageHeaderDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf, err := footer(ctx, mustBucket(t, checksummed), filepath.Base(checksummed), int64(len(good)), checksummed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := columnChunks(buf, int64(len(good)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	chunks := checksummedChunks(t, good)
 	var times []chunk
 	for _, c := range chunks {
 		if c.column == "event_time" {
