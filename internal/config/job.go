@@ -121,13 +121,13 @@ type Override struct {
 	Source string
 }
 
-// Resolve merges the file (may be nil) and the flag overrides into a Job. It
-// does not check the job id or dates; see CheckPublish.
 // inlineComment is a `#` after white space, or opening the value (a key
 // left in the file with only a comment): an inline comment, in formats
 // that have them.
 var inlineComment = regexp.MustCompile(`(^|\s)#`)
 
+// Resolve merges the file (may be nil) and the flag overrides into a Job. It
+// does not check the job id or dates; see CheckPublish.
 func Resolve(p *Properties, overrides []Override) (Job, error) {
 	values := map[string]string{}
 	from := map[string]string{}
