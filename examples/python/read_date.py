@@ -11,7 +11,8 @@ WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
 filesystem, credentials from the standard AWS chain); TABLE is
 fact_lesson_engagement or course_day. It loads pointer.json once and prints
 one JSON line of figures per date; a date not published or a file that cannot
-be read exits 1, a bad table or date 2, before anything is read.
+be read exits 1; a bad table or date (before anything is read), or a
+WAREHOUSE without pointer.json, exits 2.
 """
 import datetime
 import json
@@ -73,6 +74,9 @@ def open_pointer(warehouse):
     try:
         with fs.open_input_stream(root + "/pointer.json") as f:
             pointer = json.loads(f.read())
+    except FileNotFoundError:
+        # The wrong place, not a failed read: a retry would meet it again.
+        raise BadArgument(f"no warehouse at {warehouse} (no pointer.json): nothing was published there; check WAREHOUSE") from None
     except (OSError, ValueError) as e:
         raise OSError(f"{warehouse}/pointer.json: {e}") from e
     # A newer format may mean something this code does not know: refuse it.
@@ -135,6 +139,9 @@ if __name__ == "__main__":
         for date in dates:
             entry, df = read_date(opened, date, table)
             print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))
+    except BadArgument as e:
+        print(f"read_date.py: {e}", file=sys.stderr)
+        sys.exit(2)
     except NotPublished as e:
         sys.exit(f"read_date.py: {warehouse}: {e}")
     except (OSError, ValueError) as e:  # unreadable: exit 1, naming the file

@@ -99,8 +99,14 @@ func TestReadDate(t *testing.T) {
 		{[]string{"course_day", "20260302"}, 2, "date '20260302': want YYYY-MM-DD"},
 		// Checked before anything is read or printed.
 		{[]string{"course_day", "2026-03-02", "2026-13-01"}, 2, "date '2026-13-01': month must be in 1..12"},
+		// The warehouse's parent: the wrong place, as engagement read says.
+		{[]string{"..", "course_day", "2026-03-02"}, 2, "(no pointer.json): nothing was published there"},
 	} {
-		cmd := exec.Command(python, append([]string{script, wh}, tc.args...)...)
+		args := append([]string{script, wh}, tc.args...)
+		if tc.args[0] == ".." {
+			args = append([]string{script, filepath.Dir(wh)}, tc.args[1:]...)
+		}
+		cmd := exec.Command(python, args...)
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != tc.code || !strings.Contains(string(out), tc.says) {
 			t.Errorf("%v: exit %d, output %s; want exit %d saying %q", tc.args, cmd.ProcessState.ExitCode(), out, tc.code, tc.says)

@@ -44,6 +44,9 @@ func runGen(ctx context.Context, env Env, opts *genOptions) error {
 	if o.Out == "" {
 		return exitcode.UsageError(fmt.Errorf("gen: --out is required"))
 	}
+	if err := localDir("--out", o.Out); err != nil {
+		return fmt.Errorf("gen: %w", err)
+	}
 	o = o.WithDefaults()
 	o.Log = env.Console.Lines(slog.LevelInfo) // one record per step in json mode
 	if err := o.Validate(); err != nil {

@@ -156,8 +156,11 @@ func TestPointerLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	errb.Reset()
-	if code := cli.Main(context.Background(), []string{"status", "--warehouse", first}, io.Discard, &errb); code != exitcode.Usage || !strings.Contains(errb.String(), "the next publish rolls it forward") {
-		t.Errorf("status after an interrupted first publish: exit %d, want 2 saying the next publish rolls it forward\n%s", code, errb.String())
+	for _, args := range [][]string{{"status", "--warehouse", first}, {"gc", "--warehouse", first}} {
+		errb.Reset()
+		if code := cli.Main(context.Background(), args, io.Discard, &errb); code != exitcode.Usage || !strings.Contains(errb.String(), "the next publish, which rolls generation 1 forward") {
+			t.Errorf("%s after an interrupted first publish: exit %d, want 2 saying the next publish rolls it forward\n%s", args[0], code, errb.String())
+		}
 	}
 	errb.Reset()
 	if code := cli.Main(context.Background(), fx.Args(first, "first-2", "2026-03-03"), io.Discard, &errb); code != 0 {

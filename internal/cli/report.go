@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -62,8 +61,8 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	case o.runs < 1:
 		return exitcode.UsageError(fmt.Errorf("report: %s %d: want at least 1", o.ref("runs"), o.runs))
 	}
-	if strings.TrimSpace(o.out) != o.out {
-		return exitcode.UsageError(fmt.Errorf("report: %s %q has white space at an end: remove it", o.ref("out"), o.out))
+	if err := localDir(o.ref("out"), o.out); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))

@@ -66,7 +66,7 @@ func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore
 			return pointer.Pointer{}, fmt.Errorf("%s: %w", cmd, pointer.LostError(where, newest))
 		}
 		if newest == 1 {
-			return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: nothing is published at %s yet: a first publish stopped after committing generation 1, which readers never saw; the next publish rolls it forward", cmd, where))
+			return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: %s", cmd, pointer.LoneFirst(where)))
 		}
 		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: no warehouse at %s (no pointer.json): nothing was published there; check %s", cmd, where, flag))
 	}
@@ -120,6 +120,23 @@ func enableS3(ctx context.Context, eng *duckdb.Engine, url, extDir string) error
 			return err
 		}
 		return exitcode.UsageError(fmt.Errorf("%s: %w", url, err))
+	}
+	return nil
+}
+
+// localDir refuses, for a flag that names a directory on this machine, a
+// URL or a mistyped one (s3://b/x, s3:/b/x) and white space at an end:
+// each would be written into a local directory of that name, exit 0.
+func localDir(flag, p string) error {
+	if strings.TrimSpace(p) != p {
+		return exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", flag, p))
+	}
+	loc, err := storage.Parse(p)
+	if err == nil && loc.IsS3() || strings.Contains(p, "://") {
+		return exitcode.UsageError(fmt.Errorf("%s %s: a directory on this machine, not a URL", flag, p))
+	}
+	if err != nil {
+		return exitcode.UsageError(fmt.Errorf("%s: %w", flag, err))
 	}
 	return nil
 }

@@ -207,8 +207,14 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		case !given || !strings.HasPrefix(k, "engagement.") || k == KeyProhibitedColumns:
 		case strings.TrimSpace(w) != w:
 			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", w)
-		case inlineComment.MatchString(w):
-			bad(k, "%q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own", w)
+		case inFile[k] && inlineComment.MatchString(w):
+			// Only the file has comment lines; a flag or a variable may
+			// name a directory "Project #2" as it is.
+			hint := ""
+			if pathKeys[k] {
+				hint = " (a path that holds \" #\" can be given as a flag)"
+			}
+			bad(k, "%q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own%s", w, hint)
 		case len(w) >= 2 && strings.ContainsRune(`"'`, rune(w[0])) && w[len(w)-1] == w[0]:
 			bad(k, "%s is quoted: the properties format takes quotes as part of the value; remove them", w)
 		}

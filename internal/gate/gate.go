@@ -7,6 +7,7 @@ package gate
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -143,9 +144,10 @@ func (r *Report) Finish() {
 func InputChecks(in InputFigures) []Check {
 	return []Check{
 		{
-			Name:    CheckProhibitedColumns,
-			Passed:  len(in.ProhibitedFound) == 0,
-			Detail:  listDetail("prohibited columns in the raw schema read", in.ProhibitedFound),
+			Name:   CheckProhibitedColumns,
+			Passed: len(in.ProhibitedFound) == 0,
+			// Quoted: a name's stray space ("email ") shows.
+			Detail:  listDetail("prohibited columns in the raw schema read", quoteAll(in.ProhibitedFound)),
 			Figures: map[string]any{"found": nonNil(in.ProhibitedFound), "raw_columns": nonNil(in.RawColumns)},
 		},
 		{
@@ -274,6 +276,14 @@ func Rate(unknown, events int64) float64 {
 		return 0
 	}
 	return float64(unknown) / float64(events)
+}
+
+func quoteAll(items []string) []string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 func listDetail(what string, items []string) string {

@@ -135,6 +135,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, fmt.Errorf("gc: %w", err)
 		} else if lost {
 			return rep, fmt.Errorf("gc: %w", pointer.LostError(root.String(), newest))
+		} else if newest == 1 {
+			return rep, exitcode.UsageError(fmt.Errorf("gc: %s; nothing to collect", pointer.LoneFirst(root.String())))
 		}
 		return rep, exitcode.UsageError(fmt.Errorf("gc: %s has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", root))
 	}

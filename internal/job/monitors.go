@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -38,11 +37,8 @@ func (m *monitors) add(s monitor.Signal) { m.signals = append(m.signals, s) }
 
 // freshness fails the run before staging when the newest ingest partition is
 // older than the bound ingestion promised.
-func (m *monitors) freshness(ctx context.Context, job config.Job, ingest []dates.Date, now time.Time) error {
-	asOf := job.AsOf
-	if !job.AsOfSet {
-		asOf = dates.FromTime(now)
-	}
+// asOf is the run date: the job's as-of date, never later than today.
+func (m *monitors) freshness(ctx context.Context, job config.Job, ingest []dates.Date, asOf dates.Date) error {
 	newest := ingest[len(ingest)-1]
 	age := int(asOf - newest)
 	s := monitor.Signal{Name: monitor.RawFreshness, Status: monitor.OK, Figures: map[string]any{

@@ -257,7 +257,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := checkLanded(job, ingest); err != nil {
 		return res, err
 	}
-	if err := mon.freshness(ctx, job, landed, now); err != nil {
+	if err := mon.freshness(ctx, job, landed, run); err != nil {
 		return res, err
 	}
 	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {

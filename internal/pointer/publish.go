@@ -221,9 +221,11 @@ func OwnCopy(ctx context.Context, s Store, cur Pointer) error {
 var ErrLost = errors.New("pointer.json is lost")
 
 // Lost reports, for a store without pointer.json, whether its history
-// shows it was lost or deleted: any generation but a lone generation 1
-// that a first write committed before it died (the next write rolls that
-// one forward; readers never saw it). newest is the highest generation.
+// shows it was lost or deleted: any generation but a lone generation 1,
+// which a first write may have committed before it died (the next write
+// rolls it forward) or which was published and then lost; the history
+// cannot tell, and the next write restores it either way. newest is the
+// highest generation.
 func Lost(ctx context.Context, s Store) (newest int64, lost bool, err error) {
 	gens, err := s.Generations(ctx)
 	if err != nil || len(gens) == 0 {
@@ -234,6 +236,13 @@ func Lost(ctx context.Context, s Store) (newest int64, lost bool, err error) {
 		return newest, false, nil
 	}
 	return newest, true, nil
+}
+
+// LoneFirst is the one wording of a store whose pointer.json is missing
+// and whose history holds only generation 1 (Lost's second case).
+func LoneFirst(where string) string {
+	return fmt.Sprintf("%s has no pointer.json and its history holds only generation 1: a first publish stopped after committing it, or pointer.json was deleted since; "+
+		"readers see nothing until the next publish, which rolls generation 1 forward", where)
 }
 
 // LostError is the one wording of a lost pointer.json at where.

@@ -190,6 +190,11 @@ func Parse(s string) (Location, error) {
 		if bad, ok := mistypedURL(s); ok {
 			return Location{}, fmt.Errorf("%s: looks like a URL with %q mistyped (want s3://bucket/prefix); a local directory of that name is written ./%s", s, bad, s)
 		}
+		if s == "~" || strings.HasPrefix(s, "~/") {
+			// No shell expanded it: the tool would write a directory named
+			// ~ while DuckDB, which expands it, read and wrote $HOME.
+			return Location{}, fmt.Errorf("%s: a leading ~ is not expanded here (no shell did it): write the path in full; a local directory named ~ is written ./%s", s, s)
+		}
 		return Location{Scheme: File, Path: s}, nil
 	}
 	switch strings.ToLower(scheme) {

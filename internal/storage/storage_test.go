@@ -46,6 +46,9 @@ func TestParse(t *testing.T) {
 		{"S3a:bucket", `"S3a:" mistyped`},
 		{"s3//bucket/x", `"s3//" mistyped`},
 		{"gs:/bucket", `"gs:" mistyped`},
+		// No shell expanded it; DuckDB would, the Go side would not.
+		{"~/wh", "a leading ~ is not expanded"},
+		{"~", "a leading ~ is not expanded"},
 	} {
 		if _, err := Parse(tc.in); err == nil || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("Parse(%q) error %v, want one mentioning %q", tc.in, err, tc.mention)

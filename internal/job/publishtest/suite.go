@@ -484,7 +484,8 @@ func testEmptyDate(t *testing.T, h Harness) {
 // testUnfinishedDay: the run date is the earlier of the job's as-of date
 // and the clock's date (Now, 2026-03-04). A date on or after it is refused
 // (exit 2) before anything is read or written, however late the as-of date
-// is set: 2026-03-04 has not ended at 06:00 UTC that day.
+// is set: 2026-03-04 has not ended at 06:00 UTC that day. Freshness is
+// judged on that run date too.
 func testUnfinishedDay(t *testing.T, h Harness) {
 	fx := h.LoadFixture(t, "")
 	wh := h.NewWarehouse(t)
@@ -498,5 +499,12 @@ func testUnfinishedDay(t *testing.T, h Harness) {
 	}
 	if Get(t, wh, "pointer.json") != nil {
 		t.Errorf("a refused publish wrote pointer.json")
+	}
+	// Freshness is judged on the same run date: the fixture's raw is a
+	// day old on 2026-03-04, fresh, however late the as-of date is set.
+	j := fx.Job(t, wh, "unfinished-fresh", "2026-03-02", "2026-03-03")
+	j.AsOf, j.AsOfSet = d("2099-01-01"), true
+	if _, err := h.Publish(t, j); err != nil {
+		t.Errorf("as of 2099-01-01, dates before the run date 2026-03-04: %v, want published (fresh on the run date)", err)
 	}
 }
