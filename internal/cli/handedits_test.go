@@ -202,3 +202,24 @@ func TestPathFlagsWhiteSpace(t *testing.T) {
 		t.Errorf("beside the warehouse: %d entries, want none written", len(entries)-1)
 	}
 }
+
+// TestLocalDirFlags: gen --out and report --out name directories on this
+// machine; a URL (or a mistyped one) was written into ./s3:/..., exit 0.
+func TestLocalDirFlags(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"gen", "--out", "s3://bucket/gen"},
+		{"gen", "--out", "s3:/bucket/gen"},
+		{"report", "--warehouse", filepath.Join(dir, "wh"), "--out", "s3://bucket/report"},
+	} {
+		var errb strings.Builder
+		code := cli.Main(context.Background(), args, io.Discard, &errb)
+		if code != exitcode.Usage || !strings.Contains(errb.String(), "--out") {
+			t.Errorf("%v: exit %d, want 2 naming --out\n%s", args, code, errb.String())
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("written in the working directory: %v", entries)
+	}
+}
