@@ -206,12 +206,18 @@ func TestPathFlagsWhiteSpace(t *testing.T) {
 // TestLocalDirFlags: gen --out and report --out name directories on this
 // machine; a URL (or a mistyped one) was written into ./s3:/..., exit 0.
 func TestLocalDirFlags(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	var errb strings.Builder
+	if code := cli.Main(context.Background(), fx.Args(wh, "out-1", "2026-03-02"), io.Discard, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
 	dir := t.TempDir()
 	t.Chdir(dir)
 	for _, args := range [][]string{
 		{"gen", "--out", "s3://bucket/gen"},
 		{"gen", "--out", "s3:/bucket/gen"},
-		{"report", "--warehouse", filepath.Join(dir, "wh"), "--out", "s3://bucket/report"},
+		{"report", "--warehouse", wh, "--out", "s3://bucket/report"},
 	} {
 		var errb strings.Builder
 		code := cli.Main(context.Background(), args, io.Discard, &errb)

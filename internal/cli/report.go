@@ -61,9 +61,6 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	case o.runs < 1:
 		return exitcode.UsageError(fmt.Errorf("report: %s %d: want at least 1", o.ref("runs"), o.runs))
 	}
-	if err := localDir(o.ref("out"), o.out); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
 	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))
 	}
@@ -76,6 +73,10 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	}
 	if _, err := loadPublished(ctx, "report", o.ref("warehouse"), o.warehouse, store); err != nil {
 		return err
+	}
+	// After the warehouse, the command's main argument, is judged.
+	if err := localDir(o.ref("out"), o.out); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	m, err := report.Build(ctx, store, b, o.runs)
 	if err != nil {
