@@ -243,43 +243,26 @@ type header struct {
 }
 
 // pageHeader reads a thrift PageHeader: type (1), compressed_page_size
-// (3), crc (4); the rest is skipped.
+// (3), crc (4) and a data page header's num_values; the rest is skipped.
 func pageHeader(b []byte) (header, error) {
 	r := &thrift{b: b}
 	var h header
-	var last int16
-	for {
-		id, typ, err := r.fieldHeader(last)
-		if err != nil {
-			return h, err
-		}
-		if typ == ctStop {
-			h.headerLen = r.pos
-			return h, nil
-		}
-		last = id
+	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
 		switch {
-		case id == 1 && typ == ctI32:
+		case typ == ctI32 && (id == 1 || id == 3 || id == 4):
 			v, err := r.varint()
-			if err != nil {
-				return h, err
+			switch id {
+			case 1:
+				h.dictionary = v == 2 // PageType DICTIONARY_PAGE
+			case 3:
+				h.size = int32(v)
+			case 4:
+				h.crc, h.hasCRC = uint32(int32(v)), true
 			}
-			h.dictionary = v == 2 // PageType DICTIONARY_PAGE
-		case id == 3 && typ == ctI32:
-			v, err := r.varint()
-			if err != nil {
-				return h, err
-			}
-			h.size = int32(v)
-		case id == 4 && typ == ctI32:
-			v, err := r.varint()
-			if err != nil {
-				return h, err
-			}
-			h.crc, h.hasCRC = uint32(int32(v)), true
-		case (id == 5 || id == 8) && typ == ctStruct:
+			return true, err
+		case typ == ctStruct && (id == 5 || id == 8):
 			// DataPageHeader, DataPageHeaderV2: num_values is field 1.
-			err := r.structFields(2, func(id int16, typ byte) (bool, error) {
+			return true, r.structFields(1, func(id int16, typ byte) (bool, error) {
 				if id != 1 || typ != ctI32 {
 					return false, nil
 				}
@@ -287,15 +270,11 @@ func pageHeader(b []byte) (header, error) {
 				h.values = v
 				return true, err
 			})
-			if err != nil {
-				return h, err
-			}
-		default:
-			if err := r.skip(typ, 1); err != nil {
-				return h, err
-			}
 		}
-	}
+		return false, nil
+	})
+	h.headerLen = r.pos
+	return h, err
 }
 
 // columnChunks reads where every column chunk of every row group lies:

@@ -273,60 +273,41 @@ func schemaElements(footer []byte) ([]element, error) {
 
 func (r *thrift) schemaElement() (element, error) {
 	e := element{physical: -1}
-	var last int16
-	for {
-		id, typ, err := r.fieldHeader(last)
-		if err != nil {
-			return e, err
-		}
+	err := r.structFields(1, func(id int16, typ byte) (bool, error) {
 		switch {
-		case typ == ctStop:
-			return e, nil
 		case id == 4 && typ == ctBinary:
 			b, err := r.binary()
-			if err != nil {
-				return e, err
-			}
 			e.name = string(b)
-		case id == 5 && typ == ctI32:
+			return true, err
+		case typ == ctI32 && (id == 1 || id == 5 || id == 6):
 			v, err := r.varint()
 			if err != nil {
-				return e, err
+				return true, err
 			}
-			if v < 0 || v > maxFields {
-				return e, fmt.Errorf("%w: element %q has %d children", errFooter, e.name, v)
+			switch id {
+			case 1:
+				e.physical = int32(v)
+			case 5:
+				if v < 0 || v > maxFields {
+					return true, fmt.Errorf("%w: element %q has %d children", errFooter, e.name, v)
+				}
+				e.children = int32(v)
+			case 6:
+				// TIMESTAMP_MILLIS (9), TIMESTAMP_MICROS (10); the
+				// logical type, later in the element, wins.
+				if e.perSecond == 0 {
+					e.perSecond = map[int64]int64{9: 1e3, 10: 1e6}[v]
+				}
 			}
-			e.children = int32(v)
-		case id == 1 && typ == ctI32:
-			v, err := r.varint()
-			if err != nil {
-				return e, err
-			}
-			e.physical = int32(v)
-		case id == 6 && typ == ctI32:
-			v, err := r.varint()
-			if err != nil {
-				return e, err
-			}
-			// TIMESTAMP_MILLIS, TIMESTAMP_MICROS; the logical type wins.
-			if e.perSecond == 0 && v == 9 {
-				e.perSecond = 1e3
-			} else if e.perSecond == 0 && v == 10 {
-				e.perSecond = 1e6
-			}
+			return true, nil
 		case id == 10 && typ == ctStruct:
 			unit, err := r.timestampUnit()
-			if err != nil {
-				return e, err
-			}
 			if unit != 0 {
 				e.perSecond = unit
 			}
-		default:
-			if err := r.skip(typ, 2); err != nil {
-				return e, err
-			}
+			return true, err
 		}
-		last = id
-	}
+		return false, nil
+	})
+	return e, err
 }
