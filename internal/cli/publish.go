@@ -213,11 +213,8 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 		if *s.path == "" {
 			continue
 		}
-		if strings.TrimSpace(*s.path) != *s.path {
-			// "engagement.prom " is no *.prom a textfile collector reads.
-			if first == nil {
-				first = exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", s.flag, *s.path))
-			}
+		if err := edgeSpace(s.flag, *s.path); err != nil {
+			first = cmp.Or(first, err)
 			*s.path = ""
 			continue
 		}

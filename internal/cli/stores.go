@@ -20,10 +20,8 @@ import (
 // warehouseStore opens the warehouse at where (a local path or an s3:// URL)
 // and the pointer on it. A malformed location is a usage error naming flag.
 func warehouseStore(ctx context.Context, env Env, flag, where string, lockTimeout time.Duration) (storage.Bucket, *objstore.Store, error) {
-	if strings.TrimSpace(where) != where {
-		// A variable ending in a newline names another directory, and a
-		// message printing it would not show why.
-		return nil, nil, exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", flag, where))
+	if err := edgeSpace(flag, where); err != nil {
+		return nil, nil, err
 	}
 	loc, err := storage.Parse(where)
 	if err != nil {
@@ -128,8 +126,8 @@ func enableS3(ctx context.Context, eng *duckdb.Engine, url, extDir string) error
 // URL or a mistyped one (s3://b/x, s3:/b/x) and white space at an end:
 // each would be written into a local directory of that name, exit 0.
 func localDir(flag, p string) error {
-	if strings.TrimSpace(p) != p {
-		return exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", flag, p))
+	if err := edgeSpace(flag, p); err != nil {
+		return err
 	}
 	loc, err := storage.Parse(p)
 	if err == nil && loc.IsS3() || strings.Contains(p, "://") {
@@ -137,6 +135,17 @@ func localDir(flag, p string) error {
 	}
 	if err != nil {
 		return exitcode.UsageError(fmt.Errorf("%s: %w", flag, err))
+	}
+	return nil
+}
+
+// edgeSpace refuses a path flag with white space at an end: a variable
+// ending in a newline names another file or directory than the one meant
+// ("engagement.prom " no textfile collector reads), and a message printing
+// it would not show why.
+func edgeSpace(flag, p string) error {
+	if strings.TrimSpace(p) != p {
+		return exitcode.UsageError(fmt.Errorf("%s %q has white space at an end: remove it", flag, p))
 	}
 	return nil
 }

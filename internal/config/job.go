@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,12 +189,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	// or an inline comment would be part of a path, a pin or a course id:
 	// a warehouse named "wh   # prod" publishes, exit 0, where no reader
 	// looks. The prohibited list says so in its own words.
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
 		v := values[k]
 		if pathKeys[k] && inFile[k] && v != "" {
 			// Named here with its file and line: the flag a command
