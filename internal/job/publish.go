@@ -237,24 +237,8 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err // "read raw …", naming the location
 	}
 	now := p.Clock().UTC()
-	today := dates.FromTime(now)
-	// A run date after today cannot make a day be over: the earlier wins
-	// (a local date east of UTC, a scheduler's clock ahead).
-	run := today
-	if job.AsOfSet && job.AsOf < today {
-		run = job.AsOf
-	}
-	if err := checkEnded(job, run); err != nil {
-		return res, err
-	}
-	landed := landedSoFar(ingest, today, p.Log)
-	if len(landed) == 0 && len(ingest) > 0 {
-		return res, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
-	}
-	if err := checkHorizon(job, landed, p.Log); err != nil {
-		return res, err
-	}
-	if err := checkLanded(job, ingest); err != nil {
+	run, landed, err := checkDates(job, ingest, dates.FromTime(now), p.Log)
+	if err != nil {
 		return res, err
 	}
 	if err := mon.freshness(ctx, job, landed, run); err != nil {
@@ -441,57 +425,6 @@ func Locations(job config.Job) (Places, error) {
 
 func request(l Places, spec engine.Spec) inputs.Request {
 	return inputs.Request{Raw: l.Raw, Lessons: l.Lessons, Enrollments: l.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
-}
-
-// inspect judges the listed files before any join: their magic bytes and
-// the prohibited fields of the raw footers (read in Go, the same for every
-// engine), then the engine's schema, pin and event identity figures.
-func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
-	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
-		return engine.Inputs{}, err
-	}
-	found, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
-	if err != nil {
-		return engine.Inputs{}, err
-	}
-	if v, ok := p.Engine.(engine.ChecksumVerifier); !ok || !v.VerifiesPageChecksums() {
-		if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs); err != nil {
-			return engine.Inputs{}, err
-		}
-	}
-	in, err := p.Engine.Inspect(ctx, spec)
-	if err != nil {
-		return in, err
-	}
-	in.Figures.ProhibitedFound = found
-	return in, nil
-}
-
-// checkPageChecksums verifies the stored page checksums of the columns
-// the job reads from each input, for an engine that does not.
-func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing) error {
-	names := func(cols []engine.Column) []string {
-		out := make([]string, len(cols))
-		for i, c := range cols {
-			out[i] = c.Name
-		}
-		return out
-	}
-	raw, manifest, enrollments := engine.InputColumns(nil, nil)
-	rawFiles := make([]inputs.File, len(l.Raw))
-	for i, f := range l.Raw {
-		rawFiles[i] = f.File
-	}
-	for _, in := range []struct {
-		what  string
-		files []inputs.File
-		cols  []engine.Column
-	}{{"raw", rawFiles, raw}, {"lessons", l.Lessons, manifest}, {"enrollments", l.Enrollments, enrollments}} {
-		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ListedSpec is the engine's view of job with the inputs listed, for a

@@ -15,8 +15,33 @@ import (
 )
 
 // The date checks a publish makes on the landed raw partitions before it
-// reads them: the restatement horizon, and each requested date's own
-// partition.
+// reads them: each date over by the run date, the restatement horizon, and
+// each requested date's own partition.
+
+// checkDates makes the date checks in their order on the landed ingest
+// partitions, today being the clock's UTC date: the run date (the earlier
+// of the job's as-of date and today, as a run date after today cannot make
+// a day be over: a local date east of UTC, a scheduler's clock ahead), each
+// requested date over by then, the horizon on the partitions landed so far,
+// each date's own partition. It returns the run date and those partitions,
+// which freshness is judged on.
+func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog.Logger) (run dates.Date, landed []dates.Date, err error) {
+	run = today
+	if job.AsOfSet && job.AsOf < today {
+		run = job.AsOf
+	}
+	if err := checkEnded(job, run); err != nil {
+		return run, nil, err
+	}
+	landed = landedSoFar(ingest, today, log)
+	if len(landed) == 0 && len(ingest) > 0 {
+		return run, nil, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
+	}
+	if err := checkHorizon(job, landed, log); err != nil {
+		return run, nil, err
+	}
+	return run, landed, checkLanded(job, ingest)
+}
 
 // checkHorizon refuses dates outside the restatement horizon: with N the
 // newest ingest date and H the horizon, d is inside when N-(H-1) <= d <= N.

@@ -1,0 +1,60 @@
+package job
+
+import (
+	"context"
+
+	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/inputs"
+)
+
+// inspect judges the listed files before any join: their magic bytes and
+// the prohibited fields of the raw footers (read in Go, the same for every
+// engine), their page checksums for an engine that does not verify them,
+// then the engine's schema, pin and event identity figures.
+func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
+		return engine.Inputs{}, err
+	}
+	found, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
+	if err != nil {
+		return engine.Inputs{}, err
+	}
+	if v, ok := p.Engine.(engine.ChecksumVerifier); !ok || !v.VerifiesPageChecksums() {
+		if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs); err != nil {
+			return engine.Inputs{}, err
+		}
+	}
+	in, err := p.Engine.Inspect(ctx, spec)
+	if err != nil {
+		return in, err
+	}
+	in.Figures.ProhibitedFound = found
+	return in, nil
+}
+
+// checkPageChecksums verifies the stored page checksums of the columns
+// the job reads from each input, for an engine that does not.
+func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing) error {
+	names := func(cols []engine.Column) []string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = c.Name
+		}
+		return out
+	}
+	raw, manifest, enrollments := engine.InputColumns(nil, nil)
+	rawFiles := make([]inputs.File, len(l.Raw))
+	for i, f := range l.Raw {
+		rawFiles[i] = f.File
+	}
+	for _, in := range []struct {
+		what  string
+		files []inputs.File
+		cols  []engine.Column
+	}{{"raw", rawFiles, raw}, {"lessons", l.Lessons, manifest}, {"enrollments", l.Enrollments, enrollments}} {
+		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
