@@ -34,9 +34,13 @@ type Spec struct {
 	JobID                string
 	Dates                []dates.Date // sorted, unique
 	IngestFrom, IngestTo dates.Date   // raw read window, inclusive
-	Raw                  string       // root of the ingest_date=YYYY-MM-DD partitions, for messages
-	Lessons              string       // manifest Parquet file or directory, for messages
-	Enrollments          string       // enrollment Parquet file or directory, for messages
+	// LatenessDays bounds each date's own window inside it: an event of
+	// date d counts only from ingest_date d to d+LatenessDays, so that a
+	// date's figure never depends on which other dates share the request.
+	LatenessDays int
+	Raw          string // root of the ingest_date=YYYY-MM-DD partitions, for messages
+	Lessons      string // manifest Parquet file or directory, for messages
+	Enrollments  string // enrollment Parquet file or directory, for messages
 	// Inputs is the attempt's one listing: the exact files every step
 	// reads. An engine never lists or globs an input itself.
 	Inputs               inputs.Listing

@@ -181,11 +181,12 @@ func InputChecks(in InputFigures) []Check {
 		},
 		{
 			// event_id is the business key of an event; a repeat is an
-			// at-least-once redelivery the sum would count twice. Refused,
-			// never dropped, like the enrollment grain.
+			// at-least-once redelivery the sum would count twice, or a
+			// correction on another date that a publish of that date would
+			// count again. Refused, never dropped, like the enrollment grain.
 			Name:   CheckEventIDUnique,
 			Passed: in.NullEventIDs == 0 && in.DuplicateEventIDs == 0,
-			Detail: fmt.Sprintf("%d repeated and %d null event_id among the events of the requested dates%s",
+			Detail: fmt.Sprintf("%d repeated and %d null event_id among the events of the requested dates (a repeat: another copy in the read window, on any date)%s",
 				in.DuplicateEventIDs, in.NullEventIDs, sample(in.DuplicateEventIDSample)),
 			Figures: map[string]any{"duplicate_event_ids": in.DuplicateEventIDs, "null_event_ids": in.NullEventIDs},
 		},

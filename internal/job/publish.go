@@ -225,6 +225,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		p.Log.Warn("engagement.targetFileBytes is far below the 128-256 MB band: files of a few rows each, at most one a fact row and "+
 			fmt.Sprint(engine.MaxFilesPerDate)+" a date", "target_file_bytes", job.TargetFileBytes)
 	}
+	if job.LatenessDays < job.RestatementHorizonDays-1 {
+		// Each date counts its events from its own partitions, d to
+		// d+latenessDays: the horizon's oldest dates then cannot see the
+		// late events in its newest partitions, though they may be restated.
+		p.Log.Warn("engagement.latenessDays is below engagement.restatementHorizonDays - 1: a date restated inside the horizon counts events at most latenessDays late, so the newest partitions' late events of its oldest dates are not counted",
+			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
+	}
 	spec := Spec(job)
 	req := request(locs, spec)
 	endInspect := p.phase("inspect")
@@ -485,6 +492,7 @@ func Spec(job config.Job) engine.Spec {
 	if len(job.Dates) > 0 {
 		s.IngestFrom = job.Dates[0]
 		s.IngestTo = job.Dates[len(job.Dates)-1].AddDays(job.LatenessDays)
+		s.LatenessDays = job.LatenessDays
 	}
 	return s
 }

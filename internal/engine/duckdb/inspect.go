@@ -193,9 +193,13 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 
 // eventIdentity counts, before any join, the raw events that cannot be
 // placed or counted once: a null event_time anywhere in the read window (its
-// event date is unknown, so every requested date may be missing it) and a
-// null or repeated event_id among the events of the requested dates (an
-// at-least-once producer's redelivery would otherwise be counted twice).
+// event date is unknown, so every requested date may be missing it), a
+// null event_id among the events of the requested dates, and an event_id
+// of one of them that the read window holds twice (an at-least-once
+// producer's redelivery would otherwise be counted twice; a correction that
+// moved the event across midnight, once on each date, when the two dates
+// are published apart). A repeat among other dates' events alone is not
+// this publish's to judge.
 //
 // The same scan counts each requested date's events (events): the
 // silent-drop figures Stage audits its output against, so a publish reads
@@ -204,9 +208,11 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	if len(rawFiles) == 0 {
 		return nil
 	}
-	const ts = "CAST(event_time AS TIMESTAMPTZ)"
-	src := fmt.Sprintf(`SELECT event_id, event_time, %s AS ts, coalesce(%s, false) AS requested
-		FROM read_parquet(%s, union_by_name=true, hive_partitioning=false)`, ts, utcDayRanges(ts, spec.Dates), FileList(rawFiles))
+	src := fmt.Sprintf(`SELECT event_id, event_time, ts, coalesce(%s AND %s, false) AS requested
+		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %s AS ingest_date
+		      FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s))`,
+		utcDayRanges("ts", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays),
+		ingestDateOf(sourceFileColumn), FileList(rawFiles), quote(sourceFileColumn))
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
@@ -219,9 +225,11 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		count(*) FILTER (WHERE requested AND event_id IS NULL)`
 	// One instant range per date, as utcDayRanges: no per-row date.
 	for _, d := range spec.Dates {
-		q += ",\n\t\tcount(*) FILTER (WHERE " + utcDayRanges("ts", []dates.Date{d}) + ")"
+		q += ",\n\t\tcount(*) FILTER (WHERE requested AND " + utcDayRanges("ts", []dates.Date{d}) + ")"
 	}
-	q += ",\n\t\t" + repeatsColumn(kept, "CASE WHEN requested AND event_id IS NOT NULL THEN "+h+" END")
+	// Every id of the window is hashed: a repeat whose copies are all
+	// other dates' is passed over by the exact count below.
+	q += ",\n\t\t" + repeatsColumn(kept, "CASE WHEN event_id IS NOT NULL THEN "+h+" END")
 	q += "\n\t\tFROM (" + src + ")"
 	var hashRepeats int64
 	perDate := make([]int64, len(spec.Dates))
@@ -238,15 +246,17 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	if hashRepeats == 0 {
 		return nil
 	}
-	exact := `SELECT count(event_id) - count(DISTINCT event_id) FROM (` + src + `) WHERE requested`
-	if err := e.conn.QueryRowContext(ctx, exact).Scan(&f.DuplicateEventIDs); err != nil {
+	// The extra copies of each id repeated in the window with a copy of a
+	// requested date: the Spark engine's figure too.
+	repeated := `SELECT event_id, count(*) AS n FROM (` + src + `) WHERE event_id IS NOT NULL
+		GROUP BY event_id HAVING count(*) > 1 AND bool_or(requested)`
+	if err := e.conn.QueryRowContext(ctx, `SELECT coalesce(sum(n - 1), 0)::BIGINT FROM (`+repeated+`)`).Scan(&f.DuplicateEventIDs); err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
 	}
 	if f.DuplicateEventIDs == 0 {
 		return nil
 	}
-	sample, err := e.strings(ctx, `SELECT event_id FROM (`+src+`) WHERE requested AND event_id IS NOT NULL
-		GROUP BY event_id HAVING count(*) > 1 ORDER BY event_id LIMIT 5`)
+	sample, err := e.strings(ctx, `SELECT event_id FROM (`+repeated+`) ORDER BY event_id LIMIT 5`)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
 	}

@@ -24,7 +24,7 @@ import (
 const eventLevelFact = `
 WITH events AS (
   SELECT learner_key, lesson_id, course_id, CAST(event_time AS TIMESTAMPTZ) AS event_time,
-         CAST(timezone('UTC', CAST(event_time AS TIMESTAMPTZ)) AS DATE) AS event_date
+         CAST(timezone('UTC', CAST(event_time AS TIMESTAMPTZ)) AS DATE) AS event_date, ingest_date
   FROM read_parquet(%[1]s, hive_partitioning = true)
   WHERE ingest_date BETWEEN DATE %[2]s AND DATE %[3]s
 ),
@@ -34,7 +34,7 @@ joined AS (
   LEFT JOIN (SELECT * FROM read_parquet(%[4]s) WHERE manifest_id = %[5]s) m ON ev.lesson_id = m.lesson_id
   LEFT JOIN (SELECT * FROM read_parquet(%[6]s) WHERE snapshot_id = %[7]s) en
          ON ev.learner_key = en.learner_key AND ev.course_id = en.course_id
-  WHERE ev.event_date IN (%[8]s)
+  WHERE ev.event_date IN (%[8]s) AND ev.ingest_date BETWEEN ev.event_date AND ev.event_date + %[9]d
 )
 SELECT learner_key, lesson_id, event_date,
        CASE WHEN bool_or(course_id IS NULL) THEN NULL ELSE min(course_id) END AS course_id,
@@ -152,7 +152,7 @@ func planEqualsEventLevel(t *testing.T, dir, name string, ds []dates.Date, enumT
 	ctx := context.Background()
 	spec := engine.Spec{
 		JobID: "plan-test", Dates: ds,
-		IngestFrom: ds[0], IngestTo: ds[len(ds)-1].AddDays(2),
+		IngestFrom: ds[0], IngestTo: ds[len(ds)-1].AddDays(2), LatenessDays: 2,
 		Raw: filepath.Join(dir, "raw"), Lessons: filepath.Join(dir, "lessons"), Enrollments: filepath.Join(dir, "enrollments"),
 		ManifestID: gen.ManifestID, EnrollmentSnapshotID: gen.EnrollmentSnapshotID,
 		TargetFileBytes: engine.DefaultTargetFileBytes,
@@ -179,7 +179,7 @@ func planEqualsEventLevel(t *testing.T, dir, name string, ds []dates.Date, enumT
 	ref := fmt.Sprintf(eventLevelFact, quote(filepath.Join(dir, "raw", "*", "*.parquet")),
 		quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
 		quote(filepath.Join(dir, "lessons", "*.parquet")), quote(gen.ManifestID),
-		quote(filepath.Join(dir, "enrollments", "*.parquet")), quote(gen.EnrollmentSnapshotID), strings.Join(lits, ", "))
+		quote(filepath.Join(dir, "enrollments", "*.parquet")), quote(gen.EnrollmentSnapshotID), strings.Join(lits, ", "), spec.LatenessDays)
 	exec(t, conn, "CREATE TEMP TABLE ref_fact AS "+ref)
 
 	exec(t, conn, "CREATE TEMP TABLE got_fact AS "+staged(wh, st.FactFiles, ds, engine.FactColumns))

@@ -55,6 +55,22 @@ func utcDayRanges(ts string, ds []dates.Date) string {
 	return "(" + strings.Join(ors, " OR ") + ")"
 }
 
+// ownWindow is a predicate equal to "ingest is the UTC date of ts or one
+// of the lateness days after it": each requested date counts its events
+// from its own partitions only, whatever other dates the request holds
+// (the read window of a request reaches max(dates)+lateness, which would
+// let a date's figure depend on its neighbours in the list). ingest comes
+// from a file's name, one value a vector, so the bounds cost a cast a
+// vector, not a row.
+func ownWindow(ts, ingest string, lateness int) string {
+	return fmt.Sprintf("(%[1]s >= CAST(%[2]s - %[3]d AS TIMESTAMPTZ) AND %[1]s < CAST(%[2]s + 1 AS TIMESTAMPTZ))", ts, ingest, lateness)
+}
+
+// ingestDateOf is the ingest_date of a row, from its file's name.
+func ingestDateOf(file string) string {
+	return fmt.Sprintf("CAST(regexp_extract(%s, 'ingest_date=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$', 1) AS DATE)", file)
+}
+
 // eventDateExpr derives event_date from event_time in UTC. The UTC date is
 // taken from the instant's epoch microseconds (make_timestamp of them is the
 // UTC wall time), which depends on no session zone and costs a tenth of an
@@ -62,8 +78,8 @@ func utcDayRanges(ts string, ds []dates.Date) string {
 const eventDateExpr = `CAST(make_timestamp(epoch_us(CAST(event_time AS TIMESTAMPTZ))) AS DATE)`
 
 // eventsQuery reads raw with a column list and a predicate on ingest_date,
-// derives event_date (eventDateExpr) and keeps the requested dates. Every
-// other raw column is dropped here, before any join. The dates are kept by
+// derives event_date (eventDateExpr) and keeps the requested dates' events,
+// each from its own partitions (ownWindow). Every other raw column is dropped here, before any join. The dates are kept by
 // their instant ranges (utcDayRanges), not by event_date: DuckDB derived
 // each row's date once for every requested date in the filter and again
 // for the column (about 0.6 s of the design day's 11 s grain).
@@ -84,12 +100,14 @@ FROM (
   SELECT event_id, learner_key, lesson_id, course_id,
          CAST(event_time AS TIMESTAMPTZ) AS event_time,
          %s AS event_date,
-         CAST(regexp_extract(%s, 'ingest_date=([0-9]{4}-[0-9]{2}-[0-9]{2})/[^/]*$', 1) AS DATE) AS ingest_date
+         %s AS ingest_date
   FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s)
 )
 WHERE ingest_date BETWEEN DATE %s AND DATE %s
+  AND %s
   AND %s`,
-		eventDateExpr, sourceFileColumn, FileList(raw), quote(sourceFileColumn), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), utcDayRanges("event_time", spec.Dates))
+		eventDateExpr, ingestDateOf(sourceFileColumn), FileList(raw), quote(sourceFileColumn), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
+		utcDayRanges("event_time", spec.Dates), ownWindow("event_time", "ingest_date", spec.LatenessDays))
 }
 
 // factQuery is the staging plan. It aggregates the events to the fact grain

@@ -260,10 +260,11 @@ type eventPass struct {
 
 // eventCheck prepares the check of the raw events that cannot be placed
 // or counted once, with the DuckDB engine's meaning: a null event_time
-// anywhere in the read window, and a null or repeated event_id among the
-// events of the requested dates, with a sorted sample of five repeated ids
-// (eventExact). Only events of the requested dates and those without a
-// time (whose date is unknown) reach the shuffle.
+// anywhere in the read window, a null event_id among the events of the
+// requested dates, and an event_id of one of them that the read window
+// holds twice, with a sorted sample of five repeated ids (eventExact).
+// Every event of the window with an id or without a time reaches the
+// shuffle: a copy on another date is a repeat too.
 //
 // The first pass keys each event by a 64-bit hash of event_id, not by the
 // string: equal ids hash alike, so no repeated hash means no repeated id,
@@ -297,13 +298,13 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 	p.keyed = func(key string) string {
 		return fmt.Sprintf(`SELECT %s AS k,
 		       CASE WHEN event_time IS NULL THEN 1 ELSE 0 END + CASE WHEN requested THEN 2 + CASE event_date %s END ELSE 0 END AS f
-		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s, false) AS requested
-		      FROM (SELECT event_id, event_time, %s AS event_date FROM %s
+		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %s AND %s, false) AS requested
+		      FROM (SELECT event_id, event_time, %s AS event_date, ingest_date FROM %s
 		            WHERE ingest_date BETWEEN DATE %s AND DATE %s))
-		WHERE event_time IS NULL OR requested`,
-			key, strings.Join(dateIdx, " "), dateList(spec.Dates), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
+		WHERE event_time IS NULL OR requested OR event_id IS NOT NULL`,
+			key, strings.Join(dateIdx, " "), dateList(spec.Dates), ownWindow(spec.LatenessDays), eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()))
 	}
-	// The first pass counts, beside each event, the requested events that
+	// The first pass counts, beside each requested event, the events that
 	// share its hash: a window over the hash, which Spark runs as a sort of
 	// one long column and a streaming count. A GROUP BY of the same hashes
 	// ran a partial and then a final hash aggregate over nearly distinct
@@ -313,8 +314,8 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 	p.query = fmt.Sprintf(`
 		  (SELECT named_struct('null_times', CAST(count_if((f & 1) = 1) AS BIGINT),
 		     'null_ids', CAST(count_if(k IS NULL AND (f & 2) = 2) AS BIGINT),
-		     'repeats', CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n_requested > 1) AS BIGINT)%s)
-		   FROM (SELECT k, f, count_if((f & 2) = 2) OVER (PARTITION BY k) AS n_requested FROM (%s))) AS ev,`,
+		     'repeats', CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n > 1) AS BIGINT)%s)
+		   FROM (SELECT k, f, count(1) OVER (PARTITION BY k) AS n FROM (%s))) AS ev,`,
 		strings.Join(perDate, ""), p.keyed("CASE WHEN event_id IS NOT NULL THEN "+e.hashOf("event_id")+" END"))
 	p.fields = "ev.null_times, ev.null_ids, ev.repeats, " + strings.Join(fields, "")
 	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats}
@@ -341,9 +342,11 @@ func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass,
 	// The rows are distributed by the id before they are grouped: nearly
 	// every id is distinct, so a partial aggregate before the shuffle would
 	// only widen the rows.
-	exact := fmt.Sprintf(`SELECT k, count_if((f & 2) = 2) AS n_requested FROM (%s DISTRIBUTE BY k) GROUP BY k`, p.keyed("event_id"))
+	// The extra copies of each id repeated in the window with a copy of a
+	// requested date.
+	exact := fmt.Sprintf(`SELECT k, count(1) AS n, count_if((f & 2) = 2) AS n_requested FROM (%s DISTRIBUTE BY k) GROUP BY k`, p.keyed("event_id"))
 	if err := e.scan(ctx, what, fmt.Sprintf(
-		"SELECT CAST(coalesce(sum(CASE WHEN k IS NOT NULL AND n_requested > 1 THEN n_requested - 1 ELSE 0 END), 0) AS BIGINT) FROM (%s)", exact),
+		"SELECT CAST(coalesce(sum(CASE WHEN k IS NOT NULL AND n > 1 AND n_requested > 0 THEN n - 1 ELSE 0 END), 0) AS BIGINT) FROM (%s)", exact),
 		&f.DuplicateEventIDs); err != nil {
 		return err
 	}
@@ -351,7 +354,7 @@ func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass,
 		return nil
 	}
 	sample, err := e.strings(ctx, what, fmt.Sprintf(
-		"SELECT k FROM (%s) WHERE k IS NOT NULL AND n_requested > 1 ORDER BY k LIMIT 5", exact))
+		"SELECT k FROM (%s) WHERE k IS NOT NULL AND n > 1 AND n_requested > 0 ORDER BY k LIMIT 5", exact))
 	if err != nil {
 		return err
 	}

@@ -74,18 +74,28 @@ func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error
 const eventDateExpr = "to_date(CAST(event_time AS TIMESTAMP))"
 
 // eventsQuery reads raw with a column list and a predicate on ingest_date,
-// derives event_date (eventDateExpr) and keeps the requested dates. Every
-// other raw column is dropped here, before any join.
+// derives event_date (eventDateExpr) and keeps the requested dates' events,
+// each from its own partitions (ownWindow). Every other raw column is
+// dropped here, before any join.
 func eventsQuery(spec engine.Spec) string {
 	return fmt.Sprintf(`SELECT event_id, learner_key, lesson_id, course_id, event_time, event_date
 FROM (
   SELECT event_id, learner_key, lesson_id, course_id,
          CAST(event_time AS TIMESTAMP) AS event_time,
-         %s AS event_date
+         %s AS event_date, ingest_date
   FROM %s
   WHERE ingest_date BETWEEN DATE %s AND DATE %s
 )
-WHERE event_date IN %s`, eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), dateList(spec.Dates))
+WHERE event_date IN %s AND %s`, eventDateExpr, rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
+		dateList(spec.Dates), ownWindow(spec.LatenessDays))
+}
+
+// ownWindow is a predicate equal to "ingest_date is event_date or one of
+// the lateness days after it": each requested date counts its events from
+// its own partitions only, whatever other dates the request holds (the
+// read window reaches max(dates)+lateness), as the DuckDB engine does.
+func ownWindow(lateness int) string {
+	return fmt.Sprintf("ingest_date BETWEEN event_date AND date_add(event_date, %d)", lateness)
 }
 
 func dateList(ds []dates.Date) string {
