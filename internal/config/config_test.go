@@ -384,6 +384,9 @@ func TestResolveBadValues(t *testing.T) {
 		{KeyEngine, "flink"},
 		{KeySparkRemote, "http://x:15002"},
 		{KeyAsOfDate, "2026-02-30"},
+		// A template that rendered nothing: today's date would replace
+		// the pinned run date in silence.
+		{KeyAsOfDate, ""},
 		// An inline comment would be part of the value: a warehouse
 		// named "wh # prod" published where no reader looks.
 		{KeyWarehouse, "wh # the curated zone"},

@@ -274,6 +274,10 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			bad(KeyAsOfDate, "%v", err)
 		}
 		j.AsOfSet = true
+	} else if _, given := from[KeyAsOfDate]; given {
+		// An empty flag (a scheduler's template that rendered nothing)
+		// would silently replace a pinned run date with today's.
+		bad(KeyAsOfDate, "empty: give the run date as YYYY-MM-DD, or leave it out for today's UTC date")
 	}
 	if len(errs) > 0 {
 		return Job{}, exitcode.UsageError(fmt.Errorf("config: %s", strings.Join(errs, "; ")))
