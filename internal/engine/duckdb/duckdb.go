@@ -98,6 +98,7 @@ var refused = map[string]string{
 	"default_collation":      "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
 	"lock_configuration":     "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
 	"enable_external_access": "the engine reads the inputs and writes the staging through it",
+	"timezone":               "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
 }
 
 // Open starts an in-memory DuckDB and applies settings (the duckdb.* keys of
@@ -127,6 +128,14 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	for _, k := range keys {
 		if !settingName.MatchString(k) {
 			e.Close()
+			if lower := strings.ToLower(k); settingName.MatchString(lower) {
+				// DuckDB's own spelling (TimeZone) names a setting the
+				// engine may refuse: say which, not only the case.
+				if why := refused[lower]; why != "" {
+					return nil, fmt.Errorf("duckdb.%s: not settable: %s", k, why)
+				}
+				return nil, fmt.Errorf("duckdb.%s: not a DuckDB setting name: write it in lower case (duckdb.%s)", k, lower)
+			}
 			return nil, fmt.Errorf("duckdb.%s: not a DuckDB setting name", k)
 		}
 		if why := refused[k]; why != "" {
