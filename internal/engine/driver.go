@@ -235,6 +235,10 @@ type dateProgress struct {
 	pending         map[tableDate]bool
 	rows            map[dates.Date]float64
 	done, all       float64
+	// rowsWritten are the rows the writes have written: a date's fact rows
+	// and its courses (course_day's rows), as each table's write ends.
+	rowsWritten int64
+	tableRows   map[tableDate]int64
 }
 
 type tableDate struct {
@@ -253,15 +257,17 @@ var writeCost = map[string]float64{FactTable: 1, CourseDayTable: 0.6}
 
 func newDateProgress(p progress.Reporter, requested int, withEvents []dates.Date, figs map[dates.Date]DateFigures) *dateProgress {
 	dp := &dateProgress{p: p, finished: requested - len(withEvents), total: requested,
-		pending: map[tableDate]bool{}, rows: map[dates.Date]float64{}}
+		pending: map[tableDate]bool{}, rows: map[dates.Date]float64{}, tableRows: map[tableDate]int64{}}
 	for _, d := range withEvents {
 		dp.rows[d] = float64(max(1, figs[d].FactRows))
+		dp.tableRows[tableDate{FactTable, d}] = figs[d].FactRows
+		dp.tableRows[tableDate{CourseDayTable, d}] = figs[d].Courses
 		for table, cost := range writeCost {
 			dp.pending[tableDate{table, d}] = true
 			dp.all += cost * dp.rows[d]
 		}
 	}
-	p.Dates(dp.finished, dp.total, 0)
+	p.Dates(dp.finished, dp.total, 0, 0)
 	return dp
 }
 
@@ -276,6 +282,7 @@ func (dp *dateProgress) written(table string, d dates.Date) {
 	}
 	delete(dp.pending, k)
 	dp.done += writeCost[table] * dp.rows[d]
+	dp.rowsWritten += dp.tableRows[k]
 	if !dp.pending[tableDate{FactTable, d}] && !dp.pending[tableDate{CourseDayTable, d}] {
 		dp.finished++
 	}
@@ -283,7 +290,7 @@ func (dp *dateProgress) written(table string, d dates.Date) {
 	if len(dp.pending) == 0 {
 		share = 1 // exactly, whatever the float sums
 	}
-	dp.p.Dates(dp.finished, dp.total, share)
+	dp.p.Dates(dp.finished, dp.total, dp.rowsWritten, share)
 }
 
 // stage writes one table under relDir and returns its files per date. The

@@ -25,12 +25,13 @@ type recorder struct {
 
 type dateReport struct {
 	done, total int
+	rows        int64
 	share       float64
 }
 
-func (r *recorder) Dates(done, total int, share float64) {
+func (r *recorder) Dates(done, total int, rows int64, share float64) {
 	r.mu.Lock()
-	r.dates = append(r.dates, dateReport{done, total, share})
+	r.dates = append(r.dates, dateReport{done, total, rows, share})
 	r.events = append(r.events, fmt.Sprintf("dates %d", len(r.dates)-1))
 	r.mu.Unlock()
 }
@@ -94,6 +95,15 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 		last = i
 	}
 	checkDateReports(t, rec.dates, fx.Expected.ByDate[j.Dates[0]].FactRows, fx.Expected.ByDate[j.Dates[1]].FactRows)
+	// The rows written so far: each date's fact rows, then its course_day
+	// rows (one a course), as the generator counts them.
+	f1, f2 := fx.Expected.ByDate[j.Dates[0]].FactRows, fx.Expected.ByDate[j.Dates[1]].FactRows
+	c1, c2 := int64(len(fx.Expected.ByDateCourse[j.Dates[0]])), int64(len(fx.Expected.ByDateCourse[j.Dates[1]]))
+	for i, want := range []int64{0, f1, f1 + f2, f1 + f2 + c1, f1 + f2 + c1 + c2} {
+		if i < len(rec.dates) && rec.dates[i].rows != want {
+			t.Errorf("date report %d: %d rows written, want %d (all: %v)", i, rec.dates[i].rows, want, rec.dates)
+		}
+	}
 }
 
 // checkDateReports: the stage reports no date done before both its tables

@@ -286,7 +286,9 @@ func (p *Phases) Step(done, total int, rows int64, what string) {
 }
 
 // Dates implements progress.Reporter.
-func (p *Phases) Dates(done, total int, share float64) { p.next().Dates(done, total, share) }
+func (p *Phases) Dates(done, total int, rows int64, share float64) {
+	p.next().Dates(done, total, rows, share)
+}
 
 func (p *Phases) next() progress.Reporter {
 	if p.Next == nil {

@@ -25,14 +25,15 @@ type Reporter interface {
 	// Phase starts a named phase; calling the returned func ends it.
 	Phase(name string) (end func())
 	// Step reports progress inside the current phase: done of total steps
-	// (total 0 when unknown), rows handled so far, and what is running now.
+	// (total 0 when unknown), rows handled so far (0: not counted by the
+	// step; the last count stands), and what is running now.
 	Step(done, total int, rows int64, what string)
 	// Dates reports the requested dates of the current phase: done of
-	// total are finished, and share (0 to 1) is the part of the per-date
-	// work done. The phase's first report (share 0) starts the clock of
+	// total are finished, rows the rows its writes have written, and share
+	// (0 to 1) is the part of the per-date work done. The phase's first report (share 0) starts the clock of
 	// the time-left estimate: work done before it, not repeated per date,
 	// does not count towards the rate.
-	Dates(done, total int, share float64)
+	Dates(done, total int, rows int64, share float64)
 }
 
 // Discard reports nothing.
@@ -40,9 +41,9 @@ var Discard Reporter = nop{}
 
 type nop struct{}
 
-func (nop) Phase(string) func()          { return func() {} }
-func (nop) Step(int, int, int64, string) {}
-func (nop) Dates(int, int, float64)      {}
+func (nop) Phase(string) func()            { return func() {} }
+func (nop) Step(int, int, int64, string)   {}
+func (nop) Dates(int, int, int64, float64) {}
 
 // Printer is the Reporter for a command: it writes progress to w and one
 // structured "phase" record per finished phase to log.
@@ -161,7 +162,7 @@ func (p *Printer) Step(done, total int, rows int64, what string) {
 	p.mu.Lock()
 	now := p.now()
 	records := p.endStep(now, nil)
-	p.done, p.total, p.rows, p.what = done, total, rows, what
+	p.done, p.total, p.rows, p.what = done, total, max(p.rows, rows), what
 	p.stepStart = now
 	p.print(false)
 	p.mu.Unlock()
@@ -185,7 +186,7 @@ type dateState struct {
 // the rate so far applied to the rest. It is estimated at each report and
 // counts down between reports (never below zero), so a live line moves
 // while a long write runs.
-func (p *Printer) Dates(done, total int, share float64) {
+func (p *Printer) Dates(done, total int, rows int64, share float64) {
 	p.mu.Lock()
 	now := p.now()
 	d := &p.dates
@@ -193,6 +194,7 @@ func (p *Printer) Dates(done, total int, share float64) {
 		d.start = now
 	}
 	d.done, d.total = done, total
+	p.rows = max(p.rows, rows)
 	elapsed := now.Sub(d.start)
 	d.ok = share > 0 && share < 1 && elapsed > 0
 	if d.ok {

@@ -118,7 +118,7 @@ func TestPhaseAndStepRecords(t *testing.T) {
 func TestDiscardAndCount(t *testing.T) {
 	Discard.Phase("x")()
 	Discard.Step(1, 2, 3, "y")
-	Discard.Dates(1, 2, 0.5)
+	Discard.Dates(1, 2, 3, 0.5)
 	for n, want := range map[int64]string{950: "950", 12_345: "12.3K", 4_500_000: "4.5M"} {
 		if got := Count(n); got != want {
 			t.Errorf("Count(%d) = %q, want %q", n, got, want)
@@ -222,12 +222,12 @@ func TestDatesAndTimeLeft(t *testing.T) {
 		report      func()
 		want, never string
 	}{
-		{0, func() { p.Dates(0, 10, 0) }, "dates 0/10 40s", "left"},
-		{30 * time.Second, func() { p.Dates(0, 10, 0.3) }, "dates 0/10 ~1m10s left 1m10s", ""},
+		{0, func() { p.Dates(0, 10, 0, 0) }, "dates 0/10 40s", "left"},
+		{30 * time.Second, func() { p.Dates(0, 10, 0, 0.3) }, "dates 0/10 ~1m10s left 1m10s", ""},
 		{10 * time.Second, func() { p.Step(5, 22, 0, "write course_day 2026-03-01") }, "[write course_day 2026-03-01] dates 0/10 ~1m0s left", ""},
-		{20 * time.Second, func() { p.Dates(3, 10, 0.6) }, "dates 3/10 ~40s left", ""},
-		{50 * time.Second, func() { p.Step(6, 22, 0, "write course_day 2026-03-04") }, "dates 3/10 ~0s left", ""},
-		{5 * time.Second, func() { p.Dates(10, 10, 1) }, "dates 10/10 2m35s", "left"},
+		{20 * time.Second, func() { p.Dates(3, 10, 1_200_000, 0.6) }, "1.2M rows [write course_day 2026-03-01] dates 3/10 ~40s left", ""},
+		{50 * time.Second, func() { p.Step(6, 22, 0, "write course_day 2026-03-04") }, "1.2M rows [write course_day 2026-03-04] dates 3/10 ~0s left", ""},
+		{5 * time.Second, func() { p.Dates(10, 10, 2_400_000, 1) }, "2.4M rows [write course_day 2026-03-04] dates 10/10 2m35s", "left"},
 	} {
 		c.add(s.advance)
 		s.report()
@@ -251,24 +251,31 @@ func TestDatesRecord(t *testing.T) {
 	c := &clock{t: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)}
 	p := New(out, slog.New(slog.NewJSONHandler(logs, nil)), Options{Every: time.Hour, Now: c.now, Records: true})
 	end := p.Phase("stage")
-	p.Dates(0, 4, 0)
+	p.Dates(0, 4, 0, 0)
 	c.add(2 * time.Hour)
-	p.Dates(1, 4, 0.25)
+	p.Dates(1, 4, 100, 0.25)
 	end()
 	p.Close()
-	var last map[string]any
+	var last, phase map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line %q: %v", l, err)
 		}
-		if m["msg"] == "progress" {
+		switch m["msg"] {
+		case "progress":
 			last = m
+		case "phase":
+			phase = m
 		}
 	}
-	for k, want := range map[string]any{"dates_done": 1.0, "dates_total": 4.0, "seconds_left": 6.0 * 3600} {
+	for k, want := range map[string]any{"dates_done": 1.0, "dates_total": 4.0, "seconds_left": 6.0 * 3600, "rows": 100.0} {
 		if last[k] != want {
 			t.Errorf("progress record %s = %v, want %v (%v)", k, last[k], want, last)
 		}
+	}
+	// The phase's record carries the rows its writes wrote.
+	if phase["rows"] != 100.0 {
+		t.Errorf("phase record rows = %v, want 100 (%v)", phase["rows"], phase)
 	}
 }
