@@ -131,6 +131,14 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 		fmt.Fprintf(env.Stdout, "warning: pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write; "+
 			"readers see generation %d until the next publish or rollback rolls it forward\n", log.Pending, log.PendingJobID, log.Current, log.Current)
 	}
+	for _, g := range log.Altered {
+		fmt.Fprintf(env.Stdout, "warning: pointer-history/%d.json was changed after it was written (generation %d recorded another digest for it): "+
+			"the figures listed for generation %d are not what was published, and rollback refuses it; restore it from a backup\n", g, g+1, g)
+	}
+	if log.CurrentDiffers {
+		fmt.Fprintf(env.Stdout, "warning: pointer.json is not pointer-history/%d.json, the copy written with it: one of them was edited in place, "+
+			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it\n", log.Current)
+	}
 	if len(log.Missing) > 0 {
 		fmt.Fprintf(env.Stdout, "warning: pointer-history/ lacks generations %s, up to the current %d: gc expires only the oldest, so they were removed by hand; "+
 			"the generation after each gap lists every date it holds\n", spans(log.Missing), log.Current)

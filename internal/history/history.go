@@ -89,6 +89,15 @@ type Log struct {
 	// none. PendingJobID wrote it.
 	Pending      int64  `json:"pending_generation,omitempty"`
 	PendingJobID string `json:"pending_job_id,omitempty"`
+	// Altered are the retained generations whose history copy is not the
+	// bytes its successor recorded as its parent: edited after it was
+	// written, so its figures are not what was published, and rollback
+	// refuses it.
+	Altered []int64 `json:"altered_generations,omitempty"`
+	// CurrentDiffers: pointer.json is not the current generation's copy,
+	// byte for byte; one of them was edited in place, and publish and
+	// rollback refuse to build on it.
+	CurrentDiffers bool `json:"current_copy_differs,omitempty"`
 }
 
 // List reads the retained history: for each retained generation, the dates
@@ -116,6 +125,13 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 		if err != nil {
 			return Log{}, err
+		}
+		if prev != nil && prev.Generation == g-1 && p.Parent != nil &&
+			(p.Parent.Generation != prev.Generation || p.Parent.SHA256 != prev.Digest) {
+			log.Altered = append(log.Altered, prev.Generation)
+		}
+		if g == cur.Generation && p.Digest != cur.Digest {
+			log.CurrentDiffers = true
 		}
 		oldest := i == 0
 		gap := !oldest && (prev == nil || prev.Generation != g-1)

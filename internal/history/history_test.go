@@ -1,6 +1,7 @@
 package history_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -202,6 +203,49 @@ func TestListTellsDamage(t *testing.T) {
 	}
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Missing, []int64{4}) {
 		t.Errorf("without pointer-history/: missing %v (%v), want the current generation 4", log.Missing, err)
+	}
+}
+
+// TestListTellsAlteredCopies: a history copy edited after it was written
+// (a figure changed) is named, since its successor recorded another digest
+// for it; so is a pointer.json edited in place. Untouched, neither is.
+func TestListTellsAlteredCopies(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	w.publish("c", tue)
+	log, err := history.List(t.Context(), w.store, w.bucket, nil)
+	if err != nil || len(log.Altered) != 0 || log.CurrentDiffers {
+		t.Fatalf("untouched: altered %v, current differs %v (%v)", log.Altered, log.CurrentDiffers, err)
+	}
+	edit := func(name string) {
+		p := filepath.Join(w.dir, filepath.FromSlash(name))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One byte of a figure, the JSON still valid.
+		i := bytes.Index(b, []byte(`"event_count": `))
+		if i < 0 {
+			t.Fatalf("%s has no event_count: %s", name, b)
+		}
+		i += len(`"event_count": `)
+		if b[i] == '9' {
+			b[i] = '8'
+		} else {
+			b[i]++
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("pointer-history/1.json")
+	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Altered, []int64{1}) || log.CurrentDiffers {
+		t.Errorf("generation 1 edited: altered %v, current differs %v (%v), want [1] and false", log.Altered, log.CurrentDiffers, err)
+	}
+	edit("pointer.json")
+	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !log.CurrentDiffers {
+		t.Errorf("pointer.json edited: current differs %v (%v), want true", log.CurrentDiffers, err)
 	}
 }
 
