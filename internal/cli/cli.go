@@ -104,15 +104,20 @@ func MainEnv(ctx context.Context, env Env, args []string) int {
 func Run(ctx context.Context, env Env, args []string) error {
 	env = env.withDefaults()
 	root := newRoot(&env)
-	if len(args) == 0 {
-		root.SetOut(env.Stderr)
-		_ = root.Usage()
-		return exitcode.UsageError(errors.New("no command given"))
+	a, only := commandArg(args)
+	if a == "" && only {
+		// In json mode every stderr line is a record: the usage text
+		// would break a log shipper's parse, so only the record says it.
+		if env.Console.Text() {
+			root.SetOut(env.Stderr)
+			_ = root.Usage()
+		}
+		return exitcode.UsageError(errors.New("no command given (engagement --help lists them)"))
 	}
 	// Cobra would print the root's help for an unknown command; name it
 	// and the nearest command instead.
-	if a := args[0]; !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, cobra.ShellCompRequestCmd) {
-		if c, _, err := root.Find(args[:1]); err != nil || c == root {
+	if a != "" && !strings.HasPrefix(a, cobra.ShellCompRequestCmd) {
+		if c, _, err := root.Find([]string{a}); err != nil || c == root {
 			return unknownCommand(root, a)
 		}
 	}
@@ -233,6 +238,25 @@ func unknownCommand(root *cobra.Command, name string) error {
 		}
 	}
 	return exitcode.UsageError(fmt.Errorf("unknown command %q (want one of %s)", name, strings.Join(names, ", ")))
+}
+
+// commandArg finds the command in args past the root's own flag
+// (--log-format and its value): the command's name, or "" with only true
+// when args hold nothing else (no command given). Any other flag before a
+// command (--help, --version, a mistake) is cobra's to answer.
+func commandArg(args []string) (name string, only bool) {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--log-format":
+			i++
+		case strings.HasPrefix(a, "--log-format="):
+		case strings.HasPrefix(a, "-"):
+			return "", false
+		default:
+			return a, false
+		}
+	}
+	return "", true
 }
 
 // noArgs refuses positional arguments, naming the first.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +165,11 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"publish", "--manifest", "m"}, `engagement: publish: unknown flag --manifest; did you mean --manifest-id?`},
 		{[]string{"gen", "--zzzzzz"}, `engagement: gen: unknown flag --zzzzzz`},
 		{[]string{"gc", "--min-age", "soon"}, `engagement: gc: --min-age "soon": time: invalid duration "soon"`},
+		// The root's own flag before the command changes neither answer.
+		{[]string{"--log-format", "text", "pubish"}, `engagement: unknown command "pubish"; did you mean "publish"?`},
+		{[]string{"--log-format=json", "pubish"}, `engagement: unknown command "pubish"; did you mean "publish"?`},
+		{[]string{}, `engagement: no command given (engagement --help lists them)`},
+		{[]string{"--log-format", "json"}, `engagement: no command given (engagement --help lists them)`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := runEnv(t, nil, tc.args...)
@@ -175,6 +181,13 @@ func TestDidYouMean(t *testing.T) {
 			}
 			if r.stdout != "" {
 				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+			// In json mode (stderr is no terminal here) every line is a
+			// record: no usage text around it.
+			for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+				if !json.Valid([]byte(l)) && !slices.Contains(tc.args, "text") {
+					t.Errorf("stderr line %q is not a JSON record", l)
+				}
 			}
 		})
 	}

@@ -41,6 +41,13 @@ type Console struct {
 	attrs  []any
 }
 
+// Text reports whether the console writes text, not JSON records.
+func (c *Console) Text() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.format == logText
+}
+
 // NewConsole is stderr as the run's console, in the default format (json
 // unless stderr is a terminal) until the command's flags say otherwise.
 func NewConsole(stderr io.Writer) *Console {
