@@ -193,6 +193,28 @@ func TestDidYouMean(t *testing.T) {
 	}
 }
 
+// TestGenZeroRefused: 0 is gen's own "default"; given on the command line
+// it is a mistake (--shape design --events 0 made the 60M-event day), so it
+// is refused before anything is written.
+func TestGenZeroRefused(t *testing.T) {
+	for _, flags := range [][]string{{"--events", "0"}, {"--seed", "0"}, {"--shape", "design", "--dates", "0"}, {"--shape", "design", "--events", "0"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "g")
+			r := runEnv(t, nil, append([]string{"gen", "--out", out}, flags...)...)
+			if r.code != exitcode.Usage {
+				t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+			}
+			name := flags[len(flags)-2]
+			if want := "engagement: gen: " + name + " 0: give a positive number, or leave the flag out for its default"; r.errLine(t) != want {
+				t.Errorf("error line %q, want %q", r.errLine(t), want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("%s exists after a refused gen (%v)", out, err)
+			}
+		})
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	bash := runEnv(t, nil, "completion", "bash")
 	if bash.code != 0 || !strings.Contains(bash.stdout, "__start_engagement") {

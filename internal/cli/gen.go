@@ -26,7 +26,17 @@ options give bit-identical files; --variant injects one defect the gate must cat
 		Example: `  engagement gen --out /tmp/fixture --events 2000 --seed 7
   engagement gen --out /tmp/backfill --shape design --dates 10 --events 3000000`,
 		Args: noArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runGen(c.Context(), *env, opts) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			// 0 stands for "the default" inside gen: given on the command
+			// line it is a mistake (--shape design --events 0 would make
+			// the full 60M-event day), not a request for the default.
+			for _, name := range []string{"events", "seed", "dates"} {
+				if c.Flags().Changed(name) && c.Flags().Lookup(name).Value.String() == "0" {
+					return exitcode.UsageError(fmt.Errorf("gen: --%s 0: give a positive number, or leave the flag out for its default", name))
+				}
+			}
+			return runGen(c.Context(), *env, opts)
+		},
 	}
 	fs := c.Flags()
 	o := &opts.gen
