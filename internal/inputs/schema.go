@@ -9,9 +9,12 @@ import (
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
-// maxFooterBytes bounds the footer read from one file: a real footer is
-// kilobytes, and a damaged length must not make the job allocate gigabytes.
-const maxFooterBytes = 64 << 20
+// maxFooterBytes bounds the footer read from one file: a damaged length
+// must not make the job allocate gigabytes. A real footer is mostly
+// kilobytes, but grows with columns times row groups: a streaming writer's
+// 700 one-row groups of 1,000 columns wrote 72 MB, which pyarrow and
+// DuckDB read.
+var maxFooterBytes int64 = 512 << 20 // a var for the tests
 
 // Field is one field of a Parquet schema at any depth: the names from the
 // top column down to it.
@@ -77,8 +80,12 @@ func footer(ctx context.Context, b storage.Bucket, key string, size int64, name 
 		return nil, badFooter(name, "%d bytes at its end", len(tail))
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n <= 0 || n > size-12 || n > maxFooterBytes {
+	if n <= 0 || n > size-12 {
 		return nil, badFooter(name, "footer length %d in a file of %d bytes", n, size)
+	}
+	if n > maxFooterBytes {
+		return nil, fmt.Errorf("%s: a footer of %d bytes, over the %d this job reads: a damaged length, or a file of very many row groups times columns (rewrite it with larger row groups)",
+			name, n, maxFooterBytes)
 	}
 	buf, err := b.ReadRange(ctx, key, size-8-n, n)
 	if err != nil {

@@ -3,6 +3,7 @@ package inputs
 import (
 	"database/sql"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -128,6 +129,34 @@ func TestFieldsDamagedFooter(t *testing.T) {
 				t.Errorf("Fields error %v, want one naming the file", err)
 			}
 		})
+	}
+}
+
+// TestFooterSizeBound: a footer within the bound is read whatever its size
+// (a streaming writer's many row groups of a wide schema wrote 72 MB, which
+// the old 64 MiB bound refused as unreadable); one past it, real or a
+// damaged length, is refused saying so, before it is read.
+func TestFooterSizeBound(t *testing.T) {
+	// 40 columns, 200 row groups: a footer of some hundred kilobytes.
+	var cols []string
+	for i := range 40 {
+		cols = append(cols, fmt.Sprintf("i AS c%d", i))
+	}
+	p := writeParquet(t, "SELECT "+strings.Join(cols, ", ")+" FROM range(200) t(i)", ", ROW_GROUP_SIZE 1")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	defer func(old int64) { maxFooterBytes = old }(maxFooterBytes)
+	maxFooterBytes = n
+	if f, err := src().Fields(t.Context(), "raw", fileAt(t, p)); err != nil || len(f) != 40 {
+		t.Fatalf("a footer of %d bytes at a bound of %d: %d fields, %v", n, maxFooterBytes, len(f), err)
+	}
+	maxFooterBytes = n - 1
+	_, err = src().Fields(t.Context(), "raw", fileAt(t, p))
+	if want := fmt.Sprintf("raw file %s: a footer of %d bytes, over the %d this job reads", p, n, n-1); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a footer of %d bytes at a bound of %d: %v, want %q", n, n-1, err, want)
 	}
 }
 
