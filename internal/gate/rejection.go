@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TopUnknownLessons is how many unknown lesson_ids a rejection lists per
@@ -85,7 +87,7 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
 		for _, l := range lessons {
-			fmt.Fprintf(tw, "  %s\t%d\n", oneLine(l.Lesson()), l.EventCount)
+			fmt.Fprintf(tw, "  %s\t%d\n", shortened(oneLine(l.Lesson())), l.EventCount)
 		}
 		tw.Flush()
 	}
@@ -94,9 +96,37 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 }
 
 // oneLine keeps a value from an input (a lesson id, a column name in a
-// detail) from breaking the table's rows.
+// detail) from breaking the table's rows, or from driving the operator's
+// terminal: every control character is written as an escape (\x1b).
 func oneLine(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// shownRunes is the most of a lesson id the table shows: one 100 KB id
+// would pad every row of it (the rejection record keeps the whole id).
+const shownRunes = 80
+
+func shortened(s string) string {
+	if utf8.RuneCountInString(s) <= shownRunes {
+		return s
+	}
+	r := []rune(s)
+	return fmt.Sprintf("%s... (%d bytes)", string(r[:shownRunes]), len(s))
 }
 
 func plural(n int, one, many string) string {

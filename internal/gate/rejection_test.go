@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -66,6 +67,22 @@ func TestWriteFailed(t *testing.T) {
 				"  LESSON_ID  EVENTS\n" +
 				"  lesson-x   12\n" +
 				"  <null>     2\n",
+		},
+		{
+			// Producer bytes: an escape sequence would colour the
+			// operator's terminal, a 100 KB id pad every row.
+			name:   "control bytes and a long lesson id",
+			failed: []Check{{Name: CheckUnknownLessonCap, Date: "2026-03-03", Detail: "rate 0.5, cap 0.02"}},
+			unknown: map[string][]LessonCount{
+				"2026-03-03": {lc("esc\x1b[31mred\x00\x7f", 3), lc(strings.Repeat("x", 100_000), 2)},
+			},
+			want: "rejected job_id=j1: 1 failed check\n" +
+				"CHECK               DATE        FIGURES\n" +
+				"unknown_lesson_cap  2026-03-03  rate 0.5, cap 0.02\n" +
+				"\ntop unknown lessons on 2026-03-03 (2, by events):\n" +
+				"  LESSON_ID" + strings.Repeat(" ", 91) + "EVENTS\n" +
+				"  esc\\x1b[31mred\\x00\\x7f" + strings.Repeat(" ", 78) + "3\n" +
+				"  " + strings.Repeat("x", 80) + "... (100000 bytes)  2\n",
 		},
 	}
 	for _, tc := range tests {
