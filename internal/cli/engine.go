@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,6 +34,10 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 			// setting DuckDB refuses is the user's mistake.
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("open duckdb: %w", ctx.Err())
+			}
+			var se *duckdb.SettingError
+			if errors.As(err, &se) && j.Where["duckdb."+se.Key] != "" {
+				err = errors.New(se.In(j.Where["duckdb."+se.Key]))
 			}
 			return nil, exitcode.UsageError(err)
 		}

@@ -52,6 +52,9 @@ type Job struct {
 
 	Spark  map[string]string // spark.* keys, passed to the Spark session as given
 	DuckDB map[string]string // duckdb.* keys without the prefix, applied with SET
+	// Where says where each duckdb.* and spark.* key was set (FILE:LINE,
+	// or the flag or variable), for an engine's refusal to name it.
+	Where map[string]string
 }
 
 // Key names of the job's own settings. Every one of them can also be given as
@@ -137,7 +140,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		values[k] = v
 		from[k] = "default"
 	}
-	j := Job{Spark: map[string]string{}, DuckDB: map[string]string{}}
+	j := Job{Spark: map[string]string{}, DuckDB: map[string]string{}, Where: map[string]string{}}
 	inFile := map[string]bool{}
 	written := map[string]string{} // each value as given, before a path is joined to the file's directory
 	for _, k := range p.Keys() {
@@ -148,8 +151,10 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		switch {
 		case strings.HasPrefix(k, "spark."):
 			j.Spark[k] = v
+			j.Where[k] = p.where(k)
 		case strings.HasPrefix(k, "duckdb."):
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
+			j.Where[k] = p.where(k)
 		default:
 			raw := v
 			// A relative path is relative to the config file; a URL

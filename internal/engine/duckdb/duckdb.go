@@ -101,6 +101,40 @@ var refused = map[string]string{
 	"timezone":               "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
 }
 
+// SettingError is a duckdb.* key the engine or DuckDB refuses; the caller
+// may say where the key was set (In).
+type SettingError struct {
+	Key string // without the prefix
+	Msg string // what follows the key: ": not settable: ..." or " = "v": ..."
+}
+
+func (e *SettingError) Error() string { return "duckdb." + e.Key + e.Msg }
+
+// In is the error with where the key was set (a config file's FILE:LINE).
+func (e *SettingError) In(where string) string {
+	return "duckdb." + e.Key + " (" + where + ")" + e.Msg
+}
+
+// checkSetting refuses a name that is no DuckDB setting's, or a setting
+// the engine must own.
+func checkSetting(k string) error {
+	if settingName.MatchString(k) {
+		if why := refused[k]; why != "" {
+			return &SettingError{Key: k, Msg: ": not settable: " + why}
+		}
+		return nil
+	}
+	if lower := strings.ToLower(k); settingName.MatchString(lower) {
+		// DuckDB's own spelling (TimeZone) names a setting the engine may
+		// refuse: say which, not only the case.
+		if why := refused[lower]; why != "" {
+			return &SettingError{Key: k, Msg: ": not settable: " + why}
+		}
+		return &SettingError{Key: k, Msg: ": not a DuckDB setting name: write it in lower case (duckdb." + lower + ")"}
+	}
+	return &SettingError{Key: k, Msg: ": not a DuckDB setting name"}
+}
+
 // Open starts an in-memory DuckDB and applies settings (the duckdb.* keys of
 // the config, without the prefix). The session time zone is forced to UTC so
 // that event dates never depend on the machine's zone.
@@ -126,25 +160,13 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !settingName.MatchString(k) {
+		if err := checkSetting(k); err != nil {
 			e.Close()
-			if lower := strings.ToLower(k); settingName.MatchString(lower) {
-				// DuckDB's own spelling (TimeZone) names a setting the
-				// engine may refuse: say which, not only the case.
-				if why := refused[lower]; why != "" {
-					return nil, fmt.Errorf("duckdb.%s: not settable: %s", k, why)
-				}
-				return nil, fmt.Errorf("duckdb.%s: not a DuckDB setting name: write it in lower case (duckdb.%s)", k, lower)
-			}
-			return nil, fmt.Errorf("duckdb.%s: not a DuckDB setting name", k)
-		}
-		if why := refused[k]; why != "" {
-			e.Close()
-			return nil, fmt.Errorf("duckdb.%s: not settable: %s", k, why)
+			return nil, err
 		}
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", k, quote(settings[k]))); err != nil {
 			e.Close()
-			return nil, fmt.Errorf("duckdb.%s = %q: %w", k, settings[k], err)
+			return nil, &SettingError{Key: k, Msg: fmt.Sprintf(" = %q: %v", settings[k], err)}
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "SET TimeZone = 'UTC'"); err != nil {
