@@ -63,14 +63,28 @@ def check_args(table, dates):
             raise BadArgument(f"date {date!r}: {e}") from None
 
 
+def filesystem(warehouse):
+    """The filesystem and root of WAREHOUSE, its key taken literally as
+    engagement takes it: in s3://b/a%20b or s3://b/a#b, '%20' and '#' are
+    characters of the key, never an escape or a fragment (pyarrow's URI
+    parser would read another warehouse's pointer.json)."""
+    if warehouse.startswith("s3://"):
+        path = warehouse[len("s3://"):].rstrip("/")
+        # The filesystem from the bucket alone (a bucket name has no such
+        # characters), configured as from_uri configures it.
+        fs, _ = pyarrow.fs.FileSystem.from_uri("s3://" + path.split("/", 1)[0])
+        return fs, path
+    if "://" in warehouse:
+        fs, root = pyarrow.fs.FileSystem.from_uri(warehouse)
+        return fs, root.rstrip("/")
+    return pyarrow.fs.LocalFileSystem(), os.path.abspath(warehouse)
+
+
 def open_pointer(warehouse):
     """Load pointer.json once, as (filesystem, root, pointer): every date of
     one query must come from this one copy, or a publish landing between two
     loads would mix two generations in one answer."""
-    if "://" not in warehouse:
-        warehouse = os.path.abspath(warehouse)
-    fs, root = pyarrow.fs.FileSystem.from_uri(warehouse)
-    root = root.rstrip("/")
+    fs, root = filesystem(warehouse)
     try:
         with fs.open_input_stream(root + "/pointer.json") as f:
             pointer = json.loads(f.read())

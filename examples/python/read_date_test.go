@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,7 +17,9 @@ import (
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
@@ -128,6 +131,32 @@ func TestReadDate(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), filepath.Base(filepath.Dir(path))) {
 		t.Errorf("a damaged file: exit %d, output %s; want exit 1 naming %s", cmd.ProcessState.ExitCode(), out, path)
+	}
+}
+
+// TestReadDateS3OddKeys: on S3 the warehouse's key is taken literally, as
+// engagement takes it. Siblings whose keys differ only by '%20' against a
+// space, or by a '#' part, are two warehouses; pyarrow's URI parser read
+// the other one's pointer (exit 0, another job's rows).
+func TestReadDateS3OddKeys(t *testing.T) {
+	python := testenv.Tool(t, "ENGAGEMENT_PYARROW_PYTHON", "ENGAGEMENT_SKIP_PYARROW", "scripts/pyarrow.sh")
+	fx := publishtest.LoadFixture(t, "")
+	base := s3test.Location(t).String()
+	script := filepath.Join(publishtest.Root(), "examples", "python", "read_date.py")
+	// Each pair's second key would parse as its first.
+	keys := []string{"a b", "a%20b", "c", "c#d"}
+	for i, key := range keys {
+		wh := base + "/" + key
+		var stderr strings.Builder
+		if code := cli.Main(context.Background(), fx.Args(wh, fmt.Sprintf("odd-%d", i), "2026-03-02"), io.Discard, &stderr); code != 0 {
+			t.Fatalf("publish %s: exit %d\n%s", wh, code, stderr.String())
+		}
+	}
+	for i, key := range keys {
+		got := readDates(t, python, script, base+"/"+key, "course_day", []string{"2026-03-02"})[0]
+		if want := fmt.Sprintf("odd-%d", i); got.JobID != want || got.Events != fx.Expected.ByDate[dates.MustParse("2026-03-02")].Events {
+			t.Errorf("%s: read job %s with %d events, want %s's %d", key, got.JobID, got.Events, want, fx.Expected.ByDate[dates.MustParse("2026-03-02")].Events)
+		}
 	}
 }
 
