@@ -196,14 +196,19 @@ var ErrHandEdited = errors.New("pointer.json was replaced by hand")
 // history copy holds, byte for byte (their digests): a pointer.json edited
 // in place keeps its generation, and a write built on it would carry the
 // edit into a generation of a sound chain, with history crediting that
-// writer with it. A missing copy is not judged here (history warns of it).
+// writer with it. A missing copy is refused too: every write creates the
+// copy before pointer.json, and gc never expires the current one, so it was
+// removed by hand, and with it the only proof that pointer.json is unedited
+// (an edit and a deletion together were carried forward, exit 0).
 func OwnCopy(ctx context.Context, s Store, cur Pointer) error {
 	if cur.Generation < 1 {
 		return nil
 	}
 	h, err := s.LoadGeneration(ctx, cur.Generation)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return fmt.Errorf("%w: pointer-history/%d.json, the copy written with pointer.json (generation %d), is missing: it was removed by hand, and pointer.json cannot be shown unedited; "+
+			"nothing was changed: restore the copy from a backup, or, once pointer.json is checked good, copy it to pointer-history/%d.json",
+			ErrBrokenChain, cur.Generation, cur.Generation, cur.Generation)
 	}
 	if err != nil {
 		return err

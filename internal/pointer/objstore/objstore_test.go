@@ -54,6 +54,13 @@ func (b backdoor) DeletePointer(t *testing.T) {
 	}
 }
 
+func (b backdoor) DeleteHistory(t *testing.T, gen int64) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(b.dir, "pointer-history", strconv.FormatInt(gen, 10)+".json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestChain(t *testing.T) {
 	pointertest.RunChain(t, func(t *testing.T) (pointer.Store, pointertest.Backdoor) {
 		dir := t.TempDir()

@@ -45,6 +45,13 @@ func (d bucketBackdoor) DeletePointer(t *testing.T) {
 	}
 }
 
+func (d bucketBackdoor) DeleteHistory(t *testing.T, gen int64) {
+	t.Helper()
+	if err := d.b.Delete(t.Context(), "pointer-history/"+itoa(gen)+".json"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func itoa(n int64) string {
 	b := []byte{}
 	for ; n > 0 || len(b) == 0; n /= 10 {

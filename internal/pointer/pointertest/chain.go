@@ -19,6 +19,7 @@ type Backdoor interface {
 	PutHistory(t *testing.T, gen int64, data []byte)
 	PutPointer(t *testing.T, data []byte)
 	DeletePointer(t *testing.T)
+	DeleteHistory(t *testing.T, gen int64)
 }
 
 // RunChain runs the parent-chain suite: a store rolls forward exactly the
@@ -34,6 +35,7 @@ func RunChain(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor
 	t.Run("HandEditedPointerRefused", func(t *testing.T) { testHandEdited(t, newStore) })
 	t.Run("HandEditedOneBackRefused", func(t *testing.T) { testHandEditedOneBack(t, newStore) })
 	t.Run("EditedInPlaceRefused", func(t *testing.T) { testEditedInPlace(t, newStore) })
+	t.Run("CurrentCopyMissingRefused", func(t *testing.T) { testCurrentCopyMissing(t, newStore) })
 	t.Run("LostPointerRefused", func(t *testing.T) { testLostPointer(t, newStore) })
 	t.Run("Format1CarriedForward", func(t *testing.T) { testFormat1(t, newStore) })
 	t.Run("Format1OrphanRefused", func(t *testing.T) { testFormat1Orphan(t, newStore) })
@@ -260,6 +262,28 @@ func testEditedInPlace(t *testing.T, newStore func(t *testing.T) (pointer.Store,
 		t.Fatal(err)
 	}
 	bd.PutPointer(t, encode(t, three))
+	mustPublish(t, s, "job-3", Day0)
+}
+
+// pointer.json edited in place and its copy deleted: the only proof of an
+// edit gone with the copy, a write carried the edit forward (exit 0). A
+// missing current copy is refused, naming it; put back, it is sound again.
+func testCurrentCopyMissing(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor)) {
+	s, bd := newStore(t)
+	mustPublish(t, s, "job-1", Day0)
+	mustPublish(t, s, "job-2", Day0.AddDays(1))
+	cur, _ := mustLoad(t, s)
+	e := cur.Dates[Day0.AddDays(1)]
+	e.EventCount = 123
+	cur.Dates[Day0.AddDays(1)] = e
+	bd.PutPointer(t, encode(t, cur))
+	bd.DeleteHistory(t, 2)
+	edited, _ := mustLoad(t, s)
+	if err := pointer.OwnCopy(t.Context(), s, edited); !errors.Is(err, pointer.ErrBrokenChain) || !strings.Contains(err.Error(), "pointer-history/2.json, the copy written with pointer.json (generation 2), is missing") {
+		t.Errorf("OwnCopy with the copy missing: %v, want ErrBrokenChain naming pointer-history/2.json", err)
+	}
+	refused(t, s, "pointer-history/2.json", "is missing")
+	bd.PutHistory(t, 2, encode(t, edited)) // the operator vouches for pointer.json
 	mustPublish(t, s, "job-3", Day0)
 }
 
