@@ -80,6 +80,14 @@ func (b *Bucket) wrap(op, key string, err error) error {
 		return fmt.Errorf("%s %s: bucket %q does not exist (NoSuchBucket): check the URL and AWS_ENDPOINT_URL: %w", op, where, b.loc.Bucket, permanent)
 	case (status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound") && code != userNotFound:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, fs.ErrNotExist, orStatus(code, status))
+	case code == "ObjectParentIsFile":
+		// A file-backed server's 409 for a key under an object: no retry
+		// or new job id helps, and read as a failed condition it spun 256
+		// times or blamed another attempt. (Its 409 for a directory in an
+		// object's place, ExistingObjectIsDirectory, is a failed create
+		// that storage.Create tells apart by listing.)
+		return fmt.Errorf("%s %s: the server refuses the key (%s): an object stands where engagement needs a prefix; check the URL and move the stray object: %w",
+			op, where, code, permanent)
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == http.StatusConflict:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, storage.ErrPrecondition, orStatus(code, status))
 	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == userNotFound:
