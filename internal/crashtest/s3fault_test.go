@@ -137,6 +137,19 @@ func TestS3Faults(t *testing.T) {
 			case tc.want == "unknown" && (code != 1 || !moved):
 				t.Errorf("exit %d, pointer moved %v: want exit 1 with the write landed and reported unknown", code, moved)
 			}
+			if tc.want == "unknown" {
+				// The monitor says what readers see is unknown, never
+				// generation 0 and no dates (readers see nothing).
+				var line string
+				for _, l := range strings.Split(stderr, "\n") {
+					if strings.Contains(l, `"signal":"job_result"`) {
+						line = l
+					}
+				}
+				if !strings.Contains(line, `"pointer_unread"`) || strings.Contains(line, `"generation":0`) || strings.Contains(line, `"pointer_job_ids"`) {
+					t.Errorf("job_result with the pointer unreachable: %s, want pointer_unread and no generation or job ids", line)
+				}
+			}
 			_, bad := w.checkAfterKill(before, id, both)
 			for _, v := range bad {
 				t.Errorf("after the faulty publish (exit %d): %s", code, v)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -134,6 +136,9 @@ func (m *monitors) tasks(st engine.Staged) {
 	}})
 }
 
+// visibleReadTimeout bounds the pointer read after a failed publish.
+const visibleReadTimeout = 10 * time.Second
+
 func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	if m.log == nil {
 		return
@@ -152,10 +157,18 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		"checks_run": len(res.Report.Checks), "failed_checks": res.Report.FailedNames(), "reasons": res.Report.Reasons(),
 	}})
 	visible := res.Pointer
+	var unread error // what readers see could not be read after a failure
 	if !res.Published && m.store != nil {
-		// What readers see now is what the on-call needs after a failure.
-		if p, _, err := m.store.Load(ctx); err == nil {
+		// What readers see now is what the on-call needs after a failure;
+		// bounded, as a store that failed the publish may hang this read
+		// too (a frozen endpoint doubled the time to exit).
+		rctx, cancel := context.WithTimeout(ctx, visibleReadTimeout)
+		p, _, err := m.store.Load(rctx)
+		cancel()
+		if err == nil {
 			visible = p
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			unread = err
 		}
 	}
 	requested := dates.Strings(m.job.Dates)
@@ -171,9 +184,11 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	if len(missing) > 0 {
 		status = monitor.Page
 	}
-	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.DatesInPointer, Status: status, Figures: map[string]any{
-		"requested": requested, "published_by_this_job": inPointer, "missing": missing,
-	}})
+	dfig := map[string]any{"requested": requested, "published_by_this_job": inPointer, "missing": missing}
+	if unread != nil {
+		dfig["pointer_unread"] = unread.Error()
+	}
+	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.DatesInPointer, Status: status, Figures: dfig})
 	result, status := "published", monitor.OK
 	if err != nil {
 		result, status = "failed", monitor.Page
@@ -192,10 +207,17 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	case errors.Is(err, pointer.ErrOutcomeUnknown):
 		fig["pointer_write"] = "outcome_unknown"
 	}
-	jobIDs := map[string]string{}
-	for d, e := range visible.Dates {
-		jobIDs[d.String()] = e.JobID
+	if unread != nil {
+		// Not generation 0 and no dates: that would tell the on-call
+		// readers see nothing, when it is only unknown.
+		delete(fig, "generation")
+		fig["pointer_unread"] = unread.Error()
+	} else {
+		jobIDs := map[string]string{}
+		for d, e := range visible.Dates {
+			jobIDs[d.String()] = e.JobID
+		}
+		fig["pointer_job_ids"] = jobIDs
 	}
-	fig["pointer_job_ids"] = jobIDs
 	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.JobResult, Status: status, Figures: fig})
 }
