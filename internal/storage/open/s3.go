@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -101,8 +102,13 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 			o.DisableLogOutputChecksumValidationSkipped = true
 			// A reset connection or a 5xx is retried by the SDK, with
 			// backoff; a retried PUT whose first try landed comes back as
-			// 412, which the pointer store resolves by re-reading.
-			o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(), 8)
+			// 412, which the pointer store resolves by re-reading. The
+			// SDK's own 50 ms base spent 8 attempts in 1.4 s, so a server
+			// restarting for 1.5 s failed a publish (backoff).
+			o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = 8
+				so.Backoff = backoff{}
+			})
 		})
 	}
 	return resolved, client, nil
@@ -111,6 +117,16 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 // ResponseTimeout bounds the wait for an S3 answer's headers (tests
 // shorten it).
 var ResponseTimeout = 30 * time.Second
+
+// backoff waits a random time up to 0.1 s·2^attempt, at most 2 s: about
+// 4.5 s over the 7 retries (at most 9 s), past a restart of a few seconds,
+// while a server that stays down still fails the command in seconds.
+type backoff struct{}
+
+func (backoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	limit := min(2*time.Second, (100*time.Millisecond)<<min(attempt, 8))
+	return rand.N(limit + 1), nil
+}
 
 func pathStyle(endpoint string) (bool, error) {
 	switch PathStyle {

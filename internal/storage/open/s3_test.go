@@ -168,3 +168,29 @@ func TestSilentServerFails(t *testing.T) {
 		})
 	}
 }
+
+// TestBackoffOutlastsABriefOutage: the waits between the SDK's 8 attempts
+// grow to 2 s each, so the 7 retries can span up to 9 s: the SDK's own
+// 50 ms base spent them in 1.4 s, and a server restarting for 1.5 s failed
+// a publish. Each wait is random within its limit, never above it.
+func TestBackoffOutlastsABriefOutage(t *testing.T) {
+	var span time.Duration
+	for attempt := 1; attempt <= 7; attempt++ {
+		limit := min(2*time.Second, (100*time.Millisecond)<<attempt)
+		var most time.Duration
+		for range 200 {
+			d, err := backoff{}.BackoffDelay(attempt, nil)
+			if err != nil || d < 0 || d > limit {
+				t.Fatalf("attempt %d: wait %v (%v), want within [0, %v]", attempt, d, err, limit)
+			}
+			most = max(most, d)
+		}
+		if most < limit/2 {
+			t.Errorf("attempt %d: the longest of 200 waits %v, want it near %v", attempt, most, limit)
+		}
+		span += limit
+	}
+	if span < 9*time.Second {
+		t.Errorf("the 7 retries span at most %v, want 9 s", span)
+	}
+}
