@@ -217,7 +217,9 @@ func Parse(s string) (Location, error) {
 	case !validBucket(bucket):
 		return Location{}, fmt.Errorf("%s: bucket %q is not a valid S3 bucket name", s, bucket)
 	}
-	key = strings.Trim(key, "/")
+	// A trailing "/" names the same prefix; a leading one (s3://b//x) is
+	// an empty element, which the AWS CLI keeps as part of the key.
+	key = strings.TrimRight(key, "/")
 	if key != "" {
 		for _, elem := range strings.Split(key, "/") {
 			if elem == "" || elem == "." || elem == ".." {

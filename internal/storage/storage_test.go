@@ -37,6 +37,8 @@ func TestParse(t *testing.T) {
 		{"s3:///key", "no bucket"},
 		{"s3://Bucket/x", "not a valid S3 bucket name"},
 		{"s3://bucket/a//b", "empty"},
+		// The AWS CLI keeps the leading "/" in the key; it was dropped.
+		{"s3://bucket//x", "empty"},
 		{"s3://bucket/a/../b", `".."`},
 		{"s3://user@bucket/x", "without user"},
 		{"s3://bucket:9000/x", "without user or port"},
