@@ -61,3 +61,39 @@ func TestUTCDayRangesEqualsDateMembership(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnWindowEqualsDateArithmetic holds each date's own window (ingest_date
+// d to d+lateness) to plain date arithmetic on the stage's event date, at
+// the window's edges, in a session zone that is not UTC and a calendar that
+// is not Gregorian: a cast of a date to TIMESTAMPTZ follows the calendar
+// (japanese put the bounds 2,018 years off, and every date published 0).
+func TestOwnWindowEqualsDateArithmetic(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, set := range []string{"SET TimeZone = 'Asia/Tokyo'", "SET Calendar = 'japanese'"} {
+		if _, err := db.Exec(set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := `SELECT CAST(t AS TIMESTAMPTZ) AS event_time, CAST(i AS DATE) AS ingest_date FROM (VALUES
+		('2026-03-02 00:00:00+00', '2026-03-02'), ('2026-03-01 23:59:59.999999+00', '2026-03-02'),
+		('2026-03-02 23:59:59.999999+00', '2026-03-04'), ('2026-03-01 23:59:59.999999+00', '2026-03-04'),
+		('2026-03-02 00:00:00+00', '2026-03-01'), ('1969-12-31 12:00:00+00', '1970-01-01'),
+		('2026-03-02 12:00:00+00', '2026-03-05'), ('2026-03-05 12:00:00+00', '2026-03-05')) v(t, i)`
+	for _, lateness := range []int{0, 1, 2} {
+		want := fmt.Sprintf("%s BETWEEN ingest_date - %d AND ingest_date", eventDateExpr, lateness)
+		q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE (%s) <> (%s)), count(*) FILTER (WHERE %s) FROM (%s)`,
+			want, ownWindow("event_time", "ingest_date", lateness), want, rows)
+		var n, differ, in int
+		if err := db.QueryRow(q).Scan(&n, &differ, &in); err != nil {
+			t.Fatal(err)
+		}
+		if n != 8 || differ != 0 || in == 0 || in == n {
+			t.Errorf("lateness %d: %d of %d rows classified differently, %d inside (predicate %s)", lateness, differ, n, in, ownWindow("event_time", "ingest_date", lateness))
+		}
+	}
+}

@@ -99,6 +99,7 @@ var refused = map[string]string{
 	"lock_configuration":     "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
 	"enable_external_access": "the engine reads the inputs and writes the staging through it",
 	"timezone":               "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
+	"calendar":               "an event's date is the Gregorian UTC date; another calendar would move the dates the engine's casts compute",
 }
 
 // SettingError is a duckdb.* key the engine or DuckDB refuses; the caller

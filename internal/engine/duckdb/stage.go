@@ -59,11 +59,14 @@ func utcDayRanges(ts string, ds []dates.Date) string {
 // of the lateness days after it": each requested date counts its events
 // from its own partitions only, whatever other dates the request holds
 // (the read window of a request reaches max(dates)+lateness, which would
-// let a date's figure depend on its neighbours in the list). ingest comes
-// from a file's name, one value a vector, so the bounds cost a cast a
-// vector, not a row.
+// let a date's figure depend on its neighbours in the list). The bounds
+// are epoch microseconds of ingest's days, plain integer arithmetic: a
+// cast of the date to TIMESTAMPTZ goes through the session's calendar
+// (duckdb.calendar japanese put every bound 2,018 years off, and every
+// date published as 0 events).
 func ownWindow(ts, ingest string, lateness int) string {
-	return fmt.Sprintf("(%[1]s >= CAST(%[2]s - %[3]d AS TIMESTAMPTZ) AND %[1]s < CAST(%[2]s + 1 AS TIMESTAMPTZ))", ts, ingest, lateness)
+	days := fmt.Sprintf("(%s - DATE '1970-01-01')", ingest)
+	return fmt.Sprintf("(epoch_us(%[1]s) >= (%[2]s - %[3]d) * %[4]d AND epoch_us(%[1]s) < (%[2]s + 1) * %[4]d)", ts, days, lateness, int64(86400_000_000))
 }
 
 // ingestDateOf is the ingest_date of a row, from its file's name.
