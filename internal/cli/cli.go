@@ -18,6 +18,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -269,7 +270,15 @@ func noArgs(c *cobra.Command, args []string) error {
 
 // oneLine keeps an error to one line for the terminal; the JSON log has the rest.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	line := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	// Whatever an engine or a store quotes from the input stays text: no
+	// ESC sequence or bidi override reaches the operator's terminal.
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return '?'
+		}
+		return r
+	}, line)
 }
 
 // readerGone reports a write to the process's stdout that failed because

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"testing"
 )
@@ -38,5 +39,16 @@ func TestConsoleLines(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.format, got, tc.want)
 		}
+	}
+}
+
+// TestOneLineKeepsTerminalSafe: the final error line may quote input bytes
+// (an id in a gate's line, a DuckDB message): white space folds to one
+// line, and control and format characters (ESC, a bidi override) are not
+// passed to the terminal.
+func TestOneLineKeepsTerminalSafe(t *testing.T) {
+	got := oneLine(errors.New("rejected:\n  esc\x1b[31mred rtl\u202etxt\ttab"))
+	if want := "rejected: esc?[31mred rtl?txt tab"; got != want {
+		t.Errorf("oneLine = %q, want %q", got, want)
 	}
 }

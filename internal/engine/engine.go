@@ -65,6 +65,11 @@ type Inputs struct {
 	// files (a date without events may be absent); the job passes it on
 	// as Spec.InputEvents.
 	Events map[dates.Date]int64
+	// Late counts the events of each requested date that the read window
+	// holds in partitions past the date's own window (later than
+	// latenessDays): never counted, but a sign of an ingestion outage when
+	// the date's own partition holds none of its events.
+	Late map[dates.Date]int64
 }
 
 // Staged describes one attempt's staging output. Paths are relative to the

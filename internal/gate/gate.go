@@ -296,11 +296,17 @@ func listDetail(what string, items []string) string {
 	return fmt.Sprintf("%s: %s", what, strings.Join(s, ", "))
 }
 
+// sample lists a few of the input's values a check found, escaped and
+// cut as the rejection table shows them: an id is a producer's bytes.
 func sample(items []string) string {
 	if len(items) == 0 {
 		return ""
 	}
-	return " (e.g. " + strings.Join(items, ", ") + ")"
+	shown := make([]string, len(items))
+	for i, s := range items {
+		shown[i] = shortened(oneLine(s))
+	}
+	return " (e.g. " + strings.Join(shown, ", ") + ")"
 }
 
 func nonNil(s []string) []string {

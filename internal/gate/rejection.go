@@ -97,7 +97,8 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 
 // oneLine keeps a value from an input (a lesson id, a column name in a
 // detail) from breaking the table's rows, or from driving the operator's
-// terminal: every control character is written as an escape (\x1b).
+// terminal: every control or format character (an ESC sequence, a bidi
+// override that reverses the rest of the row) is written as an escape.
 func oneLine(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -108,8 +109,10 @@ func oneLine(s string) string {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case unicode.IsControl(r):
+		case r < 0x80 && unicode.IsControl(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
 		}

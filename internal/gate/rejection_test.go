@@ -97,3 +97,14 @@ func TestWriteFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestSampleShownSafely: the ids a check's line quotes (repeated event ids)
+// are a producer's bytes: escaped, and cut like the table's lesson ids, so
+// one 100 KB id or an ESC sequence cannot flood or drive a terminal.
+func TestSampleShownSafely(t *testing.T) {
+	got := sample([]string{"ev-1", "esc\x1b[31mred", "rtl\u202etxt", strings.Repeat("x", 100_000)})
+	want := ` (e.g. ev-1, esc\x1b[31mred, rtl\u202etxt, ` + strings.Repeat("x", 80) + `... (100000 bytes))`
+	if got != want {
+		t.Errorf("sample\n got %.200q\nwant %.200q", got, want)
+	}
+}

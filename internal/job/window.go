@@ -137,16 +137,18 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 }
 
 // checkOwnRows refuses a requested date whose own partition holds no row,
-// or no event of the date, while the date has events elsewhere (late ones)
-// or a published entry with events (landedWhy); with neither it is a day
+// or no event of the date, while the date has events elsewhere (late ones,
+// inside its own window or past it) or a published entry with events
+// (landedWhy); with neither it is a day
 // without events, and publishes zeros. The footers tell: the rows, and
 // event_time's row group statistics (a partition holding only another
 // date's redelivered events holds none of its own), up to the first file
 // that may hold one.
-func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events map[dates.Date]int64, base pointer.Pointer) error {
+func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events, late map[dates.Date]int64, base pointer.Pointer) error {
 	var empty []string
 	for _, d := range job.Dates {
-		if events[d] == 0 && base.Dates[d].EventCount == 0 {
+		elsewhere := events[d] + late[d]
+		if elsewhere == 0 && base.Dates[d].EventCount == 0 {
 			continue
 		}
 		rows, ofDate, err := p.Inputs.PartitionHolds(ctx, raw, d)
@@ -157,8 +159,8 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inpu
 			continue
 		}
 		part := inputs.PartitionPrefix + d.String()
-		if events[d] > 0 {
-			part += fmt.Sprintf(" (%d of its events arrived in later partitions)", events[d])
+		if elsewhere > 0 {
+			part += fmt.Sprintf(" (%d of its events arrived in later partitions)", elsewhere)
 		} else {
 			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
 		}

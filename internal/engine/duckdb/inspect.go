@@ -139,8 +139,8 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	in.Figures.RawColumns = union
-	in.Events = map[dates.Date]int64{}
-	if err := e.eventIdentity(ctx, spec, rawFiles, &in.Figures, in.Events); err != nil {
+	in.Events, in.Late = map[dates.Date]int64{}, map[dates.Date]int64{}
+	if err := e.eventIdentity(ctx, spec, rawFiles, &in.Figures, in.Events, in.Late); err != nil {
 		return in, err
 	}
 
@@ -204,11 +204,11 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 // The same scan counts each requested date's events (events): the
 // silent-drop figures Stage audits its output against, so a publish reads
 // raw twice in all, here and for the fact grain.
-func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles []string, f *gate.InputFigures, events map[dates.Date]int64) error {
+func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles []string, f *gate.InputFigures, events, late map[dates.Date]int64) error {
 	if len(rawFiles) == 0 {
 		return nil
 	}
-	src := fmt.Sprintf(`SELECT event_id, event_time, ts, coalesce(%s AND %s, false) AS requested
+	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%s AND %s, false) AS requested
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %s AS ingest_date
 		      FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s))`,
 		utcDayRanges("ts", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays),
@@ -226,22 +226,23 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	// One instant range per date, as utcDayRanges: no per-row date.
 	for _, d := range spec.Dates {
 		q += ",\n\t\tcount(*) FILTER (WHERE requested AND " + utcDayRanges("ts", []dates.Date{d}) + ")"
+		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date > DATE %s)", utcDayRanges("ts", []dates.Date{d}), quote(d.AddDays(spec.LatenessDays).String()))
 	}
 	// Every id of the window is hashed: a repeat whose copies are all
 	// other dates' is passed over by the exact count below.
 	q += ",\n\t\t" + repeatsColumn(kept, "CASE WHEN event_id IS NOT NULL THEN "+h+" END")
 	q += "\n\t\tFROM (" + src + ")"
 	var hashRepeats int64
-	perDate := make([]int64, len(spec.Dates))
+	perDate, lateDate := make([]int64, len(spec.Dates)), make([]int64, len(spec.Dates))
 	dest := []any{&f.NullEventTimes, &f.NullEventIDs}
 	for i := range perDate {
-		dest = append(dest, &perDate[i])
+		dest = append(dest, &perDate[i], &lateDate[i])
 	}
 	if err := e.scanRepeats(ctx, kept, q, dest, &hashRepeats); err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
 	for i, d := range spec.Dates {
-		events[d] = perDate[i]
+		events[d], late[d] = perDate[i], lateDate[i]
 	}
 	if hashRepeats == 0 {
 		return nil
