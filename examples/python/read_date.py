@@ -64,20 +64,24 @@ def check_args(table, dates):
 
 
 def filesystem(warehouse):
-    """The filesystem and root of WAREHOUSE, its key taken literally as
-    engagement takes it: in s3://b/a%20b or s3://b/a#b, '%20' and '#' are
-    characters of the key, never an escape or a fragment (pyarrow's URI
+    """The filesystem and root of WAREHOUSE, its path taken literally as
+    engagement takes it: in s3://b/a%20b or file:///w/c#d, '%20' and '#' are
+    characters of the path, never an escape or a fragment (pyarrow's URI
     parser would read another warehouse's pointer.json)."""
-    if warehouse.startswith("s3://"):
-        path = warehouse[len("s3://"):].rstrip("/")
-        # The filesystem from the bucket alone (a bucket name has no such
-        # characters), configured as from_uri configures it.
-        fs, _ = pyarrow.fs.FileSystem.from_uri("s3://" + path.split("/", 1)[0])
-        return fs, path
-    if "://" in warehouse:
-        fs, root = pyarrow.fs.FileSystem.from_uri(warehouse)
-        return fs, root.rstrip("/")
-    return pyarrow.fs.LocalFileSystem(), os.path.abspath(warehouse)
+    scheme, sep, rest = warehouse.partition("://")
+    if not sep:
+        return pyarrow.fs.LocalFileSystem(), os.path.abspath(warehouse)
+    if scheme.lower() == "file":
+        return pyarrow.fs.LocalFileSystem(), os.path.abspath(rest)
+    if scheme.lower() not in ("s3", "s3a"):
+        raise BadArgument(f"{warehouse}: unsupported URL scheme {scheme!r}: want a local path or s3://bucket/prefix")
+    bucket, _, key = rest.rstrip("/").partition("/")
+    if not bucket or (key and any(e in ("", ".", "..") for e in key.split("/"))):
+        raise BadArgument(f"{warehouse}: want s3://bucket/prefix, without an empty, '.' or '..' element")
+    # The filesystem from the bucket alone (a bucket name has no such
+    # characters), configured as from_uri configures it.
+    fs, _ = pyarrow.fs.FileSystem.from_uri("s3://" + bucket)
+    return fs, bucket + ("/" + key if key else "")
 
 
 def open_pointer(warehouse):

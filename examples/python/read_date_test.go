@@ -57,6 +57,11 @@ func TestReadDate(t *testing.T) {
 	}
 	facts := readDates(t, python, script, wh, "fact_lesson_engagement", ds)
 	days := readDates(t, python, script, wh, "course_day", ds)
+	// As a file:// URL the path is still literal ('%20', '#', '?' and all),
+	// as engagement takes it: pyarrow's parser read a sibling warehouse.
+	if got := readDates(t, python, script, "file://"+wh, "course_day", ds); !reflect.DeepEqual(got, days) {
+		t.Errorf("through file://: %+v, want %+v", got, days)
+	}
 	for i, d := range fx.Expected.Dates {
 		want := fx.Expected.ByDate[d]
 		if got := facts[i]; got.JobID != jobID || got.Rows != want.FactRows || got.Events != want.Events ||
@@ -153,9 +158,23 @@ func TestReadDateS3OddKeys(t *testing.T) {
 		}
 	}
 	for i, key := range keys {
-		got := readDates(t, python, script, base+"/"+key, "course_day", []string{"2026-03-02"})[0]
+		wh := base + "/" + key
+		if i == 1 {
+			// Any case of the scheme, and s3a://, as engagement reads them.
+			wh = "S3A" + strings.TrimPrefix(wh, "s3")
+		}
+		got := readDates(t, python, script, wh, "course_day", []string{"2026-03-02"})[0]
 		if want := fmt.Sprintf("odd-%d", i); got.JobID != want || got.Events != fx.Expected.ByDate[dates.MustParse("2026-03-02")].Events {
 			t.Errorf("%s: read job %s with %d events, want %s's %d", key, got.JobID, got.Events, want, fx.Expected.ByDate[dates.MustParse("2026-03-02")].Events)
+		}
+	}
+	// A URL engagement refuses is a usage error here too (exit 2), never
+	// a read that fails (exit 1, which a scheduler retries).
+	for _, wh := range []string{strings.Replace(base, "/t/", "//t/", 1) + "/c", base + "/./c", "gs://b/w"} {
+		cmd := exec.Command(python, script, wh, "course_day", "2026-03-02")
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 {
+			t.Errorf("%s: exit %d, want 2: %s", wh, cmd.ProcessState.ExitCode(), out)
 		}
 	}
 }
