@@ -404,6 +404,22 @@ func TestGCRefusals(t *testing.T) {
 			w.publish("pub-2")
 			w.file("pointer-history/1.json", "{", old)
 		}, gc.Options{}, false, "read history generation 1"},
+		// Publish and rollback refuse both; gc expired the history the
+		// operator would check pointer.json against.
+		{"current copy missing", func(w *wh) {
+			w.publish("pub-1")
+			w.publish("pub-2")
+			os.Remove(filepath.Join(w.dir, "pointer-history", "2.json"))
+		}, gc.Options{RetainGenerations: 1}, false, "pointer-history/2.json, the copy written with pointer.json (generation 2), is missing"},
+		{"pointer.json edited in place", func(w *wh) {
+			w.publish("pub-1")
+			w.publish("pub-2")
+			b, err := os.ReadFile(filepath.Join(w.dir, "pointer.json"))
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			w.file("pointer.json", strings.Replace(string(b), `"event_count": 1`, `"event_count": 7`, 1), old)
+		}, gc.Options{RetainGenerations: 1}, false, "it was edited in place"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -437,8 +453,9 @@ func TestGCForcedShortMinAge(t *testing.T) {
 	}
 }
 
-// racingStore publishes a generation naming victim the second time the
-// pointer is loaded, as a publisher finishing between gc's read and its
+// racingStore publishes a generation naming victim the third time the
+// pointer is loaded (gc loads it to check it against its copy, to judge,
+// and to re-check), as a publisher finishing between gc's read and its
 // re-check would. It hides the local store's Lock, as a store without one.
 type racingStore struct {
 	pointer.Store
@@ -449,7 +466,7 @@ type racingStore struct {
 
 func (s *racingStore) Load(ctx context.Context) (pointer.Pointer, pointer.Version, error) {
 	s.loads++
-	if s.loads == 2 {
+	if s.loads == 3 {
 		s.w.publish(s.victim)
 	}
 	return s.Store.Load(ctx)
