@@ -2,9 +2,14 @@ package spark
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -93,4 +98,66 @@ func SessionCaches(ctx context.Context, e *Engine) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// HoldingProxy is a Spark Connect endpoint in front of backend (an sc://
+// URL) that forwards every request, byte for byte, save those whose method
+// hold picks: it takes them and never answers, as an overloaded or stuck
+// server did. It returns the proxy's sc:// URL.
+func HoldingProxy(t testing.TB, backend string, hold func(method string) bool) string {
+	t.Helper()
+	cb, err := newChannel(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := cb.Build(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	handler := func(_ any, ss grpc.ServerStream) error {
+		method, _ := grpc.MethodFromServerStream(ss)
+		if hold(method) {
+			<-ss.Context().Done()
+			return ss.Context().Err()
+		}
+		md, _ := metadata.FromIncomingContext(ss.Context())
+		ctx := metadata.NewOutgoingContext(ss.Context(), md.Copy())
+		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodec(rawCodec{}))
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				var m []byte
+				if err := ss.RecvMsg(&m); err != nil {
+					cs.CloseSend()
+					return
+				}
+				if err := cs.SendMsg(&m); err != nil {
+					return
+				}
+			}
+		}()
+		for {
+			var m []byte
+			if err := cs.RecvMsg(&m); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+			if err := ss.SendMsg(&m); err != nil {
+				return err
+			}
+		}
+	}
+	srv := grpc.NewServer(grpc.UnknownServiceHandler(handler), grpc.ForceServerCodec(rawCodec{}))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	return "sc://" + l.Addr().String()
 }

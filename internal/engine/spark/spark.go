@@ -223,10 +223,13 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 	e := &Engine{remote: remote, session: s}
 	// The builder dials lazily; ask the server something first so a server
 	// that is down is reported as such, not as a failed setting.
-	if err := e.onServer(func() error {
+	if err := e.bounded(ctx, "connect", func(ctx context.Context) error {
 		_, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone")
 		return err
 	}); err != nil {
+		if isSilent(err) {
+			return nil, err
+		}
 		return nil, wrap(remote, "connect", err)
 	}
 	for _, kv := range defaults {
@@ -260,16 +263,50 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 	return e, nil
 }
 
+// RequestTimeout bounds one small request to the server (a setting, a
+// schema), which answers in milliseconds: a server that accepts and never
+// answers must fail the command (exit 1), not hold it. A schema request
+// once went unanswered for 16 minutes on an overloaded machine with its
+// executors live, which the executor watch does not catch. Statements are
+// watched by their progress instead.
+var RequestTimeout = 2 * time.Minute
+
+// silentError is a small request the server did not answer in time.
+type silentError struct{ msg string }
+
+func (e *silentError) Error() string { return e.msg }
+
+func isSilent(err error) bool {
+	var s *silentError
+	return errors.As(err, &s)
+}
+
+// bounded runs one small request under RequestTimeout, counted in
+// ServerTime; past it the error says the server did not answer.
+func (e *Engine) bounded(ctx context.Context, step string, op func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	err := e.onServer(func() error { return op(rctx) })
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return &silentError{fmt.Sprintf("spark %s: %s: the Spark Connect server did not answer in %s (stuck or overloaded; a retry with a new job id is safe)", e.remote, step, RequestTimeout)}
+	}
+	return err
+}
+
 func (e *Engine) set(ctx context.Context, key, value string) error {
-	err := e.onServer(func() error { return e.session.Config().Set(ctx, key, value) })
+	step := fmt.Sprintf("set %s = %s", key, value)
+	err := e.bounded(ctx, step, func(ctx context.Context) error { return e.session.Config().Set(ctx, key, value) })
 	if err == nil {
 		return nil
 	}
+	if isSilent(err) {
+		return err
+	}
 	if se := sparkError(err); se == nil || !strings.HasPrefix(se.ErrorClass, "CANNOT_MODIFY_CONFIG") {
-		return wrap(e.remote, fmt.Sprintf("set %s = %s", key, value), err)
+		return wrap(e.remote, step, err)
 	}
 	var got string
-	gerr := e.onServer(func() (err error) { got, err = e.session.Config().Get(ctx, key); return err })
+	gerr := e.bounded(ctx, "get "+key, func(ctx context.Context) (err error) { got, err = e.session.Config().Get(ctx, key); return err })
 	if gerr == nil && got == value {
 		return nil
 	}

@@ -8,13 +8,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -409,5 +412,92 @@ func TestRelativePaths(t *testing.T) {
 		if want := fx.Expected.ByDate[ds].Events; n != want {
 			t.Errorf("%s: %d events, want %d", ds, n, want)
 		}
+	}
+}
+
+// TestSilentServerFails: a server that accepts the connection and never
+// answers fails Open within RequestTimeout (shortened here) with a line
+// saying so, exit 1. Every small request (the first question, each
+// setting, each schema) runs under that bound: on an established
+// connection a schema request once waited 16 minutes. (Before the bound,
+// gRPC's 20 s handshake limit failed this silent listener as UNAVAILABLE;
+// it does not bound a request on a connection already made.) The minute is
+// a guard against a hang, not a timing.
+func TestSilentServerFails(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	defer func(old time.Duration) { spark.RequestTimeout = old }(spark.RequestTimeout)
+	spark.RequestTimeout = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	remote := "sc://" + l.Addr().String()
+	e, err := spark.Open(ctx, remote, nil)
+	if err == nil {
+		e.Close()
+		t.Fatal("Open succeeded against a server that never answers")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Open held the command past the guard: %v", err)
+	}
+	if want := "spark " + remote + ": connect: the Spark Connect server did not answer in 500ms"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want it to contain %q", err, want)
+	}
+	if exitcode.Code(err) != exitcode.Error {
+		t.Errorf("exit code %d, want %d (a retry may pass)", exitcode.Code(err), exitcode.Error)
+	}
+}
+
+// TestHeldSchemaRequestFails: a server that answers the session's settings
+// but never a schema request (a proxy in front of the test cluster holds
+// every AnalyzePlan), with its executors live, so the executor watch has
+// nothing to see: inspect fails within RequestTimeout (shortened here),
+// saying the server did not answer and naming the file, instead of
+// waiting; a schema request once waited 16 minutes so. The minute is a
+// guard against a hang, not a timing.
+func TestHeldSchemaRequestFails(t *testing.T) {
+	remote := spark.HoldingProxy(t, sparktest.Remote(t), func(method string) bool { return strings.HasSuffix(method, "/AnalyzePlan") })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e, err := spark.Open(ctx, remote, fixtureSettings(t))
+	if err != nil {
+		t.Fatalf("Open through the proxy: %v", err)
+	}
+	defer e.Close()
+	defer func(old time.Duration) { spark.RequestTimeout = old }(spark.RequestTimeout)
+	spark.RequestTimeout = 2 * time.Second
+	fx := publishtest.LoadFixture(t, "")
+	spec := publishtest.WithInputs(t, job.Spec(fx.Job(t, t.TempDir(), "held-1", mon, tue)))
+	_, err = e.Inspect(ctx, spec)
+	if ctx.Err() != nil {
+		t.Fatalf("inspect held the command past the guard: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not answer in 2s") || !strings.Contains(err.Error(), "read the schema of raw file") {
+		t.Errorf("inspect: %v, want the schema request named as not answered in 2s", err)
+	}
+	if exitcode.Code(err) != exitcode.Error {
+		t.Errorf("exit code %d, want %d", exitcode.Code(err), exitcode.Error)
 	}
 }
