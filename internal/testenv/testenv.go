@@ -8,7 +8,9 @@
 package testenv
 
 import (
+	"net"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -42,4 +44,37 @@ func Tool(t testing.TB, env, skipEnv, script string) string {
 		t.Fatalf("%s=%s: %v (run `bash %s install`)", env, p, err, script)
 	}
 	return p
+}
+
+// Silent listens on a local port, accepts every connection and never
+// answers, as a stalled server, proxy or credentials endpoint does; it
+// returns the address (host:port), closed with the test.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }

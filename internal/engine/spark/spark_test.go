@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 const (
@@ -424,36 +424,11 @@ func TestRelativePaths(t *testing.T) {
 // it does not bound a request on a connection already made.) The minute is
 // a guard against a hang, not a timing.
 func TestSilentServerFails(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
 	defer func(old time.Duration) { spark.RequestTimeout = old }(spark.RequestTimeout)
 	spark.RequestTimeout = 500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	remote := "sc://" + l.Addr().String()
+	remote := "sc://" + testenv.Silent(t)
 	e, err := spark.Open(ctx, remote, nil)
 	if err == nil {
 		e.Close()

@@ -2,7 +2,6 @@ package open
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // fresh makes S3 resolve the configuration again under the test's
@@ -100,37 +100,6 @@ func TestBadEndpointSettingIsUsage(t *testing.T) {
 	}
 }
 
-// blackhole accepts connections and never answers, as a stalled proxy or
-// credentials endpoint does.
-func blackhole(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().String()
-}
-
 // TestSilentServerFails: a server that accepts and never answers fails
 // the request (the SDK retries it first) instead of holding the command;
 // so does a credentials endpoint that never answers, or refuses the
@@ -141,7 +110,7 @@ func TestSilentServerFails(t *testing.T) {
 	old := ResponseTimeout
 	ResponseTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { ResponseTimeout = old })
-	silent := "http://" + blackhole(t)
+	silent := "http://" + testenv.Silent(t)
 	cases := []struct {
 		name string
 		env  map[string]string
