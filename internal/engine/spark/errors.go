@@ -71,6 +71,10 @@ func wrap(remote, step string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var silent *silentError
+	if errors.As(err, &silent) {
+		return err // bounded's own line already names the server and the step
+	}
 	out := &Error{Remote: remote, Step: step, cause: err}
 	se := sparkError(err)
 	switch {
@@ -120,3 +124,9 @@ func firstLine(s string) string {
 	}
 	return strings.TrimSpace(s)
 }
+
+// silentError is a small request the server did not answer within
+// RequestTimeout (bounded); wrap passes it on as it is.
+type silentError struct{ msg string }
+
+func (e *silentError) Error() string { return e.msg }

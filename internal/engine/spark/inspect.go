@@ -31,9 +31,6 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	}
 	var st *types.StructType
 	err = e.bounded(ctx, step, func(ctx context.Context) (err error) { st, err = df.Schema(ctx); return err })
-	if isSilent(err) {
-		return nil, nil, err
-	}
 	if err != nil {
 		werr := wrap(e.remote, step, err)
 		if se, ok := werr.(*Error); ok && se.Cause == "" && !transport(se.Class) && ctx.Err() == nil {

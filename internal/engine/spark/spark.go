@@ -227,9 +227,6 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 		_, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone")
 		return err
 	}); err != nil {
-		if isSilent(err) {
-			return nil, err
-		}
 		return nil, wrap(remote, "connect", err)
 	}
 	for _, kv := range defaults {
@@ -271,16 +268,6 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 // watched by their progress instead.
 var RequestTimeout = 2 * time.Minute
 
-// silentError is a small request the server did not answer in time.
-type silentError struct{ msg string }
-
-func (e *silentError) Error() string { return e.msg }
-
-func isSilent(err error) bool {
-	var s *silentError
-	return errors.As(err, &s)
-}
-
 // bounded runs one small request under RequestTimeout, counted in
 // ServerTime; past it the error says the server did not answer.
 func (e *Engine) bounded(ctx context.Context, step string, op func(context.Context) error) error {
@@ -298,9 +285,6 @@ func (e *Engine) set(ctx context.Context, key, value string) error {
 	err := e.bounded(ctx, step, func(ctx context.Context) error { return e.session.Config().Set(ctx, key, value) })
 	if err == nil {
 		return nil
-	}
-	if isSilent(err) {
-		return err
 	}
 	if se := sparkError(err); se == nil || !strings.HasPrefix(se.ErrorClass, "CANNOT_MODIFY_CONFIG") {
 		return wrap(e.remote, step, err)
