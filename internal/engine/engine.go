@@ -94,7 +94,12 @@ type StageTasks struct {
 	MaxMillis   int64   `json:"max_task_ms"`
 	MedianMilli float64 `json:"median_task_ms"`
 	// SkewRatio is MaxMillis / MedianMilli (0 when the median is 0).
-	SkewRatio          float64 `json:"skew_ratio"`
+	SkewRatio float64 `json:"skew_ratio"`
+	// MaxRecords and MedianRecords are the shuffle records the tasks
+	// read: where the rows went, which a loaded machine does not blur as
+	// it does durations (0 when the engine does not report them).
+	MaxRecords         int64   `json:"max_task_records"`
+	MedianRecords      float64 `json:"median_task_records"`
 	MemoryBytesSpilled int64   `json:"memory_bytes_spilled"`
 	DiskBytesSpilled   int64   `json:"disk_bytes_spilled"`
 	TasksSpilled       int     `json:"tasks_spilled"`

@@ -124,6 +124,9 @@ func (m *monitors) tasks(st engine.Staged) {
 	m.add(monitor.Signal{Name: monitor.EnrollmentSkew, Status: status, Figures: map[string]any{
 		"stage_id": t.StageID, "attempt": t.Attempt, "tasks": t.Tasks, "max_task_ms": t.MaxMillis,
 		"median_task_ms": t.MedianMilli, "ratio": t.SkewRatio, "page_above": skewRatioPage,
+		// Where the rows went, for the reader of a page: a loaded cluster
+		// stretches times, not records.
+		"max_task_records": t.MaxRecords, "median_task_records": t.MedianRecords,
 	}})
 	// Spill on every task is memory, not skew (contract.md).
 	status = monitor.OK

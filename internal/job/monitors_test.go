@@ -179,7 +179,7 @@ func TestTaskMonitors(t *testing.T) {
 		skew, spill string
 	}{
 		{"even", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 2}, monitor.OK, monitor.OK},
-		{"skewed", &engine.StageTasks{Tasks: 8, MaxMillis: 1200, MedianMilli: 100, SkewRatio: 12}, monitor.Page, monitor.OK},
+		{"skewed", &engine.StageTasks{Tasks: 8, MaxMillis: 1200, MedianMilli: 100, SkewRatio: 12, MaxRecords: 9000, MedianRecords: 700}, monitor.Page, monitor.OK},
 		{"spill everywhere", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 8, DiskBytesSpilled: 1 << 30}, monitor.OK, monitor.Page},
 		{"none", nil, monitor.Unavailable, monitor.Unavailable},
 	} {
@@ -198,7 +198,8 @@ func TestTaskMonitors(t *testing.T) {
 			if skew.Status != tc.skew || spill.Status != tc.spill {
 				t.Errorf("skew %s %v, spill %s %v; want %s, %s", skew.Status, skew.Figures, spill.Status, spill.Figures, tc.skew, tc.spill)
 			}
-			if tc.tasks != nil && (skew.Figures["ratio"] != tc.tasks.SkewRatio || spill.Figures["tasks_spilled"] != float64(tc.tasks.TasksSpilled)) {
+			if tc.tasks != nil && (skew.Figures["ratio"] != tc.tasks.SkewRatio ||
+				skew.Figures["max_task_records"] != float64(tc.tasks.MaxRecords) || skew.Figures["median_task_records"] != tc.tasks.MedianRecords || spill.Figures["tasks_spilled"] != float64(tc.tasks.TasksSpilled)) {
 				t.Errorf("figures: skew %v, spill %v", skew.Figures, spill.Figures)
 			}
 			if tc.tasks == nil && skew.Figures["reason"] == "" {

@@ -120,13 +120,18 @@ type restStage struct {
 }
 
 type restTask struct {
-	Status      string `json:"status"`
-	Duration    int64  `json:"duration"`
-	TaskMetrics *struct {
-		ExecutorRunTime    int64 `json:"executorRunTime"`
-		MemoryBytesSpilled int64 `json:"memoryBytesSpilled"`
-		DiskBytesSpilled   int64 `json:"diskBytesSpilled"`
-	} `json:"taskMetrics"`
+	Status      string           `json:"status"`
+	Duration    int64            `json:"duration"`
+	TaskMetrics *restTaskMetrics `json:"taskMetrics"`
+}
+
+type restTaskMetrics struct {
+	ExecutorRunTime    int64 `json:"executorRunTime"`
+	MemoryBytesSpilled int64 `json:"memoryBytesSpilled"`
+	DiskBytesSpilled   int64 `json:"diskBytesSpilled"`
+	ShuffleReadMetrics struct {
+		RecordsRead int64 `json:"recordsRead"`
+	} `json:"shuffleReadMetrics"`
 }
 
 // sessionID is this engine's Spark Connect session id, which the server
@@ -306,13 +311,14 @@ func (p *taskProbe) finish(ctx context.Context) {
 // stageTasks reduces a stage's successful tasks to the monitors' figures.
 func stageTasks(stage restStage, tasks []restTask) *engine.StageTasks {
 	out := &engine.StageTasks{StageID: stage.StageID, Attempt: stage.AttemptID}
-	var durations []int64
+	var durations, records []int64
 	for _, t := range tasks {
 		if t.Status != "SUCCESS" {
 			continue
 		}
 		durations = append(durations, t.Duration)
 		if m := t.TaskMetrics; m != nil {
+			records = append(records, m.ShuffleReadMetrics.RecordsRead)
 			out.MemoryBytesSpilled += m.MemoryBytesSpilled
 			out.DiskBytesSpilled += m.DiskBytesSpilled
 			if m.MemoryBytesSpilled > 0 || m.DiskBytesSpilled > 0 {
@@ -323,19 +329,25 @@ func stageTasks(stage restStage, tasks []restTask) *engine.StageTasks {
 	if len(durations) == 0 {
 		return nil
 	}
-	slices.Sort(durations)
 	out.Tasks = len(durations)
-	out.MaxMillis = durations[len(durations)-1]
-	n := len(durations)
-	if n%2 == 1 {
-		out.MedianMilli = float64(durations[n/2])
-	} else {
-		out.MedianMilli = float64(durations[n/2-1]+durations[n/2]) / 2
-	}
+	out.MaxMillis, out.MedianMilli = maxMedian(durations)
 	if out.MedianMilli > 0 {
 		out.SkewRatio = float64(out.MaxMillis) / out.MedianMilli
 	}
+	if len(records) == len(durations) {
+		out.MaxRecords, out.MedianRecords = maxMedian(records)
+	}
 	return out
+}
+
+// maxMedian is the largest and the median of v, which it sorts.
+func maxMedian(v []int64) (int64, float64) {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n-1], float64(v[n/2])
+	}
+	return v[n-1], float64(v[n/2-1]+v[n/2]) / 2
 }
 
 // restExecutor is one executor of the application (/allexecutors).

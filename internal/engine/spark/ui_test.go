@@ -12,11 +12,9 @@ import (
 func TestStageTasks(t *testing.T) {
 	task := func(status string, ms, mem, disk int64) restTask {
 		r := restTask{Status: status, Duration: ms}
-		r.TaskMetrics = &struct {
-			ExecutorRunTime    int64 `json:"executorRunTime"`
-			MemoryBytesSpilled int64 `json:"memoryBytesSpilled"`
-			DiskBytesSpilled   int64 `json:"diskBytesSpilled"`
-		}{ms, mem, disk}
+		r.TaskMetrics = &restTaskMetrics{ExecutorRunTime: ms, MemoryBytesSpilled: mem, DiskBytesSpilled: disk}
+		// Records read follow the duration here, by ten.
+		r.TaskMetrics.ShuffleReadMetrics.RecordsRead = ms * 10
 		return r
 	}
 	for _, tc := range []struct {
@@ -26,9 +24,10 @@ func TestStageTasks(t *testing.T) {
 	}{
 		{"odd", []restTask{task("SUCCESS", 100, 0, 0), task("SUCCESS", 900, 5, 0), task("SUCCESS", 300, 0, 7), task("FAILED", 5000, 9, 9)},
 			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 3, MaxMillis: 900, MedianMilli: 300, SkewRatio: 3,
-				MemoryBytesSpilled: 5, DiskBytesSpilled: 7, TasksSpilled: 2}},
+				MaxRecords: 9000, MedianRecords: 3000, MemoryBytesSpilled: 5, DiskBytesSpilled: 7, TasksSpilled: 2}},
 		{"even", []restTask{task("SUCCESS", 100, 0, 0), task("SUCCESS", 200, 0, 0), task("SUCCESS", 400, 0, 0), task("SUCCESS", 1000, 0, 0)},
-			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 4, MaxMillis: 1000, MedianMilli: 300, SkewRatio: 1000.0 / 300}},
+			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 4, MaxMillis: 1000, MedianMilli: 300, SkewRatio: 1000.0 / 300,
+				MaxRecords: 10000, MedianRecords: 3000}},
 		{"none succeeded", []restTask{task("FAILED", 10, 0, 0)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
