@@ -18,3 +18,11 @@ var (
 	CheckKeys  = checkKeys
 	IsPlainKey = isPlainKey
 )
+
+// SetOutcomeReadBound shortens the bound on the outcome re-reads for one
+// test and returns what restores it.
+func SetOutcomeReadBound(d time.Duration) (restore func()) {
+	old := outcomeReadBound
+	outcomeReadBound = d
+	return func() { outcomeReadBound = old }
+}

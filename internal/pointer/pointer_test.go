@@ -468,6 +468,9 @@ func TestPublishResolvesUnknownOutcome(t *testing.T) {
 		{"HistoryNotRetained", &fakeStore{cur: base, after: &later, swapErr: errIO}, []error{pointer.ErrOutcomeUnknown, errIO}, 1, nil},
 		{"NotWritten", &fakeStore{cur: base, swapErr: errIO}, []error{pointer.ErrNotWritten, errIO}, 1, nil},
 		{"HistoryUnreadable", &fakeStore{cur: base, swapErr: errIO, histErr: errors.New("503")}, []error{pointer.ErrOutcomeUnknown, errIO}, 1, nil},
+		// The write succeeded and a later generation stands, but its chain
+		// cannot be read back to this job's: that says nothing either way.
+		{"BuiltOnChainUnreadable", &fakeStore{cur: base, after: &onMine, histErr: errors.New("503")}, []error{pointer.ErrOutcomeUnknown}, 1, nil},
 		{"BrokenChainNotRetried", &fakeStore{cur: base, swapErr: fmt.Errorf("swap: %w", pointer.ErrBrokenChain)}, []error{pointer.ErrBrokenChain}, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -414,14 +414,15 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Version, swapErr error) (Pointer, error) {
 	unknown := func(reason error) error {
 		return fmt.Errorf("publish %s generation %d: %w: swap: %w; re-read: %w",
-			jobID, next.Generation, ErrOutcomeUnknown, swapErr, reason)
+			jobID, next.Generation, ErrOutcomeUnknown, swapErr, gaveUp(reason))
 	}
 	notLanded := func() error {
 		return fmt.Errorf("publish %s generation %d: %w (learned by re-reading): %w", jobID, next.Generation, ErrNotWritten, swapErr)
 	}
 	// The failed Swap may have been cancelled with ctx, but learning the
 	// outcome is worth a re-read even then.
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := outcomeContext(ctx)
+	defer cancel()
 	cur, curVer, err := s.Load(ctx)
 	if err != nil {
 		return Pointer{}, unknown(err)
@@ -459,9 +460,11 @@ func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Ve
 
 // confirm re-reads pointer.json after wrote landed; see PublishOutcome.
 func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite error) (Outcome, error) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := outcomeContext(ctx)
+	defer cancel()
 	cur, _, err := s.Load(ctx)
 	if err != nil {
+		err = gaveUp(err)
 		return Outcome{}, fmt.Errorf("publish %s generation %d: %w: the write was reported done but pointer.json could not be re-read to confirm it: %w",
 			jobID, wrote.Generation, ErrOutcomeUnknown, err)
 	}
@@ -487,6 +490,11 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 	child := cur
 	for g := cur.Generation - 1; g >= wrote.Generation; g-- {
 		h, err := s.LoadGeneration(ctx, g)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// A copy that could not be read says nothing either way.
+			return Outcome{}, fmt.Errorf("publish %s generation %d: %w: pointer.json is at generation %d, and pointer-history/%d.json, on its chain back to this job's write, could not be read: %w",
+				jobID, wrote.Generation, ErrOutcomeUnknown, cur.Generation, g, gaveUp(err))
+		}
 		if err != nil || child.Parent == nil || child.Parent.SHA256 != h.Digest {
 			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json is at generation %d and its chain back to this job's generation %d cannot be followed at generation %d (%v)",
 				jobID, ErrNotVisible, cur.Generation, wrote.Generation, g+1, err)
@@ -524,6 +532,26 @@ func backoff(jobID string, attempt int) time.Duration {
 // sleep waits out one backoff, or until ctx ends. It is a variable so that
 // the tests of the retry loop can record its waits instead of sleeping
 // through them (256 attempts wait about two minutes).
+// outcomeReadBound bounds the re-reads that learn a write's outcome
+// (resolve, and confirm after it). They go on when ctx is cancelled, since
+// the answer decides what the job reports, but not for ever: each read
+// retries a frozen endpoint for minutes (504 s for the three, measured),
+// and "outcome unknown, run status" after two is the more useful answer.
+var outcomeReadBound = 2 * time.Minute
+
+func outcomeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), outcomeReadBound)
+}
+
+// gaveUp says a re-read ran out of its bound in words, not as a bare
+// "context deadline exceeded".
+func gaveUp(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %v: %w", outcomeReadBound, err)
+	}
+	return err
+}
+
 var sleep = func(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -26,10 +26,11 @@ const (
 	ReplyLost                     // forward it (the server applies it), then reset instead of replying
 	NotImplemented                // reply 501 NotImplemented without forwarding (a server without conditional writes)
 	IgnoreConditions              // forward it without If-None-Match and If-Match, re-signed (a server that ignores them)
+	Frozen                        // never answer: hold the request until the client gives up (a frozen endpoint)
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "500", "503", "slow", "reset", "reply-lost", "501", "ignore-conditions"}[f]
+	return [...]string{"pass", "500", "503", "slow", "reset", "reply-lost", "501", "ignore-conditions", "frozen"}[f]
 }
 
 // Request is what a rule sees of a request.
@@ -125,6 +126,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 
 	switch f {
+	case Frozen:
+		<-r.Context().Done()
+		return
 	case Status500, Status503, NotImplemented:
 		code, name := http.StatusInternalServerError, "InternalError"
 		switch f {
