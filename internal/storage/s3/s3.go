@@ -88,6 +88,11 @@ func (b *Bucket) wrap(op, key string, err error) error {
 		// that storage.Create tells apart by listing.)
 		return fmt.Errorf("%s %s: the server refuses the key (%s): an object stands where engagement needs a prefix; check the URL and move the stray object: %w",
 			op, where, code, permanent)
+	case code == "KeyTooLongError":
+		// Read as a bare 400 it was a retryable exit 1, and a rerun meets
+		// it again.
+		return fmt.Errorf("%s %s: the server refuses the key as too long (%s): S3 keys are at most 1,024 bytes, and a file-backed server may allow no more than 255 between slashes; shorten the URL: %w",
+			op, where, code, permanent)
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" || code == "ConditionalRequestConflict" || status == http.StatusConflict:
 		return fmt.Errorf("%s %s: %w (%s)", op, where, storage.ErrPrecondition, orStatus(code, status))
 	case status == http.StatusForbidden || code == "AccessDenied" || code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == userNotFound:

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 	"github.com/techlearningpro/engagement/internal/storage/storagetest"
 )
@@ -29,6 +31,30 @@ func TestKeyUnderAnObject(t *testing.T) {
 		if errors.Is(err, storage.ErrPrecondition) || !errors.Is(err, storage.ErrRefused) ||
 			!strings.Contains(err.Error(), "pointer-history/1.json") || !strings.Contains(err.Error(), "ObjectParentIsFile") {
 			t.Errorf("put under an object (%+v): %v, want a refusal naming the key and ObjectParentIsFile", cond, err)
+		}
+	}
+}
+
+// TestKeyTooLong: a key the server refuses as too long is a permanent
+// refusal naming the key, on a read and on a write, not a failure to retry.
+// The test server, file-backed, says KeyTooLongError for a 300-byte name
+// at the bucket's top level (under a prefix it answers as if the key were
+// absent), so the bucket is opened at its root; the PUT is refused, so
+// nothing is left there.
+func TestKeyTooLong(t *testing.T) {
+	loc := s3test.Location(t)
+	loc.Key = ""
+	b, err := open.Warehouse(t.Context(), loc, open.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("k", 300) + "/pointer.json"
+	_, _, getErr := b.Get(t.Context(), key)
+	_, putErr := b.Put(t.Context(), key, []byte("{}"), storage.Cond{IfAbsent: true})
+	for op, err := range map[string]error{"get": getErr, "put": putErr} {
+		if !errors.Is(err, storage.ErrRefused) || !errors.Is(err, exitcode.ErrUsage) ||
+			!strings.Contains(err.Error(), "KeyTooLongError") || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s of a 300-byte name: %v, want a refusal naming the key and KeyTooLongError", op, err)
 		}
 	}
 }
