@@ -17,6 +17,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -104,5 +105,35 @@ func TestRejectionTable(t *testing.T) {
 		if len(got) != 1 || got[0].Lesson() != fx.Expected.UnknownLessonID || got[0].EventCount != want {
 			t.Errorf("%s: record's top unknown lessons %+v, want %s %d", d, got, fx.Expected.UnknownLessonID, want)
 		}
+	}
+}
+
+// TestRejectionUnrecorded: a stray object where the rejection records go
+// (a file named rejections in the warehouse) fails the record's write, on
+// disk and on S3 alike. The run is still a gate rejection, exit 3, saying
+// the record could not be written, since a retry meets the same data; it
+// was exit 1 on disk and exit 2 on S3. Nothing is published.
+func TestRejectionUnrecorded(t *testing.T) {
+	for _, backend := range []publishtest.Backend{publishtest.Local, publishtest.S3} {
+		t.Run(backend.Name, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, "over-cap")
+			wh := backend.Root(t)
+			stray := publishtest.Bucket(t, wh)
+			if _, err := stray.Put(t.Context(), "rejections", []byte("stray"), storage.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := cli.Main(context.Background(), fx.Args(wh, "cap-unrecorded", "2026-03-02"), &stdout, &stderr)
+			if code != exitcode.GateRejected {
+				t.Fatalf("exit %d, want %d\n%s", code, exitcode.GateRejected, stderr.String())
+			}
+			want := "its record " + warehouse.RejectionPath("cap-unrecorded") + " could not be written"
+			if !strings.Contains(stderr.String(), "gate rejected job cap-unrecorded") || !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr lacks the rejection and %q:\n%s", want, stderr.String())
+			}
+			if publishtest.Get(t, wh, "pointer.json") != nil {
+				t.Errorf("a pointer was written")
+			}
+		})
 	}
 }

@@ -514,12 +514,13 @@ func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, 
 // engine for the top unknown lessons of those dates: one small query, on
 // the rejected path only.
 func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report, staged *engine.Staged) (*Rejection, error) {
-	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.GatePath(job.JobID), r, storage.Cond{}); err != nil {
-		return nil, err
-	}
+	rejected := fmt.Errorf("gate rejected job %s: %s", job.JobID, r.Reasons())
 	rej := &Rejection{
 		JobID: job.JobID, ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
 		Reasons: r.Reasons(), Failed: r.Failed(), Report: warehouse.GatePath(job.JobID),
+	}
+	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.GatePath(job.JobID), r, storage.Cond{}); err != nil {
+		return rej, unrecorded(ctx, rejected, warehouse.GatePath(job.JobID), err)
 	}
 	if capped := r.CapFailedDates(); staged != nil && len(capped) > 0 {
 		if err := p.topUnknown(ctx, rej, *staged, capped); err != nil {
@@ -528,9 +529,21 @@ func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report, s
 	}
 	rej.RejectedAt = p.Clock().UTC()
 	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.RejectionPath(job.JobID), rej, storage.Cond{}); err != nil {
-		return nil, err
+		return rej, unrecorded(ctx, rejected, warehouse.RejectionPath(job.JobID), err)
 	}
-	return rej, exitcode.GateError(fmt.Errorf("gate rejected job %s: %s", job.JobID, r.Reasons()))
+	return rej, exitcode.GateError(rejected)
+}
+
+// unrecorded is a rejection whose record could not be written. It is
+// still exit 3: the gate's verdict stands, and a retry meets the same
+// data (the write's own error was exit 1 on disk and exit 2 on S3 for one
+// stray object in the record's place). A signal's cancellation stays what
+// it is.
+func unrecorded(ctx context.Context, rejected error, path string, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return exitcode.GateError(fmt.Errorf("%w; its record %s could not be written: %v", rejected, path, err))
 }
 
 // topUnknown fills rej's top unknown lessons of the dates capped. An engine

@@ -112,6 +112,16 @@ func attrs(fi fs.FileInfo) storage.Attrs {
 	return storage.Attrs{Size: fi.Size(), Version: version(fi), ModTime: fi.ModTime()}
 }
 
+// underObject reads a path that runs through a file (ENOTDIR) as a
+// missing object, as S3 answers for a key under another object: keys are
+// names there, and the two backends must agree.
+func underObject(err error) error {
+	if errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w (a part of its path is a file): %w", err, fs.ErrNotExist)
+	}
+	return err
+}
+
 // Get implements storage.Bucket.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, storage.Attrs, error) {
 	if err := b.ready(ctx, key); err != nil {
@@ -120,7 +130,7 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, storage.Attrs, er
 	// os errors name the path already.
 	f, err := os.Open(b.path(key))
 	if err != nil {
-		return nil, storage.Attrs{}, err
+		return nil, storage.Attrs{}, underObject(err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -155,7 +165,7 @@ func (b *Bucket) ReadRange(ctx context.Context, key string, off, n int64) ([]byt
 	p := b.path(key)
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, err
+		return nil, underObject(err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -182,7 +192,7 @@ func (b *Bucket) Stat(ctx context.Context, key string) (storage.Attrs, error) {
 	}
 	fi, err := os.Stat(b.path(key))
 	if err != nil {
-		return storage.Attrs{}, err
+		return storage.Attrs{}, underObject(err)
 	}
 	if fi.IsDir() {
 		return storage.Attrs{}, fmt.Errorf("stat %s: is a directory: %w (%w)", b.path(key), fs.ErrNotExist, storage.ErrNotObject)
@@ -343,7 +353,7 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := b.checkRead(key); err != nil {
 		return err
 	}
-	if err := os.Remove(b.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(b.path(key)); err != nil && !errors.Is(underObject(err), fs.ErrNotExist) {
 		return fmt.Errorf("delete %s: %w", b.path(key), err)
 	}
 	return nil

@@ -66,6 +66,23 @@ func testMissing(t *testing.T, b storage.Bucket) {
 	if err := b.Delete(ctx, "no/such.json"); err != nil {
 		t.Errorf("Delete of a missing object: %v", err)
 	}
+	// A key under an object does not exist either, as on S3, where keys
+	// are names and not paths: on disk the open meets a file where a
+	// directory would be (ENOTDIR), which once refused a publish up front
+	// on disk (exit 1) that S3 let through.
+	put(t, b, "stray", "x")
+	if _, _, err := b.Get(ctx, "stray/under.json"); !storage.IsNotExist(err) {
+		t.Errorf("Get of a key under an object: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := b.Stat(ctx, "stray/under.json"); !storage.IsNotExist(err) {
+		t.Errorf("Stat of a key under an object: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := b.ReadRange(ctx, "stray/under.json", 0, 4); !storage.IsNotExist(err) {
+		t.Errorf("ReadRange of a key under an object: %v, want fs.ErrNotExist", err)
+	}
+	if err := b.Delete(ctx, "stray/under.json"); err != nil {
+		t.Errorf("Delete of a key under an object: %v", err)
+	}
 }
 
 func testPutGet(t *testing.T, b storage.Bucket) {
