@@ -103,7 +103,17 @@ func testCrashBeforePointer(t *testing.T, h Harness) {
 	h.MustPublish(t, fx.Job(t, wh, "before-crash", mon, tue))
 	before := Get(t, wh, "pointer.json")
 	rawHash := Hash(t, fx.In(), "")
-	for _, point := range []string{failpoint.AfterAttempt, failpoint.MidStaging, failpoint.AfterStaging, failpoint.BeforePointer} {
+	points := []string{failpoint.AfterAttempt, failpoint.MidStaging, failpoint.AfterStaging, failpoint.BeforePointer}
+	if h.Engine == "spark" {
+		// Only mid-staging is the engine's own moment on a cluster: the
+		// process dies while the server is still writing for it. The other
+		// points fall before the engine starts or after it is done, the
+		// same driver code whichever engine staged, and the DuckDB
+		// harnesses and the crash matrix kill there (three Spark
+		// publishes, about 45 s of the suite).
+		points = []string{failpoint.MidStaging}
+	}
+	for _, point := range points {
 		id := "crash-" + point
 		code, _, stderr := h.Run(t, []string{failpoint.Env + "=" + point}, fx.Args(wh, id, mon, tue)...)
 		if code != -1 {
