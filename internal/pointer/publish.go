@@ -414,7 +414,7 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Version, swapErr error) (Pointer, error) {
 	unknown := func(reason error) error {
 		return fmt.Errorf("publish %s generation %d: %w: swap: %w; re-read: %w",
-			jobID, next.Generation, ErrOutcomeUnknown, swapErr, gaveUp(reason))
+			jobID, next.Generation, ErrOutcomeUnknown, swapErr, gaveUp(ctx, reason))
 	}
 	notLanded := func() error {
 		return fmt.Errorf("publish %s generation %d: %w (learned by re-reading): %w", jobID, next.Generation, ErrNotWritten, swapErr)
@@ -464,7 +464,7 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 	defer cancel()
 	cur, _, err := s.Load(ctx)
 	if err != nil {
-		err = gaveUp(err)
+		err = gaveUp(ctx, err)
 		return Outcome{}, fmt.Errorf("publish %s generation %d: %w: the write was reported done but pointer.json could not be re-read to confirm it: %w",
 			jobID, wrote.Generation, ErrOutcomeUnknown, err)
 	}
@@ -493,7 +493,7 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			// A copy that could not be read says nothing either way.
 			return Outcome{}, fmt.Errorf("publish %s generation %d: %w: pointer.json is at generation %d, and pointer-history/%d.json, on its chain back to this job's write, could not be read: %w",
-				jobID, wrote.Generation, ErrOutcomeUnknown, cur.Generation, g, gaveUp(err))
+				jobID, wrote.Generation, ErrOutcomeUnknown, cur.Generation, g, gaveUp(ctx, err))
 		}
 		if err != nil || child.Parent == nil || child.Parent.SHA256 != h.Digest {
 			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json is at generation %d and its chain back to this job's generation %d cannot be followed at generation %d (%v)",
@@ -529,9 +529,6 @@ func backoff(jobID string, attempt int) time.Duration {
 	return time.Millisecond + time.Duration(h.Sum64()%uint64(ceiling))
 }
 
-// sleep waits out one backoff, or until ctx ends. It is a variable so that
-// the tests of the retry loop can record its waits instead of sleeping
-// through them (256 attempts wait about two minutes).
 // outcomeReadBound bounds the re-reads that learn a write's outcome
 // (resolve, and confirm after it). They go on when ctx is cancelled, since
 // the answer decides what the job reports, but not for ever: each read
@@ -543,15 +540,18 @@ func outcomeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), outcomeReadBound)
 }
 
-// gaveUp says a re-read ran out of its bound in words, not as a bare
-// "context deadline exceeded".
-func gaveUp(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
+// gaveUp says a re-read ran out of its bound (ctx, from outcomeContext)
+// in words, not as a bare "context deadline exceeded".
+func gaveUp(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
 		return fmt.Errorf("no answer within %v: %w", outcomeReadBound, err)
 	}
 	return err
 }
 
+// sleep waits out one backoff, or until ctx ends. It is a variable so that
+// the tests of the retry loop can record its waits instead of sleeping
+// through them (256 attempts wait about two minutes).
 var sleep = func(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
