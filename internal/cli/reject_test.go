@@ -108,32 +108,41 @@ func TestRejectionTable(t *testing.T) {
 	}
 }
 
-// TestRejectionUnrecorded: a stray object where the rejection records go
-// (a file named rejections in the warehouse) fails the record's write, on
-// disk and on S3 alike. The run is still a gate rejection, exit 3, saying
-// the record could not be written, since a retry meets the same data; it
-// was exit 1 on disk and exit 2 on S3. Nothing is published.
-func TestRejectionUnrecorded(t *testing.T) {
-	for _, backend := range []publishtest.Backend{publishtest.Local, publishtest.S3} {
-		t.Run(backend.Name, func(t *testing.T) {
-			fx := publishtest.LoadFixture(t, "over-cap")
-			wh := backend.Root(t)
-			stray := publishtest.Bucket(t, wh)
-			if _, err := stray.Put(t.Context(), "rejections", []byte("stray"), storage.Cond{}); err != nil {
-				t.Fatal(err)
-			}
-			var stdout, stderr bytes.Buffer
-			code := cli.Main(context.Background(), fx.Args(wh, "cap-unrecorded", "2026-03-02"), &stdout, &stderr)
-			if code != exitcode.GateRejected {
-				t.Fatalf("exit %d, want %d\n%s", code, exitcode.GateRejected, stderr.String())
-			}
-			want := "its record " + warehouse.RejectionPath("cap-unrecorded") + " could not be written"
-			if !strings.Contains(stderr.String(), "gate rejected job cap-unrecorded") || !strings.Contains(stderr.String(), want) {
-				t.Errorf("stderr lacks the rejection and %q:\n%s", want, stderr.String())
-			}
-			if publishtest.Get(t, wh, "pointer.json") != nil {
-				t.Errorf("a pointer was written")
-			}
-		})
+// TestStrayObjectInWarehouse: an object where the warehouse needs a
+// prefix, on disk and on S3 alike. A file named rejections fails only the
+// gate's record: the run is still a rejection, exit 3, saying the record
+// could not be written, since a retry meets the same data. A file named
+// staging fails the attempt's first write: exit 2, naming it. Each was
+// exit 1 on disk and exit 2 on S3. Nothing is published.
+func TestStrayObjectInWarehouse(t *testing.T) {
+	for _, tc := range []struct {
+		stray, fixture string
+		code           int
+		says           string
+	}{
+		{"rejections", "over-cap", exitcode.GateRejected, "its record " + warehouse.RejectionPath("stray-1") + " could not be written"},
+		{"staging", "", exitcode.Usage, "staging"},
+	} {
+		for _, backend := range []publishtest.Backend{publishtest.Local, publishtest.S3} {
+			t.Run(tc.stray+"/"+backend.Name, func(t *testing.T) {
+				fx := publishtest.LoadFixture(t, tc.fixture)
+				wh := backend.Root(t)
+				if _, err := publishtest.Bucket(t, wh).Put(t.Context(), tc.stray, []byte("stray"), storage.Cond{}); err != nil {
+					t.Fatal(err)
+				}
+				var stdout, stderr bytes.Buffer
+				code := cli.Main(context.Background(), fx.Args(wh, "stray-1", "2026-03-02"), &stdout, &stderr)
+				if code != tc.code {
+					t.Fatalf("exit %d, want %d\n%s", code, tc.code, stderr.String())
+				}
+				lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+				if last := lines[len(lines)-1]; !strings.Contains(last, tc.says) {
+					t.Errorf("error line lacks %q:\n%s", tc.says, last)
+				}
+				if publishtest.Get(t, wh, "pointer.json") != nil {
+					t.Errorf("a pointer was written")
+				}
+			})
+		}
 	}
 }

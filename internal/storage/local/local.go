@@ -243,7 +243,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]storage.Object, err
 // symlinks only with FollowLinks.
 func (b *Bucket) walk(dir, dirKey string, fn func(key string, fi fs.FileInfo)) error {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(underObject(err), fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
@@ -300,7 +300,7 @@ func (b *Bucket) ListDir(ctx context.Context, dir string) ([]storage.Object, []s
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, underObject(err)
 	}
 	var files []storage.Object
 	var dirs []string

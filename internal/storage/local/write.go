@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -186,7 +187,10 @@ func (b *Bucket) mkdirAll(dirKey string) error {
 		case err == nil && fi.IsDir():
 			continue
 		case err == nil:
-			return fmt.Errorf("warehouse: %s exists and is not a directory", dir)
+			// A stray file where the tool needs a directory: no retry or new
+			// job id helps, so it is a usage error, as S3's
+			// ObjectParentIsFile is (it was exit 1 here, 2 there).
+			return storage.Refused(exitcode.UsageError(fmt.Errorf("warehouse: %s is a file where engagement needs a directory; move the stray file", dir)))
 		case !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("warehouse: %w", err)
 		}

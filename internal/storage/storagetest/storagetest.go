@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -21,6 +22,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) storage.Bucket) {
 	t.Run("PutGetStat", func(t *testing.T) { testPutGet(t, newBucket(t)) })
 	t.Run("IfAbsent", func(t *testing.T) { testIfAbsent(t, newBucket(t)) })
 	t.Run("IfAbsentOverADirectory", func(t *testing.T) { testIfAbsentOverDir(t, newBucket(t)) })
+	t.Run("PutUnderAnObject", func(t *testing.T) { testPutUnderObject(t, newBucket(t)) })
 	t.Run("IfMatch", func(t *testing.T) { testIfMatch(t, newBucket(t)) })
 	t.Run("ConcurrentIfAbsentOneWins", func(t *testing.T) { testConcurrentCond(t, newBucket(t), false) })
 	t.Run("ConcurrentIfMatchOneWins", func(t *testing.T) { testConcurrentCond(t, newBucket(t), true) })
@@ -70,8 +72,10 @@ func testMissing(t *testing.T, b storage.Bucket) {
 			t.Errorf("Delete of %s: %v", key, err)
 		}
 	}
-	if objs, err := b.List(ctx, "no/"); err != nil || len(objs) != 0 {
-		t.Errorf("List of an empty prefix: %v, %v", objs, err)
+	for _, prefix := range []string{"no/", "stray/", "stray/under/"} {
+		if objs, err := b.List(ctx, prefix); err != nil || len(objs) != 0 {
+			t.Errorf("List of %s, an empty prefix: %v, %v", prefix, objs, err)
+		}
 	}
 }
 
@@ -108,6 +112,28 @@ func testIfAbsent(t *testing.T, b storage.Bucket) {
 	}
 	if data, _ := get(t, b, "h/1.json"); data != "first" {
 		t.Errorf("a refused IfAbsent wrote %q", data)
+	}
+}
+
+// testPutUnderObject: a Put of a key under an object (a file, on a file
+// system or a file-backed server) either succeeds (an object store keeps
+// both) or is refused for good, a usage error naming the stray object:
+// never a precondition failure, which a writer would blame on another
+// attempt, and the same exit code on every backend.
+func testPutUnderObject(t *testing.T, b storage.Bucket) {
+	put(t, b, "stray", "x")
+	for _, c := range []storage.Cond{{}, {IfAbsent: true}} {
+		_, err := b.Put(t.Context(), "stray/under.json", []byte("{}"), c)
+		switch {
+		case err == nil:
+			if data, _ := get(t, b, "stray/under.json"); data != "{}" {
+				t.Errorf("put under an object (%+v): written, but reads %q", c, data)
+			}
+		case errors.Is(err, storage.ErrPrecondition):
+			t.Errorf("put under an object (%+v): %v, a precondition failure", c, err)
+		case !errors.Is(err, storage.ErrRefused) || exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "stray"):
+			t.Errorf("put under an object (%+v): %v, want a refusal naming it, exit %d", c, err, exitcode.Usage)
+		}
 	}
 }
 
