@@ -104,6 +104,12 @@ func TestPointerEditedInPlace(t *testing.T) {
 			t.Errorf("%s: the refused publish staged", args[0])
 		}
 	}
+	// history lists the figures, and says why they are not to be trusted.
+	var out, errb strings.Builder
+	if code := cli.Main(context.Background(), []string{"history", "--warehouse", wh}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "warning: pointer.json is not pointer-history/2.json, the copy written with it") {
+		t.Errorf("history: exit %d, want 0 and the warning\n%s%s", code, out.String(), errb.String())
+	}
 }
 
 // TestPointerLost: with pointer.json deleted and its history in place, the

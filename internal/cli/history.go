@@ -118,48 +118,17 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 			fmt.Fprintf(env.Stdout, "expiry: the records of jobs %s deleted at %s by gc (%s)\n", strings.Join(e.RecordJobIDs, ", "), e.At.UTC().Format(time.RFC3339), e.Reason)
 			continue
 		}
-		fmt.Fprintf(env.Stdout, "expiry: generations %s expired at %s by gc (%s)", spans(e.Generations), e.At.UTC().Format(time.RFC3339), e.Reason)
+		fmt.Fprintf(env.Stdout, "expiry: generations %s expired at %s by gc (%s)", history.Spans(e.Generations), e.At.UTC().Format(time.RFC3339), e.Reason)
 		if len(e.StillRetained) > 0 {
-			fmt.Fprintf(env.Stdout, "; %s still retained: that gc stopped before expiring them", spans(e.StillRetained))
+			fmt.Fprintf(env.Stdout, "; %s still retained: that gc stopped before expiring them", history.Spans(e.StillRetained))
 		}
 		if len(e.RecordJobIDs) > 0 {
 			fmt.Fprintf(env.Stdout, "; the records of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))
 		}
 		fmt.Fprintln(env.Stdout)
 	}
-	if log.Pending > 0 {
-		fmt.Fprintf(env.Stdout, "warning: pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write; "+
-			"readers see generation %d until the next publish or rollback rolls it forward\n", log.Pending, log.PendingJobID, log.Current, log.Current)
-	}
-	for _, g := range log.Altered {
-		fmt.Fprintf(env.Stdout, "warning: pointer-history/%d.json was changed after it was written (generation %d recorded another digest for it): "+
-			"the figures listed for generation %d are not what was published, and rollback refuses it; restore it from a backup\n", g, g+1, g)
-	}
-	if log.CurrentDiffers {
-		fmt.Fprintf(env.Stdout, "warning: pointer.json is not pointer-history/%d.json, the copy written with it: one of them was edited in place, "+
-			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it\n", log.Current)
-	}
-	if len(log.Missing) > 0 {
-		fmt.Fprintf(env.Stdout, "warning: pointer-history/ lacks generations %s, up to the current %d: gc expires only the oldest, so they were removed by hand; "+
-			"the generation after each gap lists every date it holds\n", spans(log.Missing), log.Current)
+	for _, w := range log.Warnings() {
+		fmt.Fprintln(env.Stdout, "warning: "+w)
 	}
 	return nil
-}
-
-// spans writes ascending generations as ranges: 1-4,7.
-func spans(gens []int64) string {
-	var parts []string
-	for i := 0; i < len(gens); {
-		j := i
-		for j+1 < len(gens) && gens[j+1] == gens[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", gens[i], gens[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(gens[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }

@@ -274,3 +274,46 @@ func Expiries(ctx context.Context, b storage.Bucket) ([]Expiry, error) {
 	slices.SortFunc(out, func(a, b Expiry) int { return a.At.Compare(b.At) })
 	return out, nil
 }
+
+// Warnings say, one sentence each, what a reader of the history must know
+// before trusting its figures: an interrupted write, altered copies, an
+// edited pointer.json, generations removed by hand. history and report
+// show the same words.
+func (l Log) Warnings() []string {
+	var w []string
+	if l.Pending > 0 {
+		w = append(w, fmt.Sprintf("pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write; "+
+			"readers see generation %d until the next publish or rollback rolls it forward", l.Pending, l.PendingJobID, l.Current, l.Current))
+	}
+	for _, g := range l.Altered {
+		w = append(w, fmt.Sprintf("pointer-history/%d.json was changed after it was written (generation %d recorded another digest for it): "+
+			"the figures listed for generation %d are not what was published, and rollback refuses it; restore it from a backup", g, g+1, g))
+	}
+	if l.CurrentDiffers {
+		w = append(w, fmt.Sprintf("pointer.json is not pointer-history/%d.json, the copy written with it: one of them was edited in place, "+
+			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it", l.Current))
+	}
+	if len(l.Missing) > 0 {
+		w = append(w, fmt.Sprintf("pointer-history/ lacks generations %s, up to the current %d: gc expires only the oldest, so they were removed by hand; "+
+			"the generation after each gap lists every date it holds", Spans(l.Missing), l.Current))
+	}
+	return w
+}
+
+// Spans writes ascending generations as ranges: 1-4,7.
+func Spans(gens []int64) string {
+	var parts []string
+	for i := 0; i < len(gens); {
+		j := i
+		for j+1 < len(gens) && gens[j+1] == gens[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", gens[i], gens[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(gens[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}

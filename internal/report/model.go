@@ -147,6 +147,9 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 	}
 	m := Model{Warehouse: b.Location().String(), Generation: cur.Generation, UpdatedBy: cur.UpdatedByJobID,
 		WrittenAt: cur.WrittenAt, Expiries: log.Expiries}
+	// The figures below come from this history: what makes them
+	// untrustworthy is said first, as history says it.
+	m.Notes = append(m.Notes, log.Warnings()...)
 	reports := gateReports{b: b, byJob: map[string]*gate.Report{}}
 
 	byDate := map[dates.Date]*Date{}

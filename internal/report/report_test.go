@@ -133,6 +133,34 @@ func testReport(t *testing.T, on publishtest.Backend) {
 			t.Errorf("notes %q: want one naming cap-bad's gate report", m.Notes)
 		}
 	})
+	t.Run("altered copy", func(t *testing.T) {
+		// A figure of generation 1's history copy edited in place, the JSON
+		// still valid: the page says so before its figures, as history does.
+		data, _, err := b.Get(context.Background(), "pointer-history/1.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.Index(data, []byte(`"event_count": `))
+		if i < 0 {
+			t.Fatalf("pointer-history/1.json has no event_count: %s", data)
+		}
+		i += len(`"event_count": `)
+		if data[i] == '9' {
+			data[i] = '8'
+		} else {
+			data[i]++
+		}
+		if _, err := b.Put(context.Background(), "pointer-history/1.json", data, storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := report.Build(context.Background(), objstore.New(b), b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Notes) == 0 || !strings.Contains(m.Notes[0], "pointer-history/1.json was changed after it was written") {
+			t.Errorf("notes %q: want the altered copy named first", m.Notes)
+		}
+	})
 }
 
 // TestReportRefusals: a missing warehouse is exit 2 with the status-style
