@@ -47,17 +47,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== gofmt"
+# Each step's header carries the time, so a slow CI run shows where it went.
+step() { echo "== $* ($(date -u +%H:%M:%S))"; }
+
+step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
   exit 1
 fi
 
-echo "== go vet"
+step "go vet"
 go vet ./...
 
-echo "== S3 server (scripts/s3.sh) and DuckDB's httpfs extension (scripts/httpfs.sh)"
+step "S3 server (scripts/s3.sh) and DuckDB's httpfs extension (scripts/httpfs.sh)"
 bash scripts/s3.sh install
 eval "$(bash scripts/s3.sh start)"
 ENGAGEMENT_DUCKDB_EXTENSIONS=$(bash scripts/httpfs.sh install)
@@ -66,7 +69,7 @@ unset ENGAGEMENT_SKIP_S3
 
 # After the S3 server: the cluster's S3A connector takes its endpoint and
 # credentials from the AWS_* variables s3.sh exported.
-echo "== Spark standalone cluster and Spark Connect server (scripts/spark.sh)"
+step "Spark standalone cluster and Spark Connect server (scripts/spark.sh)"
 bash scripts/spark.sh install
 # The tests send hundreds of small statements, and the 2 cores are shared
 # with the other packages' tests: the JIT's first tier and the serial
@@ -81,23 +84,23 @@ unset ENGAGEMENT_SKIP_SPARK
 
 # After the S3 server too: the catalog's S3 endpoint and credentials are
 # the AWS_* variables s3.sh exported.
-echo "== Trino (scripts/trino.sh), which runs the statements of views --dialect trino"
+step "Trino (scripts/trino.sh), which runs the statements of views --dialect trino"
 bash scripts/trino.sh install
 eval "$(bash scripts/trino.sh start)"
 unset ENGAGEMENT_SKIP_TRINO
 
-echo "== Pushgateway (scripts/pushgateway.sh), which publish's metrics tests push to"
+step "Pushgateway (scripts/pushgateway.sh), which publish's metrics tests push to"
 bash scripts/pushgateway.sh install
 eval "$(bash scripts/pushgateway.sh start)"
 
-echo "== Chromium (scripts/chromium.sh), which the report's browser test drives"
+step "Chromium (scripts/chromium.sh), which the report's browser test drives"
 ENGAGEMENT_CHROMIUM=$(bash scripts/chromium.sh install)
 export ENGAGEMENT_CHROMIUM
 unset ENGAGEMENT_SKIP_CHROMIUM
 # The browser test's screenshot of the report lands here.
 export ENGAGEMENT_ARTIFACTS=${ENGAGEMENT_ARTIFACTS:-$PWD/.cache/artifacts}
 
-echo "== Airflow (scripts/airflow.sh) and pyarrow with pandas (scripts/pyarrow.sh), for examples/"
+step "Airflow (scripts/airflow.sh) and pyarrow with pandas (scripts/pyarrow.sh), for examples/"
 ENGAGEMENT_AIRFLOW=$(bash scripts/airflow.sh install)
 ENGAGEMENT_PYARROW_PYTHON=$(bash scripts/pyarrow.sh install)
 export ENGAGEMENT_AIRFLOW ENGAGEMENT_PYARROW_PYTHON
@@ -110,17 +113,17 @@ unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 # The 64-writer stress of the pointer store runs once, without the race
 # detector, which would only slow its thousands of requests down.
 race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine"
-echo "== go test -race ($race_pkgs; the pointer stress below)"
+step "go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
 # The DuckDB engine's goroutines are its uniqueness checks' (DuckDB's threads
 # handing hashes to Go, Go's workers counting them: keyset.go); the rest of
 # the package runs plainly below, every publish of it through that path.
-echo "== go test -race, the DuckDB engine's uniqueness checks"
+step "go test -race, the DuckDB engine's uniqueness checks"
 go test -race -count=1 -timeout 10m -run '^(TestCountRepeats|TestUniqueness)' ./internal/engine/duckdb
-echo "== the pointer store's stress: 64 concurrent writers, 10 rounds on S3"
+step "the pointer store's stress: 64 concurrent writers, 6 rounds on S3"
 go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 
-echo "== go test (the other packages)"
+step "go test (the other packages)"
 # The Spark engine's package (its publish suite and the cross-engine
 # equality on the cluster, with S3) is the long pole: 10 to 20 minutes on a
 # 2-core machine (docs/testing.md), so its bound leaves room for a slower one.
@@ -133,30 +136,32 @@ go test -count=1 -timeout 35m -skip '^TestWorkerLostDuring(Inspect|Staging)$' ./
 
 # They kill the cluster's worker (then start it again), so they run alone,
 # after the packages that share the cluster.
-echo "== the Spark worker lost at the schema reads and mid-stage"
+step "the Spark worker lost at the schema reads and mid-stage"
 go test -count=1 -timeout 10m -run '^TestWorkerLostDuring(Inspect|Staging)$' ./internal/engine/spark
 
-echo "== fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
+step "fuzz, briefly (one fuzzer per run, as go test requires; seeds in each package's testdata/fuzz)"
 # Budgets are execution counts, not durations: a duration -fuzztime can fail
 # with a bare "context deadline exceeded" on a loaded machine (a race in Go's
-# fuzz coordinator, golang/go#75804, unfixed in go1.26). Each runs for 10 to
-# 30 s on a 2-core machine: FuzzJobArgs runs about 1,500 inputs a second
-# (each builds the cobra command), the others several thousand.
+# fuzz coordinator, golang/go#75804, unfixed in go1.26). Each runs for 5 to
+# 20 s on a 2-core machine: FuzzJobArgs runs about 1,500 inputs a second
+# (each builds the cobra command), the others several thousand. The suite
+# runs these steps one after another, so each second here is a second of CI.
 # Minimizing a new interesting input defaults to 60 s each, which a fresh
 # cache can hit several times: it is bounded by count too.
-for target in "FuzzDecode ./internal/pointer 300000x" "FuzzConfig ./internal/config 60000x" "FuzzJobArgs ./internal/cli 40000x" "FuzzPageStructures ./internal/inputs 60000x"; do
+for target in "FuzzDecode ./internal/pointer 150000x" "FuzzConfig ./internal/config 60000x" "FuzzJobArgs ./internal/cli 20000x" "FuzzPageStructures ./internal/inputs 60000x"; do
   set -- $target
   go test -run '^$' -fuzz "^$1\$" -fuzztime "$3" -fuzzminimizetime 200x "$2"
 done
 
-echo "== the README's fixture publish, into a scratch warehouse"
+step "the README's fixture publish, into a scratch warehouse"
 scratch=$(mktemp -d)
 go run ./cmd/engagement publish --config config/fixture.conf --warehouse "$scratch" \
   --job-id "fixture-$(date -u +%Y%m%dT%H%M%SZ)" --dates 2026-03-02,2026-03-03 2>/dev/null
 go run ./cmd/engagement status --warehouse "$scratch"
 
-echo "== the same fixture publish on the Spark engine"
+step "the same fixture publish on the Spark engine"
 go run ./cmd/engagement publish --config config/fixture.conf --warehouse "$scratch/spark" --engine spark \
   --spark-remote "$ENGAGEMENT_SPARK_REMOTE" --job-id "fixture-spark-$(date -u +%Y%m%dT%H%M%SZ)" \
   --dates 2026-03-02,2026-03-03 2>/dev/null
 go run ./cmd/engagement status --warehouse "$scratch/spark"
+step "done"
