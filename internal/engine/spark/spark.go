@@ -24,6 +24,7 @@ import (
 	"github.com/apache/spark-connect-go/spark/sql/types"
 	"golang.org/x/oauth2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/credentials/oauth"
@@ -274,10 +275,19 @@ func (e *Engine) bounded(ctx context.Context, step string, op func(context.Conte
 	rctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	err := e.onServer(func() error { return op(rctx) })
-	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+	if err != nil && ctx.Err() == nil && (errors.Is(rctx.Err(), context.DeadlineExceeded) || deadlineOnWire(err)) {
 		return &silentError{fmt.Sprintf("spark %s: %s: the Spark Connect server did not answer in %s (stuck or overloaded; a retry with a new job id is safe)", e.remote, step, RequestTimeout)}
 	}
 	return err
+}
+
+// deadlineOnWire: the call ended with DEADLINE_EXCEEDED from the other end.
+// gRPC sends the deadline along, and the server (or a proxy) may end the
+// call on it a moment before the client's own timer fires: rctx is then
+// not done yet (seen once in a rehearsal, as RST_STREAM CANCEL).
+func deadlineOnWire(err error) bool {
+	se := sparkError(err)
+	return se != nil && se.Code == codes.DeadlineExceeded
 }
 
 func (e *Engine) set(ctx context.Context, key, value string) error {
