@@ -40,6 +40,9 @@ type Engine struct {
 	// titleEnumMinRows replaces titleEnumMinRows (stage.go) when above
 	// zero, so the tests' small dates write their titles as an ENUM too.
 	titleEnumMinRows int64
+	// memoryLimit and threads are the config's DuckDB settings (Open),
+	// for outOfMemory.
+	memoryLimit, threads string
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).
@@ -174,7 +177,44 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("set duckdb time zone: %w", err)
 	}
+	// Not asked of DuckDB: at a limit of a few KB that query fails too.
+	e.memoryLimit, e.threads = settings["memory_limit"], settings["threads"]
 	return e, nil
+}
+
+// MemoryError is DuckDB running out of the memory its settings allow.
+// DuckDB's own advice names SET statements a user of this tool never
+// writes; the error names the config keys instead, with their values.
+type MemoryError struct {
+	Limit, Threads string // the config's values; empty when not set
+	Err            error
+}
+
+func (m *MemoryError) Error() string {
+	msg := m.Err.Error()
+	if i := strings.Index(msg, "Possible solutions:"); i >= 0 {
+		msg = strings.TrimSpace(msg[:i])
+	}
+	limit, threads := "duckdb.memory_limit "+m.Limit, "duckdb.threads "+m.Threads
+	if m.Limit == "" {
+		limit = "duckdb.memory_limit not set, DuckDB's default of 80% of the RAM"
+	}
+	if m.Threads == "" {
+		threads = "duckdb.threads not set, one a core"
+	}
+	return fmt.Sprintf("%s: DuckDB reached its memory limit (%s; %s): raise duckdb.memory_limit or lower duckdb.threads in the config", msg, limit, threads)
+}
+
+func (m *MemoryError) Unwrap() error { return m.Err }
+
+// outOfMemory makes DuckDB's out-of-memory error, wherever a method of the
+// engine met it, a MemoryError.
+func (e *Engine) outOfMemory(err error) error {
+	var m *MemoryError
+	if err == nil || !strings.Contains(err.Error(), "Out of Memory Error") || errors.As(err, &m) {
+		return err
+	}
+	return &MemoryError{Limit: e.memoryLimit, Threads: e.threads, Err: err}
 }
 
 // Name implements engine.Engine.

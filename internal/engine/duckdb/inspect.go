@@ -58,10 +58,13 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 
 // readFault says whose fault a failed read of a file's footer is: a
 // transport failure (the store did not answer, or answered with an HTTP
-// error) is not the file's, and the person on call must not be sent to
-// whoever wrote it.
+// error) is not the file's, nor is running out of the memory the config
+// allows, and the person on call must not be sent to whoever wrote it.
 func readFault(err error) string {
 	msg := err.Error()
+	if strings.Contains(msg, "Out of Memory Error") {
+		return "reading it ran out of memory"
+	}
 	for _, s := range []string{"HTTP Error", "Could not connect", "Could not resolve hostname", "Connection error", "Timeout"} {
 		if strings.Contains(msg, s) {
 			return "could not be read from the store"
@@ -127,7 +130,7 @@ func hasPrefix(typ string, prefixes []string) bool {
 // without naming it is traced to the file (namedDamage).
 func (e *Engine) Inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
 	in, err := e.inspect(ctx, spec)
-	return in, e.namedDamage(ctx, spec, err)
+	return in, e.outOfMemory(e.namedDamage(ctx, spec, err))
 }
 
 func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {

@@ -33,6 +33,11 @@ func paths(wh storage.Bucket, files []pointer.File) []string {
 // date at a time, so the date comes from the list and not from parsing a
 // path, and nothing else under staging can leak into the figures.
 func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
+	figs, err := e.readBack(ctx, wh, spec, staged)
+	return figs, e.outOfMemory(err)
+}
+
+func (e *Engine) readBack(ctx context.Context, wh storage.Bucket, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
 	out := map[dates.Date]gate.StagedFigures{}
 	for _, d := range spec.Dates {
 		var f gate.StagedFigures
@@ -63,6 +68,11 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 // UnknownLessons implements engine.Engine: one query per date over exactly
 // its listed fact files.
 func (e *Engine) UnknownLessons(ctx context.Context, wh storage.Bucket, staged engine.Staged, ds []dates.Date, n int) (map[dates.Date][]gate.LessonCount, error) {
+	top, err := e.unknownLessons(ctx, wh, staged, ds, n)
+	return top, e.outOfMemory(err)
+}
+
+func (e *Engine) unknownLessons(ctx context.Context, wh storage.Bucket, staged engine.Staged, ds []dates.Date, n int) (map[dates.Date][]gate.LessonCount, error) {
 	out := map[dates.Date][]gate.LessonCount{}
 	for _, d := range ds {
 		out[d] = []gate.LessonCount{}

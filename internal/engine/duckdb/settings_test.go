@@ -2,6 +2,7 @@ package duckdb_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -34,5 +35,27 @@ func TestOpenRefusesSettings(t *testing.T) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestMemoryErrorNamesKeys: DuckDB's out-of-memory error loses its advice in
+// SET statements and names the config keys instead, saying when one is not
+// set; the DuckDB error stays reachable.
+func TestMemoryErrorNamesKeys(t *testing.T) {
+	duck := errors.New("build fact_lesson_engagement: Out of Memory Error: failed to pin block (7.5 MiB/7.6 MiB used)\n\nPossible solutions:\n* Reducing the number of threads (SET threads=X)")
+	tests := []struct {
+		limit, threads, want string
+	}{
+		{"8MB", "2", "build fact_lesson_engagement: Out of Memory Error: failed to pin block (7.5 MiB/7.6 MiB used): DuckDB reached its memory limit (duckdb.memory_limit 8MB; duckdb.threads 2): raise duckdb.memory_limit or lower duckdb.threads in the config"},
+		{"", "", "build fact_lesson_engagement: Out of Memory Error: failed to pin block (7.5 MiB/7.6 MiB used): DuckDB reached its memory limit (duckdb.memory_limit not set, DuckDB's default of 80% of the RAM; duckdb.threads not set, one a core): raise duckdb.memory_limit or lower duckdb.threads in the config"},
+	}
+	for _, tc := range tests {
+		err := error(&duckdb.MemoryError{Limit: tc.limit, Threads: tc.threads, Err: duck})
+		if err.Error() != tc.want {
+			t.Errorf("limit %q threads %q:\n got %q\nwant %q", tc.limit, tc.threads, err, tc.want)
+		}
+		if !errors.Is(err, duck) {
+			t.Errorf("limit %q: the DuckDB error is not wrapped", tc.limit)
+		}
 	}
 }

@@ -180,7 +180,7 @@ func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket,
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
 	r.steps.next("")
-	return st, err
+	return st, e.outOfMemory(err)
 }
 
 // runner is the DuckDB side of engine.Runner. It writes a table's dates
