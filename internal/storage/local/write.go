@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -216,11 +217,14 @@ func mkdirRoot(root string) error {
 	fi, err := os.Stat(root)
 	if err == nil {
 		if !fi.IsDir() {
-			return fmt.Errorf("warehouse %s: exists and is not a directory", root)
+			// The root, or (ENOTDIR below) one of its parents: no retry
+			// or new job id helps.
+			return storage.Refused(exitcode.UsageError(fmt.Errorf("warehouse: %s is a file where engagement needs a directory; move the file or choose another --warehouse", root)))
 		}
 		return nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	// ENOTDIR: a parent is a file, which the walk up finds and names.
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return fmt.Errorf("warehouse %s: %w", root, err)
 	}
 	parent := filepath.Dir(root)
