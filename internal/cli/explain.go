@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,9 @@ func runExplain(ctx context.Context, env Env, o *explainOptions) error {
 	plan, err := eng.Explain(ctx, spec)
 	if err != nil {
 		return err
+	}
+	if why := job.DatesRefused(j, spec.Inputs.IngestDates, time.Now()); why != nil {
+		env.Log.Warn("publish would refuse these dates; the plan is shown anyway", "reason", why.Error())
 	}
 	_, err = fmt.Fprint(env.Stdout, plan)
 	return err

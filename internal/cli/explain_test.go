@@ -52,3 +52,38 @@ func TestGenCommand(t *testing.T) {
 		t.Errorf("gen with an unknown variant: exit %d, want 2", code)
 	}
 }
+
+// TestExplainWarnsOfRefusedDates: explain shows the plan for any dates, and
+// warns when publish would refuse them, with publish's reason; dates publish
+// takes get no warning.
+func TestExplainWarnsOfRefusedDates(t *testing.T) {
+	const warning = "publish would refuse these dates"
+	tests := []struct {
+		name   string
+		args   []string
+		reason string // empty: no warning
+	}{
+		{"publishable", []string{"--dates", "2026-03-02,2026-03-03"}, ""},
+		{"outside the horizon", []string{"--dates", "2026-03-01,2026-03-02"}, "[2026-03-01] outside the restatement horizon 2026-03-02..2026-03-03"},
+		{"not over", []string{"--dates", "2026-03-02,2026-03-03", "--as-of", "2026-03-03"}, "[2026-03-03] not over on the run date 2026-03-03"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"explain", "--config", filepath.Join("..", "..", "config", "fixture.conf")}, tc.args...)
+			if code := cli.Main(context.Background(), args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if !strings.Contains(out.String(), "MANIFEST JOIN") {
+				t.Errorf("no plan on stdout:\n%s", out.String())
+			}
+			warned := strings.Contains(errb.String(), warning)
+			switch {
+			case tc.reason == "" && warned:
+				t.Errorf("warned for publishable dates:\n%s", errb.String())
+			case tc.reason != "" && (!warned || !strings.Contains(errb.String(), tc.reason)):
+				t.Errorf("stderr lacks %q with %q:\n%s", warning, tc.reason, errb.String())
+			}
+		})
+	}
+}

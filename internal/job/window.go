@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -41,6 +42,15 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 		return run, nil, err
 	}
 	return run, landed, checkLanded(job, ingest)
+}
+
+// DatesRefused is why a publish of job would refuse its dates on the
+// listed ingest partitions at now (not over, outside the horizon, a date's
+// own partition missing), or nil. explain, which publishes nothing, warns
+// with it rather than show a plan for dates no publish would take.
+func DatesRefused(job config.Job, ingest []dates.Date, now time.Time) error {
+	_, _, err := checkDates(job, ingest, dates.FromTime(now.UTC()), slog.New(slog.DiscardHandler))
+	return err
 }
 
 // checkHorizon refuses dates outside the restatement horizon: with N the
