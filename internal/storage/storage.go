@@ -218,12 +218,15 @@ func Parse(s string) (Location, error) {
 		return Location{}, fmt.Errorf("%s: bucket %q is not a valid S3 bucket name", s, bucket)
 	}
 	// A trailing "/" names the same prefix; a leading one (s3://b//x) is
-	// an empty element, which the AWS CLI keeps as part of the key.
-	key = strings.TrimRight(key, "/")
-	if key != "" {
+	// an empty element, which the AWS CLI keeps as part of the key. Only
+	// one is trimmed: s3://b// was taken as the bucket's root, and
+	// s3://b/x// as x, where the AWS CLI reads a key "/" and "x//".
+	given := key
+	key = strings.TrimSuffix(key, "/")
+	if given != "" {
 		for _, elem := range strings.Split(key, "/") {
 			if elem == "" || elem == "." || elem == ".." {
-				return Location{}, fmt.Errorf("%s: key %q has an empty, \".\" or \"..\" element", s, key)
+				return Location{}, fmt.Errorf("%s: key %q has an empty, \".\" or \"..\" element", s, given)
 			}
 		}
 	}

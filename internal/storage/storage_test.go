@@ -39,6 +39,9 @@ func TestParse(t *testing.T) {
 		{"s3://bucket/a//b", "empty"},
 		// The AWS CLI keeps the leading "/" in the key; it was dropped.
 		{"s3://bucket//x", "empty"},
+		// Taken as the bucket's root and as wh; the AWS CLI reads other keys.
+		{"s3://bucket//", "empty"},
+		{"s3://bucket/wh//", "empty"},
 		{"s3://bucket/a/../b", `".."`},
 		{"s3://user@bucket/x", "without user"},
 		{"s3://bucket:9000/x", "without user or port"},
