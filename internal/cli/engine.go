@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -16,7 +17,7 @@ import (
 )
 
 // openEngine starts the engine the job names.
-func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
+func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Engine, error) {
 	switch j.Engine {
 	case "duckdb":
 		settings := map[string]string{}
@@ -58,6 +59,14 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, k := range e.UnknownSettings() {
+			where := j.Where[k]
+			if where == "" {
+				where = "the config"
+			}
+			log.Warn("a spark.sql setting the Spark server does not know (misspelt, or of another Spark version): it is set on the session, and nothing reads it",
+				"key", k, "where", where)
+		}
 		e.SetUI(j.SparkUI)
 		return e, nil
 	}
@@ -66,13 +75,13 @@ func openEngine(ctx context.Context, j config.Job) (engine.Engine, error) {
 
 // jobAndEngine resolves the shared job flags, checks the job with check and
 // starts its engine; the caller closes the engine.
-func jobAndEngine(ctx context.Context, jf *jobFlags, check func(config.Job) error) (config.Job, engine.Engine, error) {
+func jobAndEngine(ctx context.Context, log *slog.Logger, jf *jobFlags, check func(config.Job) error) (config.Job, engine.Engine, error) {
 	j, err := jf.resolve(check)
 	if err != nil {
 		return config.Job{}, nil, err
 	}
 	// Before any bucket is opened (config.Resolve checked the value).
 	open.PathStyle = j.S3PathStyle
-	eng, err := openEngine(ctx, j)
+	eng, err := openEngine(ctx, log, j)
 	return j, eng, err
 }

@@ -33,7 +33,7 @@ given dates, with the lesson and enrollment joins marked. It writes nothing.`,
 }
 
 func runExplain(ctx context.Context, env Env, o *explainOptions) error {
-	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckInputs)
+	j, eng, err := jobAndEngine(ctx, env.Log, o.job, config.Job.CheckInputs)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,14 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/gen"
 )
 
@@ -85,5 +88,36 @@ func TestExplainWarnsOfRefusedDates(t *testing.T) {
 				t.Errorf("stderr lacks %q with %q:\n%s", warning, tc.reason, errb.String())
 			}
 		})
+	}
+}
+
+// TestMisspeltSparkSettingWarned: on Spark, a spark.sql.* key the server
+// does not know is warned of with where it was set; the command still runs.
+func TestMisspeltSparkSettingWarned(t *testing.T) {
+	remote := sparktest.Remote(t)
+	conf, err := os.ReadFile(filepath.Join("..", "..", "config", "fixture.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.conf")
+	fixture, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fixture"))
+	conf = append(conf, "\nengagement.raw "+fixture+"/raw\nengagement.lessons "+fixture+"/lessons\nengagement.enrollments "+fixture+"/enrollments\nspark.sql.shuffle.partitons 8\n"...)
+	if err := os.WriteFile(typo, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Count(string(conf), "\n")
+	var out, errb bytes.Buffer
+	code := cli.Main(context.Background(), []string{"explain", "--config", typo, "--dates", "2026-03-02,2026-03-03",
+		"--engine", "spark", "--spark-remote", remote, "--log-format", "text"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := fmt.Sprintf("key=spark.sql.shuffle.partitons where=%s:%d", typo, line)
+	if !strings.Contains(errb.String(), "a spark.sql setting the Spark server does not know") || !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr lacks the warning with %q:\n%s", want, errb.String())
+	}
+	if strings.Count(errb.String(), "does not know") != 1 {
+		t.Errorf("want exactly one unknown setting warned of (the fixture's own keys are known):\n%s", errb.String())
 	}
 }

@@ -73,7 +73,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	if err := env.outcome.begin(o.output, o.job.jobID, o.job.origin); err != nil {
 		return err
 	}
-	j, eng, err := jobAndEngine(ctx, o.job, config.Job.CheckPublish)
+	j, eng, err := jobAndEngine(ctx, env.Log, o.job, config.Job.CheckPublish)
 	if err == nil {
 		if serr := refuseSinksInData(j, o.job.configPath, o.metrics, o.lineage); serr != nil {
 			eng.Close()

@@ -41,6 +41,10 @@ import (
 type Engine struct {
 	remote  string
 	session sql.SparkSession
+	// static are the settings the server refused to change and already
+	// had; unknown the config's spark.sql.* keys it does not know.
+	static  map[string]bool
+	unknown []string
 	uiBase  string // engagement.sparkUI; "" derives it from the server's settings
 	restUI  *ui    // the application's REST API, once found
 	noUI    string // why the REST API cannot be reached, once tried
@@ -258,8 +262,41 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 			return nil, err
 		}
 	}
+	if err := e.findUnknown(ctx, keys); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
+
+// findUnknown keeps the config's spark.sql.* keys the server does not know:
+// Spark takes any key and nothing reads a misspelt one, so
+// spark.sql.shuffle.partitons would leave the partitions at Spark's default
+// in silence. Spark registers every SQL setting it reads, and a setting is
+// modifiable only when registered and not static; a static one refused the
+// set (e.static). Catalogs (spark.sql.catalog.NAME) are never registered.
+func (e *Engine) findUnknown(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "spark.sql.") || strings.HasPrefix(k, "spark.sql.catalog.") || e.static[k] {
+			continue
+		}
+		var known bool
+		if err := e.bounded(ctx, "check "+k, func(ctx context.Context) (err error) {
+			known, err = e.session.Config().IsModifiable(ctx, k)
+			return err
+		}); err != nil {
+			return wrap(e.remote, "check "+k, err)
+		}
+		if !known {
+			e.unknown = append(e.unknown, k)
+		}
+	}
+	return nil
+}
+
+// UnknownSettings are the config's spark.sql.* keys this server does not
+// know (a misspelling, or a setting of another Spark version): they were
+// set, and nothing reads them.
+func (e *Engine) UnknownSettings() []string { return e.unknown }
 
 // RequestTimeout bounds one small request to the server (a setting, a
 // schema), which answers in milliseconds: a server that accepts and never
@@ -302,6 +339,10 @@ func (e *Engine) set(ctx context.Context, key, value string) error {
 	var got string
 	gerr := e.bounded(ctx, "get "+key, func(ctx context.Context) (err error) { got, err = e.session.Config().Get(ctx, key); return err })
 	if gerr == nil && got == value {
+		if e.static == nil {
+			e.static = map[string]bool{}
+		}
+		e.static[key] = true
 		return nil
 	}
 	if gerr != nil {

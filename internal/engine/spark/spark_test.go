@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,23 @@ func TestForcedSettingsWin(t *testing.T) {
 		if got, err := e.Setting(ctx, k); err != nil || !strings.EqualFold(got, want) {
 			t.Errorf("%s = %q (%v), want %q", k, got, err, want)
 		}
+	}
+}
+
+// TestUnknownSettings: a spark.sql.* key the server does not know (a
+// misspelling) is reported; the fixture's keys, a static one the server
+// already has (spark.speculation false) and a catalog's are not.
+func TestUnknownSettings(t *testing.T) {
+	settings := fixtureSettings(t)
+	settings["spark.sql.shuffle.partitons"] = "8"
+	settings["spark.sql.catalog.lake.type"] = "hadoop"
+	e, err := spark.Open(context.Background(), sparktest.Remote(t), settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if got := e.UnknownSettings(); !slices.Equal(got, []string{"spark.sql.shuffle.partitons"}) {
+		t.Errorf("unknown settings %q, want only the misspelt spark.sql.shuffle.partitons", got)
 	}
 }
 
