@@ -393,6 +393,10 @@ func TestResolveBadValues(t *testing.T) {
 		{KeyHotCourses, "course-k8s # hot"},
 		{KeyManifestID, "dim-2026-03-04\t# pinned"},
 		{KeyUnknownCap, "0.02 # signed"},
+		// Nor do the engines' formats: the spill directory was
+		// "/tmp/x # spill here", exit 0.
+		{"duckdb.temp_directory", "/tmp/x # spill here"},
+		{"spark.sql.shuffle.partitions", "4 # four"},
 		// A key left with only a comment ("set by flag"), and quotes.
 		{KeyWarehouse, "# set per environment with --warehouse"},
 		{KeyHotCourses, "#none"},

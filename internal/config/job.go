@@ -148,6 +148,13 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		if err := classify(k, p.where(k)); err != nil {
 			return Job{}, err
 		}
+		engineKey := strings.HasPrefix(k, "spark.") || strings.HasPrefix(k, "duckdb.")
+		if engineKey && inlineComment.MatchString(v) {
+			// Neither engine's own format has inline comments either: the
+			// comment went to the engine as part of the value (a spill
+			// directory "/tmp/x # spill here", exit 0).
+			return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own", k, p.where(k), v))
+		}
 		switch {
 		case strings.HasPrefix(k, "spark."):
 			j.Spark[k] = v
