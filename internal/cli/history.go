@@ -84,14 +84,21 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "generation\twritten_at\toperation\tupdated_by\tdate\tjob_id\tmanifest_id\tenrollment_snapshot_id\tevent_count\tunknown_lesson_rate\tfiles\tbytes")
 	for _, c := range log.Changes {
+		// Every label that holds: after gc --retain-generations 1 the
+		// current generation is the oldest too, and "oldest" is why it
+		// lists every date, not only those it changed.
+		var labels []string
+		for _, l := range []struct {
+			on   bool
+			text string
+		}{{c.Current, "current"}, {c.Oldest, "oldest"}, {c.AfterGap, "after a gap"}} {
+			if l.on {
+				labels = append(labels, l.text)
+			}
+		}
 		gen := fmt.Sprint(c.Generation)
-		switch {
-		case c.Current:
-			gen += " (current)"
-		case c.Oldest:
-			gen += " (oldest)"
-		case c.AfterGap:
-			gen += " (after a gap)"
+		if len(labels) > 0 {
+			gen += " (" + strings.Join(labels, ", ") + ")"
 		}
 		op := c.Operation
 		switch {
