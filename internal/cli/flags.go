@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -172,4 +174,37 @@ func setOnce(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		setOnce(sub)
 	}
+}
+
+// decimal is an integer flag read in base 10 alone. pflag's own integer
+// flags read a leading 0 as octal and 0x as hex: --to-generation 010
+// rolled back to generation 8 and --retain-generations 010 kept 8, exit 0,
+// while 09 was refused.
+type decimal[T int | int64] struct{ p *T }
+
+func (d decimal[T]) String() string {
+	if d.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*d.p), 10)
+}
+
+func (d decimal[T]) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, int(unsafe.Sizeof(T(0)))*8)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return errors.New("out of range")
+		}
+		return errors.New("not a whole number in decimal digits")
+	}
+	*d.p = T(v)
+	return nil
+}
+
+func (d decimal[T]) Type() string { return "int" }
+
+// decimalVar defines an integer flag that takes decimal digits only.
+func decimalVar[T int | int64](fs *pflag.FlagSet, p *T, name string, value T, usage string) {
+	*p = value
+	fs.Var(decimal[T]{p}, name, usage)
 }

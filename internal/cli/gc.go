@@ -54,7 +54,7 @@ still running could lose its staging.`, gc.MinAgeFloor),
 	fs.DurationVar(&o.minAge, "min-age", gc.DefaultMinAge, "delete only prefixes idle at least this long")
 	fs.BoolVar(&o.force, "force-min-age", false, fmt.Sprintf("accept a --min-age below %s (only when no attempt is running)", gc.MinAgeFloor))
 	fs.DurationVar(&o.lockTimeout, "lock-timeout", local.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
-	fs.IntVar(&o.retainGens, "retain-generations", 0, "expire history generations beyond the N newest (0: keep all)")
+	decimalVar(fs, &o.retainGens, "retain-generations", 0, "expire history generations beyond the N newest (0: keep all)")
 	fs.Float64Var(&o.retainDays, "retain-days", 0, "expire history generations replaced more than D days ago (0: keep all)")
 	o.s3 = addS3Flags(fs, false)
 	return c

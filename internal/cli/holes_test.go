@@ -15,6 +15,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gen"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
@@ -257,5 +258,52 @@ func TestDateFlags(t *testing.T) {
 	// The variable alone, left empty, is no date given: every date.
 	if r := runEnv(t, map[string]string{"ENGAGEMENT_DATE": ""}, "status", "--warehouse", w.warehouse); r.code != 0 {
 		t.Errorf("status with ENGAGEMENT_DATE empty: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// Integer flags and their variables are decimal: pflag read a leading 0 as
+// octal, so --to-generation 010 rolled back to generation 8, exit 0, and
+// 0x10 as hex.
+func TestIntegerFlagsAreDecimal(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	if r := biRun(t, w.publishArgs("good-2", biGoodDates)...); r.code != 0 { // generation 2
+		t.Fatalf("second publish: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		vars map[string]string
+		args []string
+		code int
+		says string // on the error line, or on stdout for exit 0
+	}{
+		{nil, []string{"rollback", "--warehouse", w.warehouse, "--date", "2026-03-02", "--to-generation", "010", "--job-id", "rb-1"},
+			exitcode.Usage, "--to-generation 10: the warehouse is at generation 2"},
+		{nil, []string{"rollback", "--warehouse", w.warehouse, "--date", "2026-03-02", "--to-generation", "0x1", "--job-id", "rb-2"},
+			exitcode.Usage, `--to-generation "0x1": not a whole number in decimal digits`},
+		{map[string]string{"ENGAGEMENT_RETAIN_GENERATIONS": "010"}, []string{"gc", "--warehouse", w.warehouse, "--dry-run"},
+			0, "kept pointer-history/1.json: within the 10 newest generations"},
+		{nil, []string{"report", "--warehouse", w.warehouse, "--out", t.TempDir(), "--runs", "1_0"},
+			exitcode.Usage, `--runs "1_0": not a whole number in decimal digits`},
+	} {
+		t.Run(strings.Join(tc.args[:1], " ")+" "+tc.says, func(t *testing.T) {
+			r := runEnv(t, tc.vars, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			got := r.stdout
+			if tc.code != 0 {
+				got = r.errLine(t)
+			}
+			if !strings.Contains(got, tc.says) {
+				t.Errorf("%q does not say %q", got, tc.says)
+			}
+		})
+	}
+	out := filepath.Join(t.TempDir(), "day")
+	if r := biRun(t, "gen", "--out", out, "--events", "0300"); r.code != 0 {
+		t.Fatalf("gen --events 0300: exit %d\n%s", r.code, r.stderr)
+	}
+	if exp, err := gen.ReadExpected(filepath.Join(out, "expected.json")); err != nil || exp.Events != 300 {
+		t.Errorf("gen --events 0300 made %d events (%v), want 300", exp.Events, err)
 	}
 }

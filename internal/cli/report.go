@@ -44,7 +44,7 @@ warehouse gives the same page. A warehouse with no pointer.json is refused (exit
 	o.origin = origin{fs}
 	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	fs.StringVar(&o.out, "out", "", "local directory to write index.html into, created if absent (required)")
-	fs.IntVar(&o.runs, "runs", report.DefaultRuns, "how many of the last runs the gate table shows")
+	decimalVar(fs, &o.runs, "runs", report.DefaultRuns, "how many of the last runs the gate table shows")
 	o.s3 = addS3Flags(fs, false)
 	return c
 }

@@ -44,7 +44,7 @@ the history like any other change and can itself be rolled back.`,
 	o.origin = origin{fs}
 	fs.StringVar(&o.warehouse, "warehouse", "", "warehouse directory or s3://bucket/prefix (required)")
 	fs.StringVar(&o.dates, "date", "", "comma-separated event dates YYYY-MM-DD to put back (required)")
-	fs.Int64Var(&o.to, "to-generation", 0, "the retained generation whose entries come back (required; see engagement history)")
+	decimalVar(fs, &o.to, "to-generation", 0, "the retained generation whose entries come back (required; see engagement history)")
 	fs.StringVar(&o.jobID, "job-id", "", "unique id of this rollback, recorded as the generation's writer (required)")
 	fs.DurationVar(&o.lockTimeout, "lock-timeout", local.DefaultLockTimeout, "longest wait for the pointer's writer lock before giving up")
 	o.s3 = addS3Flags(fs, false)
