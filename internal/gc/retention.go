@@ -109,7 +109,7 @@ func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next
 	case g == cur.Generation:
 		return "the current generation", nil
 	case g > cur.Generation:
-		return "beyond the current generation (an interrupted write's copy)", nil
+		return "beyond the current generation (an interrupted write's copy, or what a pointer.json put back by hand left past it: engagement history says which)", nil
 	case o.RetainGenerations > 0 && g > cur.Generation-int64(o.RetainGenerations):
 		return fmt.Sprintf("within the %d newest generations", o.RetainGenerations), nil
 	}

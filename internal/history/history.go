@@ -89,6 +89,10 @@ type Log struct {
 	// none. PendingJobID wrote it.
 	Pending      int64  `json:"pending_generation,omitempty"`
 	PendingJobID string `json:"pending_job_id,omitempty"`
+	// Refused is why the next publish or rollback would refuse to move
+	// pointer.json (the history past it is not an interrupted write's:
+	// pointer.json was put back by hand); empty when it would not.
+	Refused string `json:"next_write_refused,omitempty"`
 	// Altered are the retained generations whose history copy is not the
 	// bytes its successor recorded as its parent: edited after it was
 	// written, so its figures are not what was published, and rollback
@@ -98,6 +102,12 @@ type Log struct {
 	// byte for byte; one of them was edited in place, and publish and
 	// rollback refuse to build on it.
 	CurrentDiffers bool `json:"current_copy_differs,omitempty"`
+}
+
+// pendingStore tells an interrupted write's copy, which the next write
+// rolls forward, from a history it refuses (objstore.Store).
+type pendingStore interface {
+	Pending(ctx context.Context) (*pointer.Pointer, error)
 }
 
 // List reads the retained history: for each retained generation, the dates
@@ -163,7 +173,17 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			}
 		}
 	}
-	if g := pointer.Committed(ctx, s, cur); g != cur.Generation {
+	if ps, ok := s.(pendingStore); ok {
+		orphan, err := ps.Pending(ctx)
+		switch {
+		case errors.Is(err, pointer.ErrBrokenChain):
+			log.Refused = err.Error()
+		case err != nil:
+			return Log{}, err
+		case orphan != nil:
+			log.Pending, log.PendingJobID = orphan.Generation, orphan.UpdatedByJobID
+		}
+	} else if g := pointer.Committed(ctx, s, cur); g != cur.Generation {
 		log.Pending = g
 		if p, err := s.LoadGeneration(ctx, g); err == nil {
 			log.PendingJobID = p.UpdatedByJobID
@@ -284,6 +304,9 @@ func (l Log) Warnings() []string {
 	if l.Pending > 0 {
 		w = append(w, fmt.Sprintf("pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write; "+
 			"readers see generation %d until the next publish or rollback rolls it forward", l.Pending, l.PendingJobID, l.Current, l.Current))
+	}
+	if l.Refused != "" {
+		w = append(w, "the next publish or rollback will refuse to move pointer.json: "+l.Refused)
 	}
 	for _, g := range l.Altered {
 		w = append(w, fmt.Sprintf("pointer-history/%d.json was changed after it was written (generation %d recorded another digest for it): "+

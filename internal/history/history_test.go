@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,6 +204,57 @@ func TestListTellsDamage(t *testing.T) {
 	}
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Missing, []int64{4}) {
 		t.Errorf("without pointer-history/: missing %v (%v), want the current generation 4", log.Missing, err)
+	}
+}
+
+// TestListTellsHandCopiedPointer: a history copy put back over
+// pointer.json by hand leaves the history past it, which the next publish
+// or rollback refuses, not rolls forward; history says so, and does not
+// call it an interrupted write.
+func TestListTellsHandCopiedPointer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		back int64 // the generation copied over pointer.json
+		says string
+	}{
+		{"one back", 2, "put back by hand"},
+		{"two back", 1, "pointer-history goes up to generation 3 but pointer.json is at generation 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWH(t)
+			w.publish("a", mon, tue)
+			w.publish("b", mon)
+			w.publish("c", tue)
+			b, err := os.ReadFile(filepath.Join(w.dir, "pointer-history", fmt.Sprintf("%d.json", tc.back)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptr := filepath.Join(w.dir, "pointer.json")
+			if err := os.WriteFile(ptr, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// Written after the copies past it, as a hand's copy is.
+			later := time.Now().Add(time.Minute)
+			if err := os.Chtimes(ptr, later, later); err != nil {
+				t.Fatal(err)
+			}
+			log, err := history.List(t.Context(), w.store, w.bucket, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if log.Pending != 0 || !strings.Contains(log.Refused, tc.says) {
+				t.Errorf("pending %d, refused %q; want no pending generation and a refusal saying %q", log.Pending, log.Refused, tc.says)
+			}
+			warned := strings.Join(log.Warnings(), "\n")
+			if !strings.Contains(warned, "the next publish or rollback will refuse to move pointer.json") || strings.Contains(warned, "interrupted write;") {
+				t.Errorf("warnings %q; want the refusal, not an interrupted write", warned)
+			}
+			// What history says is what the next publish then meets.
+			c := pointertest.Commit("d", map[dates.Date]pointer.DateEntry{mon: w.entry("d", mon, 40)})
+			if _, err := pointer.Publish(t.Context(), w.store, c); !errors.Is(err, pointer.ErrBrokenChain) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("publish: %v; want the refusal history named", err)
+			}
+		})
 	}
 }
 

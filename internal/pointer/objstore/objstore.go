@@ -213,6 +213,34 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	return nil
 }
 
+// Pending says, writing nothing, what the next Swap would find past
+// pointer.json: nil when nothing; the copy an interrupted Swap left, which
+// it would roll forward; or the error, wrapping ErrBrokenChain, it would
+// refuse with (pointer.json put back by hand, a history two or more ahead).
+// history shows it, so that it never calls a hand-edit an interrupted write
+// that the next publish mends.
+func (s *Store) Pending(ctx context.Context) (*pointer.Pointer, error) {
+	cur, ver, err := s.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	newest := func() (int64, error) {
+		gens, err := s.Generations(ctx)
+		if err != nil || len(gens) == 0 {
+			return 0, err
+		}
+		return gens[len(gens)-1], nil
+	}
+	orphan, err := pointer.Beyond(cur, func(g int64) (pointer.Pointer, error) { return s.LoadGeneration(ctx, g) }, newest)
+	if err != nil || orphan == nil {
+		return nil, err
+	}
+	if err := s.edited(ctx, cur, ver, *orphan); err != nil {
+		return nil, err
+	}
+	return orphan, nil
+}
+
 // edited tells a hand-edit from an interrupted Swap when the history holds
 // a true successor of pointer.json. Both leave the same bytes (an operator
 // who copies pointer-history/<G>.json over pointer.json recreates
