@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/csv"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,5 +306,57 @@ func TestIntegerFlagsAreDecimal(t *testing.T) {
 	}
 	if exp, err := gen.ReadExpected(filepath.Join(out, "expected.json")); err != nil || exp.Events != 300 {
 		t.Errorf("gen --events 0300 made %d events (%v), want 300", exp.Events, err)
+	}
+}
+
+// A pointer.json put back by hand (an old history copy written over it)
+// is refused by every write: publish and rollback now say so before any
+// work, so a scheduler's retry costs no staging, and a refused rollback
+// leaves no record taking its job id. history says the same, not "an
+// interrupted write" that the next publish would mend.
+func TestHandCopiedPointerRefusedBeforeWork(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	for _, job := range []string{"good-2", "good-3"} {
+		if r := biRun(t, w.publishArgs(job, biGoodDates)...); r.code != 0 {
+			t.Fatalf("publish %s: exit %d\n%s", job, r.code, r.stderr)
+		}
+	}
+	ptr := filepath.Join(w.warehouse, "pointer.json")
+	b, err := os.ReadFile(filepath.Join(w.warehouse, "pointer-history", "2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ptr, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(ptr, later, later); err != nil {
+		t.Fatal(err)
+	}
+	const says = "it was put back by hand"
+	if r := biRun(t, "history", "--warehouse", w.warehouse); r.code != 0 || !strings.Contains(r.stdout, "warning: the next publish or rollback will refuse to move pointer.json") ||
+		!strings.Contains(r.stdout, says) || strings.Contains(r.stdout, "interrupted write;") {
+		t.Errorf("history: exit %d, want the refusal warned of\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	before := w.hashTree(w.warehouse)
+	for _, tc := range []struct {
+		args []string
+		made string // what the command must not have made
+	}{
+		{w.publishArgs("good-4", biGoodDates), filepath.Join(w.warehouse, "staging", "job_id=good-4")},
+		{[]string{"rollback", "--warehouse", w.warehouse, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "back-1"},
+			filepath.Join(w.warehouse, "rollbacks", "job_id=back-1.json")},
+	} {
+		r := biRun(t, tc.args...)
+		if r.code != exitcode.Error || !strings.Contains(r.errLine(t), says) {
+			t.Errorf("%s: exit %d, want 1 saying %q\n%s", tc.args[0], r.code, says, r.stderr)
+		}
+		if _, err := os.Stat(tc.made); err == nil {
+			t.Errorf("%s made %s before it was refused", tc.args[0], tc.made)
+		}
+	}
+	if after := w.hashTree(w.warehouse); !maps.Equal(before, after) {
+		t.Errorf("the refused writes changed the warehouse")
 	}
 }

@@ -104,12 +104,6 @@ type Log struct {
 	CurrentDiffers bool `json:"current_copy_differs,omitempty"`
 }
 
-// pendingStore tells an interrupted write's copy, which the next write
-// rolls forward, from a history it refuses (objstore.Store).
-type pendingStore interface {
-	Pending(ctx context.Context) (*pointer.Pointer, error)
-}
-
 // List reads the retained history: for each retained generation, the dates
 // it changed from its parent (only date only, when set). A generation that
 // expires while it is read is skipped.
@@ -173,7 +167,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			}
 		}
 	}
-	if ps, ok := s.(pendingStore); ok {
+	if ps, ok := s.(pointer.Pender); ok {
 		orphan, err := ps.Pending(ctx)
 		switch {
 		case errors.Is(err, pointer.ErrBrokenChain):

@@ -72,6 +72,10 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	if err := pointer.OwnCopy(ctx, r.Store, cur); err != nil {
 		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
 	}
+	// Before the record, which would take the job id for nothing.
+	if err := pointer.Refused(ctx, r.Store); err != nil {
+		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
+	}
 	// A write interrupted after its history copy (the commit) has happened:
 	// the rollback starts from it, as the swap will once it rolls it forward.
 	if g := pointer.Committed(ctx, r.Store, cur); g != cur.Generation {

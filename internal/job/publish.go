@@ -156,6 +156,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := pointer.OwnCopy(ctx, p.Store, base); err != nil {
 		return res, fmt.Errorf("read the pointer: %w", err)
 	}
+	if err := pointer.Refused(ctx, p.Store); err != nil {
+		return res, fmt.Errorf("read the pointer: %w", err)
+	}
 	// A rollback interrupted before its pointer.json replace had committed
 	// before this attempt began: it is not one written after it.
 	seen := pointer.Committed(ctx, p.Store, base)

@@ -103,6 +103,29 @@ func eachSince(ctx context.Context, s Store, base int64, cur Pointer, why string
 	return nil
 }
 
+// Pender is a Store that can say, writing nothing, what its next Swap
+// would find past pointer.json: nil when nothing, the copy an interrupted
+// Swap left (which it would roll forward), or the error wrapping
+// ErrBrokenChain it would refuse with (objstore.Store).
+type Pender interface {
+	Pending(ctx context.Context) (*Pointer, error)
+}
+
+// Refused is the error, wrapping ErrBrokenChain, that the next Swap of s
+// would refuse with (a pointer.json put back by hand), or nil. Publish and
+// rollback ask it before any work: a swap refused after an hour of
+// staging would only be retried, and refused again.
+func Refused(ctx context.Context, s Store) error {
+	pd, ok := s.(Pender)
+	if !ok {
+		return nil
+	}
+	if _, err := pd.Pending(ctx); errors.Is(err, ErrBrokenChain) {
+		return err
+	}
+	return nil
+}
+
 // Committed is the newest generation committed when base was read from
 // pointer.json: base's own, or the true successor an interrupted write
 // left in the history (its history copy is the commit, and the next swap

@@ -218,7 +218,8 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 // it would roll forward; or the error, wrapping ErrBrokenChain, it would
 // refuse with (pointer.json put back by hand, a history two or more ahead).
 // history shows it, so that it never calls a hand-edit an interrupted write
-// that the next publish mends.
+// that the next publish mends; publish and rollback ask it before any work.
+// A pointer.json that moved meanwhile (a writer at work) gives nil.
 func (s *Store) Pending(ctx context.Context) (*pointer.Pointer, error) {
 	cur, ver, err := s.Load(ctx)
 	if err != nil {
@@ -232,13 +233,18 @@ func (s *Store) Pending(ctx context.Context) (*pointer.Pointer, error) {
 		return gens[len(gens)-1], nil
 	}
 	orphan, err := pointer.Beyond(cur, func(g int64) (pointer.Pointer, error) { return s.LoadGeneration(ctx, g) }, newest)
-	if err != nil || orphan == nil {
-		return nil, err
+	if err == nil && orphan != nil {
+		err = s.edited(ctx, cur, ver, *orphan)
 	}
-	if err := s.edited(ctx, cur, ver, *orphan); err != nil {
-		return nil, err
+	if err == nil {
+		return orphan, nil
 	}
-	return orphan, nil
+	// Writers that moved pointer.json while the history was read leave
+	// it looking ahead by two: what the next Swap finds is theirs to say.
+	if _, now, lerr := s.Load(ctx); errors.Is(err, pointer.ErrConflict) || (lerr == nil && now != ver) {
+		return nil, nil
+	}
+	return nil, err
 }
 
 // edited tells a hand-edit from an interrupted Swap when the history holds
