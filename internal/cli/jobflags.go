@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -101,7 +103,7 @@ func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
 	}
 	ds, err := dates.ParseList(f.dates)
 	if err != nil {
-		return config.Job{}, f.wrap("dates", exitcode.UsageError(err))
+		return config.Job{}, f.wrap("dates", exitcode.UsageError(fmt.Errorf("--dates: %w", err)))
 	}
 	job.Dates, job.JobID, job.AllowOutsideHorizon = ds, f.jobID, f.allowOld
 	if f.env("job-id") != "" {

@@ -82,7 +82,7 @@ func runRollback(ctx context.Context, env Env, o *rollbackOptions) error {
 		return err
 	}
 	out, err := history.Rollback{Bucket: b, Store: store, Dates: ds, To: o.to, JobID: o.jobID,
-		Now: time.Now(), WriterVersion: version.String()}.Run(ctx)
+		Now: time.Now(), Clock: time.Now, WriterVersion: version.String()}.Run(ctx)
 	if err != nil {
 		return err
 	}

@@ -63,13 +63,14 @@ func (d *Date) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseList reads a comma-separated date list as given to --dates. The list
+// ParseList reads a comma-separated date list as given to --dates (or
+// rollback's --date; the caller names the flag in its error). The list
 // must be non-empty, every item a valid date, and no date may repeat: a
 // repeated date is almost always a typo in a backfill script, and silently
 // collapsing it would hide which date the caller meant. The result is sorted.
 func ParseList(s string) ([]Date, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("--dates: empty date list")
+		return nil, fmt.Errorf("empty date list")
 	}
 	seen := map[Date]bool{}
 	var out []Date
@@ -77,10 +78,10 @@ func ParseList(s string) ([]Date, error) {
 		part = strings.TrimSpace(part)
 		d, err := Parse(part)
 		if err != nil {
-			return nil, fmt.Errorf("--dates: %w", err)
+			return nil, err
 		}
 		if seen[d] {
-			return nil, fmt.Errorf("--dates: date %s is listed twice", d)
+			return nil, fmt.Errorf("date %s is listed twice", d)
 		}
 		seen[d] = true
 		out = append(out, d)

@@ -533,3 +533,25 @@ func TestRollbackRacesPublish(t *testing.T) {
 		}
 	})
 }
+
+// TestRollbackWrittenAt: a rollback's generation is dated when it is built,
+// after the file checks (Clock), not when the command started (Now), which
+// its record keeps as started_at.
+func TestRollbackWrittenAt(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	later := at.Add(5 * time.Minute)
+	if _, err := (history.Rollback{Bucket: w.bucket, Store: w.store, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at,
+		Clock: func() time.Time { return later }, WriterVersion: "test"}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cur, _, err := w.store.Load(t.Context())
+	if err != nil || !cur.WrittenAt.Equal(later) {
+		t.Errorf("written_at %s (%v), want the clock's %s", cur.WrittenAt, err, later)
+	}
+	b, err := os.ReadFile(filepath.Join(w.dir, "rollbacks", "job_id=back.json"))
+	if err != nil || !bytes.Contains(b, []byte(`"started_at": "`+at.UTC().Format(time.RFC3339Nano))) {
+		t.Errorf("rollback record %s (%v), want started_at %s", b, err, at.UTC().Format(time.RFC3339Nano))
+	}
+}

@@ -24,8 +24,13 @@ type Rollback struct {
 	Dates  []dates.Date
 	To     int64 // the retained generation whose entries come back
 	JobID  string
-	// Now and WriterVersion are read by the command, never in a transform.
+	// Now, Clock and WriterVersion are read by the command, never in a
+	// transform. Now is when it started (the record's started_at); Clock,
+	// when set, is read again for the generation's written_at just before
+	// the swap, after the file checks, which on a bucket take a while
+	// (Now when nil).
 	Now           time.Time
+	Clock         func() time.Time
 	WriterVersion string
 }
 
@@ -116,8 +121,12 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 		base[d] = cur.Dates[d]
 	}
 	baseGen := cur.Generation
+	written := r.Now
+	if r.Clock != nil {
+		written = r.Clock()
+	}
 	out, err := pointer.PublishOutcome(ctx, r.Store, pointer.Commit{
-		JobID: r.JobID, Entries: entries, WrittenAt: r.Now.UTC(), WriterVersion: r.WriterVersion,
+		JobID: r.JobID, Entries: entries, WrittenAt: written.UTC(), WriterVersion: r.WriterVersion,
 		Operation: pointer.OpRollback, Source: r.To,
 		Check: func(now pointer.Pointer) error {
 			if now.Generation < baseGen {
