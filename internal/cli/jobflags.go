@@ -82,6 +82,33 @@ func parseJob(env Env, name string, args []string, check func(config.Job) error)
 
 // resolve merges the config file, the environment and the flags that were
 // set into a Job (flag, then environment, then file) and checks it with check.
+// places resolves the config and the flags alone (no dates, job id or
+// checks): where the warehouse and inputs are, for a run that failed before
+// its job resolved; ok is false when even that fails.
+func (f *jobFlags) places() (config.Job, bool) {
+	var props *config.Properties
+	if f.configPath != "" {
+		p, err := config.ReadFile(f.configPath)
+		if err != nil {
+			return config.Job{}, false
+		}
+		props = p
+	}
+	job, err := config.Resolve(props, f.overrides())
+	return job, err == nil
+}
+
+// overrides are the flags and variables that set config keys.
+func (f *jobFlags) overrides() []config.Override {
+	var out []config.Override
+	for _, k := range flagKeys {
+		if f.fs.Changed(k.flag) {
+			out = append(out, config.Override{Key: k.key, Value: *f.keyed[k.flag], Source: f.env(k.flag)})
+		}
+	}
+	return out
+}
+
 func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
 	var props *config.Properties
 	if f.configPath != "" {
@@ -91,13 +118,7 @@ func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
 		}
 		props = p
 	}
-	var overrides []config.Override
-	for _, k := range flagKeys {
-		if f.fs.Changed(k.flag) {
-			overrides = append(overrides, config.Override{Key: k.key, Value: *f.keyed[k.flag], Source: f.env(k.flag)})
-		}
-	}
-	job, err := config.Resolve(props, overrides)
+	job, err := config.Resolve(props, f.overrides())
 	if err != nil {
 		return config.Job{}, err
 	}

@@ -74,10 +74,19 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		return err
 	}
 	j, eng, err := jobAndEngine(ctx, env.Log, o.job, config.Job.CheckPublish)
-	if err == nil {
-		if serr := refuseSinksInData(j, o.job.configPath, o.metrics, o.lineage); serr != nil {
+	// The file sinks are checked whatever failed first: they are written
+	// for a failed run too, and one aimed at pointer.json or a raw file
+	// must not replace or append to it.
+	sinks := j
+	if err != nil {
+		sinks, _ = o.job.places()
+	}
+	if serr := refuseSinksInData(sinks, o.job.configPath, o.metrics, o.lineage); serr != nil {
+		if err == nil {
 			eng.Close()
 			err = serr
+		} else {
+			env.Log.Warn("a file sink is not written", "error", serr.Error())
 		}
 	}
 	if o.lineage.enabled() && j.JobID != "" {
@@ -201,11 +210,23 @@ func (s serverPhases) Phase(name string) (end func()) {
 // would still exit 0. A refused sink is dropped, so that the failed run
 // does not write it either.
 func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *lineageFlags) error {
-	places, err := job.Locations(j)
-	if err != nil {
-		return nil // Publish names the bad location
-	}
 	var first error
+	places, err := job.Locations(j)
+	if err != nil || j.Warehouse == "" {
+		// The places a sink must stay out of are not known (a config that
+		// did not resolve, a bad location, which the run's own error
+		// names): nothing is written where it could not be checked.
+		for _, s := range []struct {
+			flag string
+			path *string
+		}{{"--metrics-file", &m.file}, {"--lineage-file", &l.file}} {
+			if *s.path != "" && first == nil {
+				first = exitcode.UsageError(fmt.Errorf("%s %s: not written: the warehouse and inputs it must stay out of are not known", s.flag, *s.path))
+			}
+			*s.path = ""
+		}
+		return first
+	}
 	for _, s := range []struct {
 		flag string
 		path *string
