@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
@@ -108,5 +111,52 @@ func TestSecretsNeverWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestURLSecretsNeverWritten: a password or an api_key in the lineage or
+// Pushgateway URL and the token of a Spark Connect URL (the README's way to
+// authenticate) are masked wherever the run writes: the log, the result
+// document (an Airflow XCom) and the lineage events (OpenLineage's
+// errorMessage). Each sink here fails, so each URL reaches an error.
+func TestURLSecretsNeverWritten(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	const lineagePass, apiKey, pushPass, token = "LINEAGEPASS", "APIKEYVALUE", "PUSHPASS", "SPARKTOKEN"
+	w := biNewWS(t)
+	lineageFile := filepath.Join(t.TempDir(), "lineage.jsonl")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"sinks", w.publishArgs("url-1", biGoodDates,
+			"--lineage-url", "http://etl:"+lineagePass+"@"+host+"/api/v1/lineage?api_key="+apiKey,
+			"--pushgateway", "http://etl:"+pushPass+"@"+host+"/", "--lineage-file", lineageFile, "--output", "json")},
+		// Nothing answers on port 1: the connect error names the server.
+		{"spark", w.publishArgs("url-2", biGoodDates, "--engine", "spark",
+			"--spark-remote", "sc://127.0.0.1:1/;token="+token, "--lineage-file", lineageFile, "--output", "json")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, tc.args...)
+			if tc.name == "spark" && r.code != exitcode.Error {
+				t.Errorf("publish to no Spark server: exit %d, want 1\n%s", r.code, r.stderr)
+			}
+			lin, _ := os.ReadFile(lineageFile)
+			for where, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "lineage file": string(lin)} {
+				for _, s := range []string{lineagePass, apiKey, pushPass, token} {
+					if strings.Contains(text, s) {
+						t.Errorf("%s holds the secret %s:\n%s", where, s, text)
+					}
+				}
+			}
+			// The failures were reported, with the URLs masked.
+			want := map[string]string{"sinks": "etl:xxxxx@", "spark": "token=xxxxx"}[tc.name]
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr does not name the masked URL (%s):\n%s", want, r.stderr)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/redact"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -234,7 +235,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	}
 	j.SparkRemote = values[KeySparkRemote]
 	if !strings.HasPrefix(j.SparkRemote, "sc://") {
-		bad(KeySparkRemote, "%q: want sc://HOST:PORT", j.SparkRemote)
+		bad(KeySparkRemote, "%q: want sc://HOST:PORT", redact.URL(j.SparkRemote))
 	}
 	j.SparkUI = values[KeySparkUI]
 	if j.SparkUI != "" && !strings.HasPrefix(j.SparkUI, "http://") && !strings.HasPrefix(j.SparkUI, "https://") {

@@ -1,6 +1,8 @@
 package lineage
 
 import (
+	"github.com/techlearningpro/engagement/internal/redact"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -56,17 +58,17 @@ func Post(ctx context.Context, c *http.Client, url string, e Event) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 	if err != nil {
-		return fmt.Errorf("lineage endpoint %q: %w", url, err)
+		return fmt.Errorf("lineage endpoint %q: %w", redact.URL(url), redact.Error(err, url))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("post %s event to %s: %w", e.EventType, url, err)
+		return fmt.Errorf("post %s event to %s: %w", e.EventType, redact.URL(url), redact.Error(err, url))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("post %s event to %s: %s: %s", e.EventType, url, resp.Status, bytes.TrimSpace(body))
+		return fmt.Errorf("post %s event to %s: %s: %s", e.EventType, redact.URL(url), resp.Status, redact.Text(string(bytes.TrimSpace(body)), url))
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/redact"
 )
 
 // Job is the Pushgateway job label; the push groups by nothing else, so each
@@ -172,7 +173,7 @@ func Push(ctx context.Context, url string, run Run) error {
 	r := run
 	r.omitSuccess = true
 	if err := push.New(url, Job).Gatherer(Registry(r)).PushContext(ctx); err != nil {
-		return fmt.Errorf("push metrics to %s: %w", url, err)
+		return fmt.Errorf("push metrics to %s: %w", redact.URL(url), redact.Error(err, url))
 	}
 	if run.Code != exitcode.OK {
 		return nil

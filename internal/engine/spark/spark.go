@@ -34,6 +34,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/redact"
 )
 
 // Engine is the Spark implementation of engine.Engine. It holds one Spark
@@ -219,20 +220,24 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 	cb, err := newChannel(remote)
 	if err != nil {
 		// The URL itself is wrong: no retry can mend it.
-		return nil, exitcode.UsageError(fmt.Errorf("spark remote %q: %w", remote, err))
+		return nil, exitcode.UsageError(fmt.Errorf("spark remote %q: %w", redact.URL(remote), redact.Error(err, remote)))
 	}
+	// Every message names the server by e.remote, which never holds the
+	// token: errors reach the result document, Airflow's XCom and
+	// OpenLineage's errorMessage.
+	shown := redact.URL(remote)
 	s, err := sql.NewSessionBuilder().Remote(remote).WithChannelBuilder(cb).Build(ctx)
 	if err != nil {
-		return nil, wrap(remote, "connect", err)
+		return nil, wrap(shown, "connect", redact.Error(err, remote))
 	}
-	e := &Engine{remote: remote, session: s}
+	e := &Engine{remote: shown, session: s}
 	// The builder dials lazily; ask the server something first so a server
 	// that is down is reported as such, not as a failed setting.
 	if err := e.bounded(ctx, "connect", func(ctx context.Context) error {
 		_, err := s.Config().IsModifiable(ctx, "spark.sql.session.timeZone")
 		return err
 	}); err != nil {
-		return nil, wrap(remote, "connect", err)
+		return nil, wrap(shown, "connect", redact.Error(err, remote))
 	}
 	for _, kv := range defaults {
 		if _, ok := settings[kv[0]]; !ok {
