@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -100,12 +101,18 @@ func Registry(r Run) *prometheus.Registry {
 	if r.HaveCap {
 		gauge(UnknownCap, "The unknown-lesson cap the last publish was gated with.").Set(r.UnknownCap)
 	}
-	if len(r.Result.Entries) > 0 {
+	// What readers see: a run whose pointer write failed or was refused
+	// (a lock, a signal) had its entries built all the same, and a date a
+	// later generation superseded shows that one's figures.
+	if r.Result.Published && len(r.Result.Entries) > len(r.Result.Superseded) {
 		ev := vec(EventCount, "Events published for the date by the last successful publish.", "date")
 		rate := vec(UnknownRate, "Share of the date's events with an unknown lesson.", "date")
 		fb := vec(FactBytes, "Bytes of the date's published fact files.", "date")
 		ff := vec(FactFiles, "Number of the date's published fact files.", "date")
 		for d, e := range r.Result.Entries {
+			if slices.Contains(r.Result.Superseded, d) {
+				continue
+			}
 			var bytes int64
 			for _, f := range e.FactFiles {
 				bytes += f.Bytes

@@ -29,11 +29,20 @@ func TestRegistryTextfile(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		code        int
+		published   bool
+		superseded  []dates.Date
 		wantSuccess time.Time
 	}{
-		{"published", exitcode.OK, start.Add(90 * time.Second)},
-		{"rejected keeps the previous success", exitcode.GateRejected, prev},
+		{"published", exitcode.OK, true, nil, start.Add(90 * time.Second)},
+		{"rejected keeps the previous success", exitcode.GateRejected, false, nil, prev},
+		// Entries built, the pointer write refused (a lock): nothing of
+		// them is what readers see.
+		{"pointer not written", exitcode.Error, false, nil, prev},
+		{"published, the date superseded", exitcode.OK, true, []dates.Date{d}, start.Add(90 * time.Second)},
 	} {
+		res := res
+		res.Published, res.Superseded = tc.published, tc.superseded
+		seen := tc.published && tc.superseded == nil
 		run := metrics.Run{Result: res, Code: tc.code, Started: start, Ended: start.Add(90 * time.Second),
 			UnknownCap: 0.02, HaveCap: true, PreviousSuccess: prev,
 			Phases: []metrics.Phase{{Name: "stage", Duration: 30 * time.Second}}}
@@ -60,10 +69,6 @@ func TestRegistryTextfile(t *testing.T) {
 			{metrics.LastExitCode, nil, float64(tc.code)},
 			{metrics.RunDuration, nil, 90},
 			{metrics.UnknownCap, nil, 0.02},
-			{metrics.EventCount, map[string]string{"date": "2026-03-02"}, 973},
-			{metrics.UnknownRate, map[string]string{"date": "2026-03-02"}, 0.01},
-			{metrics.FactBytes, map[string]string{"date": "2026-03-02"}, 123},
-			{metrics.FactFiles, map[string]string{"date": "2026-03-02"}, 2},
 			{metrics.GateCheck, map[string]string{"check": "a", "date": "2026-03-02"}, 1},
 			{metrics.GateCheck, map[string]string{"check": "b", "date": ""}, 0},
 			{metrics.PhaseDuration, map[string]string{"phase": "stage"}, 30},
@@ -71,6 +76,16 @@ func TestRegistryTextfile(t *testing.T) {
 			got, ok := metrics.Value(fams, want.name, want.labels)
 			if !ok || got != want.v {
 				t.Errorf("%s: %s%v = %v (found %v), want %v", tc.name, want.name, want.labels, got, ok, want.v)
+			}
+		}
+		// The date's figures are those readers see, or absent.
+		for _, want := range []struct {
+			name string
+			v    float64
+		}{{metrics.EventCount, 973}, {metrics.UnknownRate, 0.01}, {metrics.FactBytes, 123}, {metrics.FactFiles, 2}} {
+			got, ok := metrics.Value(fams, want.name, map[string]string{"date": "2026-03-02"})
+			if ok != seen || (seen && got != want.v) {
+				t.Errorf("%s: %s{date=2026-03-02} = %v (found %v), want found %v with %v", tc.name, want.name, got, ok, seen, want.v)
 			}
 		}
 		if got := metrics.PreviousSuccess(path); !got.Equal(tc.wantSuccess) {
