@@ -152,9 +152,14 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	for _, s := range m.signals {
 		monitor.Emit(ctx, m.log, s)
 	}
-	gateStatus := monitor.OK
-	if len(res.Report.Checks) > 0 && !res.Report.Passed {
+	// A run that ended before any check (an error, a signal, a job id
+	// taken) was judged by nothing: "ok" would say its data passed.
+	gateStatus := monitor.Unavailable
+	switch {
+	case len(res.Report.Checks) > 0 && !res.Report.Passed:
 		gateStatus = monitor.Page
+	case len(res.Report.Checks) > 0:
+		gateStatus = monitor.OK
 	}
 	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.GateRejection, Status: gateStatus, Figures: map[string]any{
 		"checks_run": len(res.Report.Checks), "failed_checks": res.Report.FailedNames(), "reasons": res.Report.Reasons(),
@@ -165,7 +170,9 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		// What readers see now is what the on-call needs after a failure;
 		// bounded, as a store that failed the publish may hang this read
 		// too (a frozen endpoint doubled the time to exit).
-		rctx, cancel := context.WithTimeout(ctx, visibleReadTimeout)
+		// A signal cancelled ctx, and what readers see is what its
+		// on-call needs most: read on, within the bound.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), visibleReadTimeout)
 		p, _, err := m.store.Load(rctx)
 		cancel()
 		if err == nil {

@@ -69,6 +69,12 @@ func publishWith(t *testing.T, store pointer.Store, j config.Job) published {
 // publishWrapped is publishWith with the DuckDB engine wrapped by wrap.
 func publishWrapped(t *testing.T, store pointer.Store, j config.Job, wrap func(*duckdb.Engine) engine.Engine) published {
 	t.Helper()
+	return publishCtx(t, context.Background(), store, j, wrap)
+}
+
+// publishCtx is publishWrapped under ctx.
+func publishCtx(t *testing.T, ctx context.Context, store pointer.Store, j config.Job, wrap func(*duckdb.Engine) engine.Engine) published {
+	t.Helper()
 	e, err := duckdb.Open(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +88,7 @@ func publishWrapped(t *testing.T, store pointer.Store, j config.Job, wrap func(*
 	wh, _ := publishtest.Warehouse(j.Warehouse)
 	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: publishtest.Source(), Log: slog.New(slog.NewJSONHandler(&buf, nil)),
 		Clock: func() time.Time { return time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC) }}
-	res, perr := p.Publish(context.Background(), j)
+	res, perr := p.Publish(ctx, j)
 	out := published{result: res, err: perr, log: buf.String()}
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {
@@ -206,5 +212,34 @@ func TestTaskMonitors(t *testing.T) {
 				t.Errorf("unavailable without a reason: %v", skew.Figures)
 			}
 		})
+	}
+}
+
+// TestMonitorLinesAfterASignal: a run cancelled (a signal) before the gate
+// still says what readers see, read with the signal's context set aside,
+// not "pointer_unread: context canceled"; and its gate signal is
+// unavailable, not ok: nothing was checked.
+func TestMonitorLinesAfterASignal(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	j := fx.Job(t, t.TempDir(), "first", "2026-03-02", "2026-03-03")
+	store := localStore(j.Warehouse)
+	if r := publishWith(t, store, j); r.err != nil {
+		t.Fatal(r.err)
+	}
+	j.JobID = "cancelled"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := publishCtx(t, ctx, store, j, nil)
+	if r.err == nil {
+		t.Fatal("a cancelled publish succeeded")
+	}
+	fig := r.jobResult()
+	if _, unread := fig["pointer_unread"]; unread || fig["pointer_job_ids"] == nil {
+		t.Errorf("job_result %v, want the pointer's job ids (first), read despite the signal", fig)
+	}
+	for _, l := range r.lines {
+		if l.Signal == monitor.GateRejection && l.Status != monitor.Unavailable {
+			t.Errorf("gate_rejection %s with %v checks run, want unavailable", l.Status, l.Figures["checks_run"])
+		}
 	}
 }
