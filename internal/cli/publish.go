@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"syscall"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/metrics"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/redact"
 	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/version"
@@ -210,7 +212,7 @@ func (s serverPhases) Phase(name string) (end func()) {
 // would still exit 0. A refused sink is dropped, so that the failed run
 // does not write it either.
 func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *lineageFlags) error {
-	var first error
+	first := cmp.Or(sinkURL("--pushgateway", &m.pushgateway, false), sinkURL("--lineage-url", &l.url, true))
 	places, err := job.Locations(j)
 	if err != nil || j.Warehouse == "" {
 		// The places a sink must stay out of are not known (a config that
@@ -279,6 +281,31 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 		m.file, l.file = "", ""
 	}
 	return first
+}
+
+// sinkURL refuses (and drops) an HTTP sink's URL that no request could
+// reach as meant: not http(s)://HOST, or, for the Pushgateway, with a query
+// or a fragment, to which its client appends /metrics/job/… (the push went
+// to "/?tok=X/metrics/job/engagement"). Sink failures are warnings; a URL
+// that cannot be right is the command's mistake.
+func sinkURL(flag string, raw *string, query bool) error {
+	if *raw == "" {
+		return nil
+	}
+	u, err := url.Parse(*raw)
+	switch {
+	case err != nil, u.Scheme != "http" && u.Scheme != "https", u.Host == "":
+	case !query && (u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(*raw, "?") || strings.HasSuffix(*raw, "#")):
+	default:
+		return nil
+	}
+	shown := redact.URL(*raw)
+	*raw = ""
+	want := "http(s)://HOST:PORT[/path]"
+	if !query {
+		want += " without a query or a fragment (the push appends /metrics/job/engagement to it)"
+	}
+	return exitcode.UsageError(fmt.Errorf("%s %s: want %s", flag, shown, want))
 }
 
 // plainFile refuses a sink path that exists as anything but a regular file
