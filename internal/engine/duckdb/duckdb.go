@@ -260,7 +260,19 @@ func FileRef(p string) string {
 	if strings.HasPrefix(p, "s3://") {
 		return quote(p)
 	}
-	return quote(globEscaper.Replace(p))
+	return quote(globEscaper.Replace(localPath(p)))
+}
+
+// localPath keeps DuckDB from reading a relative path that begins with "~"
+// (a directory named ~w) as one under $HOME: it expands a leading ~ with no
+// slash after it too ("~w" became "$HOMEw"), so read showed another
+// directory's files while status showed the pointer's. "./" in front makes
+// it the path it is.
+func localPath(p string) string {
+	if strings.HasPrefix(p, "~") {
+		return "./" + p
+	}
+	return p
 }
 
 // FileList makes a SQL list of FileRef literals: ['a', 'b'].

@@ -412,7 +412,7 @@ func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n ma
 			q = fmt.Sprintf("SELECT *, CASE event_date %s ELSE 0 END AS split_part FROM (%s) t", strings.Join(parts, " "), q)
 			to, by = splitDir.URI, "event_date, split_part"
 		}
-		stmt := fmt.Sprintf("COPY (%s) TO %s (%s, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", q, quote(to), parquetOptions, by)
+		stmt := fmt.Sprintf("COPY (%s) TO %s (%s, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", q, quote(localPath(to)), parquetOptions, by)
 		if err := r.e.exec(ctx, "write "+to, stmt); err != nil {
 			return err
 		}
@@ -472,7 +472,7 @@ func (e *Engine) spilledBytes(ctx context.Context) (int64, error) {
 const parquetOptions = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1"
 
 func (e *Engine) copy(ctx context.Context, query, file string) error {
-	q := fmt.Sprintf("COPY (%s) TO %s (%s)", query, quote(file), parquetOptions)
+	q := fmt.Sprintf("COPY (%s) TO %s (%s)", query, quote(localPath(file)), parquetOptions)
 	return e.exec(ctx, "write "+file, q)
 }
 
