@@ -31,7 +31,7 @@ func newViewsCmd(env *Env) *cobra.Command {
 		Long: `views prints SQL that defines fact_lesson_engagement and course_day as views over
 exactly the files the current pointer generation lists, each date's event_date taken
 from the pointer: DuckDB reads them with read_parquet([...]), Spark SQL with one
-parquet.` + "`file`" + ` relation per file joined by UNION ALL. Trino's Hive connector takes
+parquet.` + "`dir/{a,b}`" + ` relation per directory (S3 files as s3a://) joined by UNION ALL. Trino's Hive connector takes
 no file list, so the trino form first creates (if missing) one external PARQUET table
 per published table over the warehouse's staging/ prefix, <table>_staging, which
 lists every attempt, and defines each view as that table filtered by "$path" to the
@@ -124,7 +124,7 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 	case dialect == "duckdb" && s3:
 		b.WriteString("-- S3: load httpfs with credentials, and SET s3_url_compatibility_mode = true so the URLs are read literally.\n")
 	case dialect == "spark" && s3:
-		b.WriteString("-- S3: the session needs an s3:// filesystem (hadoop-aws) with credentials.\n")
+		b.WriteString("-- S3: the files are named s3a://, for the session's S3A connector (hadoop-aws) with credentials.\n")
 	case dialect == "trino":
 		b.WriteString("-- Trino: a Hive catalog with hive.recursive-directories=true and hive.timestamp-precision=MICROSECONDS")
 		if s3 {
@@ -179,8 +179,16 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 				}
 				parts = append(parts, part)
 			case "spark":
-				for _, f := range files {
-					parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM %s", sel, date, spark.PathRef(f.URI)))
+				uris := make([]string, len(files))
+				for i, f := range files {
+					uris[i] = f.URI
+				}
+				rels, err := spark.Relations(uris)
+				if err != nil {
+					return "", err
+				}
+				for _, rel := range rels {
+					parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM %s", sel, date, rel))
 				}
 			default:
 				return "", fmt.Errorf("unknown dialect %q", dialect)

@@ -103,7 +103,20 @@ func TestViewsDuckDB(t *testing.T) {
 // (ENGAGEMENT_SPARK_REMOTE), in a schema of its own.
 func TestViewsSpark(t *testing.T) {
 	remote := sparktest.Remote(t)
-	warehouse := filepath.Join(t.TempDir(), "warehouse")
+	// On S3 the files must be named s3a://, the cluster's S3A connector:
+	// Hadoop has no s3:// filesystem, and the views named s3:// once.
+	for _, backend := range []publishtest.Backend{publishtest.Local, publishtest.S3} {
+		t.Run(backend.Name, func(t *testing.T) {
+			warehouse := filepath.Join(t.TempDir(), "warehouse")
+			if backend.OnS3() {
+				warehouse = publishtest.Harness{Backend: backend}.NewWarehouse(t)
+			}
+			viewsSpark(t, remote, warehouse)
+		})
+	}
+}
+
+func viewsSpark(t *testing.T, remote, warehouse string) {
 	figures := viewsWarehouse(t, warehouse)
 	schema := fmt.Sprintf("views_test_%d_%d", os.Getpid(), time.Now().UnixNano())
 	sql := views(t, "--warehouse", warehouse, "--dialect", "spark", "--schema", schema)

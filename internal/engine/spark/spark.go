@@ -628,9 +628,22 @@ func sparkError(err error) *sparkerrors.SparkError {
 	return nil
 }
 
-// PathRef is pathRef for the views command: a parquet.`path` relation
-// naming exactly the file p, with its glob characters and backticks escaped.
-func PathRef(p string) string { return pathRef(p) }
+// Relations are the parquet.`…` relations the views command reads exactly
+// the files uris with, as the engine reads its inputs: where the cluster
+// reads them (s3:// as s3a://, Hadoop having no s3:// filesystem; a local
+// path absolute), one relation a directory (scans), since a relation a file
+// overflowed Spark's parser at about a thousand files.
+func Relations(uris []string) ([]string, error) {
+	paths := make([]string, len(uris))
+	for i, u := range uris {
+		p, err := serverPath(u)
+		if err != nil {
+			return nil, err
+		}
+		paths[i] = p
+	}
+	return scans(paths), nil
+}
 
 // Query runs one SQL statement and returns its rows (the views tests run
 // the statements `engagement views --dialect spark` prints).
