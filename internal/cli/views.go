@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,7 +35,7 @@ exactly the files the current pointer generation lists, each date's event_date t
 from the pointer: DuckDB reads them with read_parquet([...]), Spark SQL with one
 parquet.` + "`dir/{a,b}`" + ` relation per directory (S3 files as s3a://) joined by UNION ALL. Trino's Hive connector takes
 no file list, so the trino form first creates (if missing) one external PARQUET table
-per published table over the warehouse's staging/ prefix, <table>_staging, which
+per published table over the warehouse's staging/ prefix, <table>_staging_<digest of its location>, which
 lists every attempt, and defines each view as that table filtered by "$path" to the
 generation's files, its event_date taken from the file's event_date=YYYY-MM-DD
 directory; the catalog needs hive.recursive-directories=true (docs/readers.md). The
@@ -132,7 +134,7 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 		} else {
 			b.WriteString(", and fs.native-local.enabled=true with local.location=/ on every node.\n")
 		}
-		b.WriteString("-- The *_staging tables list every attempt under staging/; query the views, which read only the generation's files.\n")
+		b.WriteString("-- The *_staging_* tables list every attempt under staging/; query the views, which read only the generation's files.\n")
 	}
 	ident := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	if dialect == "spark" {
@@ -280,6 +282,17 @@ const trinoEventDate = `CAST(regexp_extract("$path", '/event_date=(\d{4}-\d{2}-\
 // them, before it opens any, so rejected or half-written attempts are never
 // read. The staging paths Trino reports are the location it is given joined
 // with each file's relative path, so the literals are built the same way.
+// TrinoStagingTable is the name of the external table over location's
+// staging/ prefix that table's Trino view filters. The name holds a digest
+// of the location: the table is created only if missing, and a second
+// warehouse's views in the same schema, or a moved warehouse's, found the
+// first one's table and filtered it for files it does not hold, every date
+// empty without an error.
+func TrinoStagingTable(location, table string) string {
+	sum := sha256.Sum256([]byte(location + "/staging"))
+	return table + "_staging_" + hex.EncodeToString(sum[:4])
+}
+
 func trinoView(location string, snap *reader.Snapshot, table string, cols []string, prefix string, ident func(string) string) (string, error) {
 	root := location
 	if !strings.HasPrefix(location, "s3://") {
@@ -313,7 +326,7 @@ func trinoView(location string, snap *reader.Snapshot, table string, cols []stri
 	if len(paths) == 0 {
 		return emptyView("trino", table, cols, prefix+ident(table), ident)
 	}
-	ext := prefix + ident(table+"_staging")
+	ext := prefix + ident(TrinoStagingTable(location, table))
 	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n%s\n) WITH (external_location = %s, format = 'PARQUET');\n"+
 		"CREATE OR REPLACE VIEW %s%s AS\nSELECT %s, %s AS event_date\nFROM %s\nWHERE \"$path\" IN (\n%s\n);\n",
 		ext, strings.Join(defs, ",\n"), lit(root+"/staging"),

@@ -202,7 +202,7 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 		for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
 			server.Query(fmt.Sprintf("DROP VIEW IF EXISTS %s.%s", schema, table))
 			// External tables: dropping them leaves the files.
-			server.Query(fmt.Sprintf("DROP TABLE IF EXISTS %s.%s_staging", schema, table))
+			server.Query(fmt.Sprintf("DROP TABLE IF EXISTS %s.%s", schema, cli.TrinoStagingTable(warehouse, table)))
 		}
 		server.Query("DROP SCHEMA IF EXISTS " + schema)
 	})
@@ -282,7 +282,7 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 		for _, d := range ds {
 			lits = append(lits, "'"+strings.ReplaceAll(root+"/staging/job_id="+job+"/"+reader.FactTable+"/event_date="+d+"/part-00000.parquet", "'", "''")+"'")
 		}
-		return fmt.Sprintf(`SELECT count(*) FROM %s.%s_staging WHERE "$path" IN (%s)`, schema, reader.FactTable, strings.Join(lits, ", "))
+		return fmt.Sprintf(`SELECT count(*) FROM %s.%s WHERE "$path" IN (%s)`, schema, cli.TrinoStagingTable(warehouse, reader.FactTable), strings.Join(lits, ", "))
 	}
 	rejected := q(attempt("views-rejected"))
 	if n := fmt.Sprint(rejected.Rows); n != fmt.Sprintf("[[%d]]", exp.ByDate[dates.MustParse(ds[0])].FactRows+exp.ByDate[dates.MustParse(ds[1])].FactRows) {
@@ -538,7 +538,9 @@ func TestViewsNoEvents(t *testing.T) {
 					for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
 						e.exec(t, []string{"DROP VIEW IF EXISTS " + e.quote(s) + "." + table})
 						if dialect == "trino" {
-							e.exec(t, []string{"DROP TABLE IF EXISTS " + e.quote(s) + "." + table + "_staging"})
+							for _, wh := range []string{full, empty} {
+								e.exec(t, []string{"DROP TABLE IF EXISTS " + e.quote(s) + "." + cli.TrinoStagingTable(wh, table)})
+							}
 						}
 					}
 					e.exec(t, []string{"DROP SCHEMA IF EXISTS " + e.quote(s)})
@@ -557,5 +559,30 @@ func TestViewsNoEvents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrinoStagingTablePerWarehouse: the trino form's external table is
+// created only if missing, so each warehouse needs its own name in a schema:
+// a second warehouse's views found the first one's table and filtered it for
+// files it does not hold, every date empty without an error.
+func TestTrinoStagingTablePerWarehouse(t *testing.T) {
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	for _, wh := range []string{a, b} {
+		viewsWarehouse(t, wh)
+	}
+	sqlA := views(t, "--warehouse", a, "--dialect", "trino", "--catalog", "lake", "--schema", "s")
+	sqlB := views(t, "--warehouse", b, "--dialect", "trino", "--catalog", "lake", "--schema", "s")
+	for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
+		na, nb := cli.TrinoStagingTable(a, table), cli.TrinoStagingTable(b, table)
+		if na == nb || !strings.HasPrefix(na, table+"_staging_") {
+			t.Errorf("%s: staging tables %q and %q for two warehouses, want two names beginning %s_staging_", table, na, nb, table)
+		}
+		if !strings.Contains(sqlA, `CREATE TABLE IF NOT EXISTS "lake"."s"."`+na+`"`) || !strings.Contains(sqlB, `FROM "lake"."s"."`+nb+`"`) {
+			t.Errorf("%s: the statements do not use each warehouse's table:\n%s\n%s", table, sqlA, sqlB)
+		}
+	}
+	if again := views(t, "--warehouse", a, "--dialect", "trino", "--catalog", "lake", "--schema", "s"); again != sqlA {
+		t.Errorf("views of one warehouse differ between runs: the table name must be stable")
 	}
 }
