@@ -47,6 +47,13 @@ import (
 // warehouse.
 var ErrNoWarehouse = errors.New("no warehouse (no pointer.json)")
 
+// ErrLost: the location has no pointer.json but its pointer-history/ holds
+// generations: pointer.json was deleted or lost, and the warehouse is
+// damaged, not absent. Readers see nothing until an operator restores it
+// (the error says how); it is not ErrNoWarehouse, which sends a reader to
+// check the location.
+var ErrLost = pointer.ErrLost
+
 // ErrNotPublished: the pointer has no entry for the date (or none in the
 // range) asked for.
 var ErrNotPublished = errors.New("date not published")
@@ -91,13 +98,19 @@ func Open(ctx context.Context, location string) (*Warehouse, error) {
 func (w *Warehouse) Location() string { return w.loc.String() }
 
 // Current loads the current pointer. Its error wraps ErrNoWarehouse when
-// the location holds no pointer.json.
+// the location holds no pointer.json and no history, ErrLost when it holds
+// history without pointer.json.
 func (w *Warehouse) Current(ctx context.Context) (*Snapshot, error) {
 	p, v, err := w.store.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load pointer of %s: %w", w.loc, err)
 	}
 	if v == pointer.NoVersion {
+		if newest, lost, err := pointer.Lost(ctx, w.store); err != nil {
+			return nil, fmt.Errorf("load pointer of %s: %w", w.loc, err)
+		} else if lost {
+			return nil, pointer.LostError(w.loc.String(), newest)
+		}
 		return nil, fmt.Errorf("%s: %w", w.loc, ErrNoWarehouse)
 	}
 	return &Snapshot{loc: w.loc, p: p}, nil

@@ -143,3 +143,26 @@ func expectedInt(t *testing.T, date, key string) int64 {
 	}
 	return v
 }
+
+// TestLostPointer: history without pointer.json is a damaged warehouse
+// (ErrLost, saying how to restore it), not a mistyped location
+// (ErrNoWarehouse), which would send a reader to check the path or wait.
+func TestLostPointer(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "warehouse")
+	for _, job := range []string{"lost-1", "lost-2"} {
+		if code := publish(wh, job); code != 0 {
+			t.Fatalf("publish %s: exit %d", job, code)
+		}
+	}
+	if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := reader.Open(context.Background(), wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Current(context.Background())
+	if !errors.Is(err, reader.ErrLost) || errors.Is(err, reader.ErrNoWarehouse) || !strings.Contains(err.Error(), "copy pointer-history/2.json over pointer.json") {
+		t.Fatalf("Current = %v, want ErrLost saying how to restore generation 2", err)
+	}
+}

@@ -11,8 +11,9 @@ WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
 filesystem, credentials from the standard AWS chain); TABLE is
 fact_lesson_engagement or course_day. It loads pointer.json once and prints
 one JSON line of figures per date; a date not published or a file that cannot
-be read exits 1; a bad table or date (before anything is read), or a
-WAREHOUSE without pointer.json, exits 2.
+be read, or a WAREHOUSE whose pointer.json was lost (its history is there),
+exits 1; a bad table or date (before anything is read), or a WAREHOUSE
+without pointer.json, exits 2.
 """
 import datetime
 import json
@@ -84,6 +85,16 @@ def filesystem(warehouse):
     return fs, bucket + ("/" + key if key else "")
 
 
+def newest_generation(fs, root):
+    """The highest generation pointer-history/ holds, or 0."""
+    try:
+        infos = fs.get_file_info(pyarrow.fs.FileSelector(root + "/pointer-history", allow_not_found=True))
+    except OSError:
+        return 0
+    gens = [int(m.group(1)) for i in infos if (m := re.fullmatch(r"([0-9]+)\.json", i.base_name))]
+    return max(gens, default=0)
+
+
 def open_pointer(warehouse):
     """Load pointer.json once, as (filesystem, root, pointer): every date of
     one query must come from this one copy, or a publish landing between two
@@ -93,6 +104,14 @@ def open_pointer(warehouse):
         with fs.open_input_stream(root + "/pointer.json") as f:
             pointer = json.loads(f.read())
     except FileNotFoundError:
+        # History without pointer.json is a damaged warehouse, not the wrong
+        # place: say so (exit 1), as engagement status does.
+        # (Generation 1 alone is a first publish that stopped after its
+        # commit, which the next publish rolls forward: nothing published yet.)
+        newest = newest_generation(fs, root)
+        if newest > 1:
+            raise OSError(f"{warehouse} has no pointer.json, but pointer-history/ holds generations up to {newest}: "
+                          f"it was lost or deleted by hand, and readers see nothing; copy pointer-history/{newest}.json over pointer.json") from None
         # The wrong place, not a failed read: a retry would meet it again.
         raise BadArgument(f"no warehouse at {warehouse} (no pointer.json): nothing was published there; check WAREHOUSE") from None
     except (OSError, ValueError) as e:

@@ -137,6 +137,21 @@ func TestReadDate(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), filepath.Base(filepath.Dir(path))) {
 		t.Errorf("a damaged file: exit %d, output %s; want exit 1 naming %s", cmd.ProcessState.ExitCode(), out, path)
 	}
+
+	// pointer.json lost with its history there: a damaged warehouse (exit
+	// 1, saying how to restore it, as engagement status says), not "nothing
+	// was published there" (exit 2), which sends the reader to check the path.
+	if code := cli.Main(context.Background(), fx.Args(wh, "python-lost", "2026-03-02"), io.Discard, &stderr); code != 0 {
+		t.Fatalf("second publish: exit %d\n%s", code, stderr.String())
+	}
+	if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(python, script, wh, "course_day", "2026-03-02")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "it was lost or deleted by hand") || !strings.Contains(string(out), ".json over pointer.json") {
+		t.Errorf("a lost pointer.json: exit %d, output %s; want exit 1 saying how to restore it", cmd.ProcessState.ExitCode(), out)
+	}
 }
 
 // TestReadDateS3OddKeys: on S3 the warehouse's key is taken literally, as
