@@ -80,8 +80,6 @@ func parseJob(env Env, name string, args []string, check func(config.Job) error)
 	return jf.resolve(check)
 }
 
-// resolve merges the config file, the environment and the flags that were
-// set into a Job (flag, then environment, then file) and checks it with check.
 // places resolves the config and the flags alone (no dates, job id or
 // checks): where the warehouse and inputs are, for a run that failed before
 // its job resolved; ok is false when even that fails.
@@ -109,6 +107,8 @@ func (f *jobFlags) overrides() []config.Override {
 	return out
 }
 
+// resolve merges the config file, the environment and the flags that were
+// set into a Job (flag, then environment, then file) and checks it with check.
 func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
 	var props *config.Properties
 	if f.configPath != "" {

@@ -168,13 +168,14 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 	}
 	if ps, ok := s.(pointer.Pender); ok {
+		// A history copy that cannot be read says nothing here: the
+		// listing above read the retained ones, and the next write names
+		// what it meets.
 		orphan, err := ps.Pending(ctx)
 		switch {
 		case errors.Is(err, pointer.ErrBrokenChain):
 			log.Refused = err.Error()
-		case err != nil:
-			return Log{}, err
-		case orphan != nil:
+		case err == nil && orphan != nil:
 			log.Pending, log.PendingJobID = orphan.Generation, orphan.UpdatedByJobID
 		}
 	} else if g := pointer.Committed(ctx, s, cur); g != cur.Generation {
