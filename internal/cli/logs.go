@@ -197,6 +197,10 @@ func readPreParse(args []string, lookup func(string) (string, bool)) preParse {
 	fs.StringVar(&p.logFormat, "log-format", "", "")
 	fs.StringVar(&p.output, "output", "", "")
 	fs.StringVar(&p.jobID, "job-id", "", "")
+	// pflag stops at an undefined -h, and reads a one-dash long flag
+	// (-warehouse) as shorthands, one of them h: the --log-format after it
+	// was never read, and the refusal came out as JSON on a terminal.
+	fs.BoolP("help", "h", false, "")
 	_ = fs.Parse(args)
 	p.command = fs.Arg(0)
 	for name, v := range map[string]*string{"log-format": &p.logFormat, "output": &p.output, "job-id": &p.jobID} {

@@ -156,6 +156,8 @@ func TestLogOfOtherCommands(t *testing.T) {
 		{"gen's steps", []string{"gen", "--out", filepath.Join(dir, "gen"), "--shape", "design", "--events", "10000"}, 0, "", "gen", "", "gen: wrote raw events"},
 		{"text mode", []string{"status", "--warehouse", none, "--log-format", "text"}, exitcode.Usage, "", "", "engagement: status: no warehouse at " + none, ""},
 		{"text mode asked before a refused flag", []string{"gc", "--log-format=text", "--warehuse", none}, exitcode.Usage, "", "", "engagement: gc: unknown flag --warehuse; did you mean --warehouse?", ""},
+		// One dash: pflag reads -warehouse as shorthands, h among them.
+		{"text mode asked after a one-dash flag", []string{"gc", "-warehouse", none, "--log-format", "text"}, exitcode.Usage, "", "", "engagement: gc: unknown flag -warehouse; did you mean --warehouse?", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runEnv(t, nil, tc.args...)
