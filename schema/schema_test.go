@@ -110,10 +110,27 @@ func TestFuzzSeeds(t *testing.T) {
 		"rollback no source": `{"format_version":3,"generation":2,"parent":{"generation":1,"sha256":"` + strings.Repeat("ab", 32) + `"},"written_at":"2026-03-04T06:00:00Z","writer_version":"v","operation":"rollback","updated_by_job_id":"j","dates":{}}`,
 		"source on publish":  `{"format_version":3,"generation":2,"parent":{"generation":1,"sha256":"` + strings.Repeat("ab", 32) + `"},"written_at":"2026-03-04T06:00:00Z","writer_version":"v","operation":"publish","source_generation":1,"updated_by_job_id":"j","dates":{}}`,
 		"bad written_at":     `{"format_version":2,"generation":1,"written_at":"yesterday","writer_version":"v","operation":"publish","updated_by_job_id":"j","dates":{}}`,
+		// The decoder refuses a gate report as it refuses a file path.
+		"absolute gate_report": `{"format_version":1,"generation":1,"updated_by_job_id":"j","dates":{"2026-03-02":{"job_id":"j","gate_report":"/etc/passwd"}}}`,
+		"gate_report with ..":  `{"format_version":1,"generation":1,"updated_by_job_id":"j","dates":{"2026-03-02":{"job_id":"j","gate_report":"../../x/_gate.json"}}}`,
 	} {
 		if err := validate(s, []byte(doc)); err == nil {
 			t.Errorf("%s passes the schema", name)
 		}
+	}
+	// Validators leave format assertions off by default (readers.md tells
+	// outside readers to validate with the schema): the pattern beside the
+	// format still refuses a written_at that is no date-time.
+	c := jsonschema.NewCompiler()
+	loose, err := c.Compile("pointer.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(loose, []byte(`{"format_version":2,"generation":1,"written_at":"yesterday","writer_version":"v","operation":"publish","updated_by_job_id":"j","dates":{}}`)); err == nil {
+		t.Error("without format assertions, written_at \"yesterday\" passes the schema")
+	}
+	if err := validate(loose, []byte(`{"format_version":1,"generation":1,"updated_by_job_id":"j","dates":{"2026-03-02":{"job_id":"j","gate_report":""}}}`)); err != nil {
+		t.Errorf("an empty gate_report: %v", err)
 	}
 }
 
