@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,8 +17,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/warehouse"
-	"os/exec"
-	"strconv"
 )
 
 // TestUnknownPointerOutcome runs whole publishes against pointer stores

@@ -1,8 +1,6 @@
 package lineage
 
 import (
-	"github.com/techlearningpro/engagement/internal/redact"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+
+	"github.com/techlearningpro/engagement/internal/redact"
 )
 
 // Marshal is the event as one line of JSON, newline included.
