@@ -3,9 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -78,6 +82,9 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	if err := localDir(o.ref("out"), o.out); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	if err := ownDir(o.out); err != nil {
+		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
+	}
 	m, err := report.Build(ctx, store, b, o.runs)
 	if err != nil {
 		return err
@@ -94,6 +101,50 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	path := filepath.Join(o.out, "index.html")
 	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates, %d runs)\n", path, m.Generation, len(m.Dates), len(m.Runs))
 	return nil
+}
+
+// ownDir refuses an output directory that holds anything but an earlier
+// report: --out aimed at an input (raw's directory) put an index.html
+// there, exit 0, and the next publish failed on the stray file; a user's
+// own index.html was replaced without a word.
+func ownDir(out string) error {
+	entries, err := os.ReadDir(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var other []string
+	for _, e := range entries {
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, ".tmp-"): // a write a crash left
+		case name == "index.html" && e.Type().IsRegular() && isReport(filepath.Join(out, name)):
+		default:
+			other = append(other, name)
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	if len(other) > 3 {
+		other = append(other[:3], "…")
+	}
+	return fmt.Errorf("holds %s, which no report wrote: give an empty directory, or the one an earlier report was written to", strings.Join(other, ", "))
+}
+
+// isReport reports whether the page at p is one report wrote: its head
+// names the generator (pages of earlier builds, their title).
+func isReport(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 1024)
+	n, _ := io.ReadFull(f, head)
+	h := string(head[:n])
+	return strings.Contains(h, `<meta name="generator" content="engagement report">`) || strings.Contains(h, "<title>engagement report: ")
 }
 
 // outsideWarehouse refuses an output directory inside a local warehouse:

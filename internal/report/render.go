@@ -165,7 +165,13 @@ func ratesChart(m Model) template.HTML {
 				d.Date, ch.Generation, v, cx+ex, c.y.y(v), colorEarlier, esc(tip))
 		}
 		for _, r := range d.Rejected {
-			tip := fmt.Sprintf("%s, rejected job %s: rate %s over cap %s", d.Date, r.JobID, percent(r.Rate), percent(r.Cap))
+			// Rejected for another check (a course conflict), the rate may
+			// be under the cap: say which it was.
+			rel := "over"
+			if r.Rate <= r.Cap {
+				rel = "within"
+			}
+			tip := fmt.Sprintf("%s, rejected job %s: rate %s %s cap %s", d.Date, r.JobID, percent(r.Rate), rel, percent(r.Cap))
 			fmt.Fprintf(&c.b, `<g class="rejected" data-date="%s" data-job="%s" data-value="%.6f"><title>%s</title>`, d.Date, esc(r.JobID), r.Rate, esc(tip))
 			c.cross(cx-bw/2-12, c.y.y(r.Rate), colorRejected)
 			c.b.WriteString(`</g>`)

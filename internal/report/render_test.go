@@ -49,7 +49,8 @@ func TestRenderManyDates(t *testing.T) {
 			}
 		}
 		if i == 7 {
-			dd.Rejected = []RejectedRate{{JobID: "bad", Rate: 0.031, Cap: 0.02}}
+			// The second rejected for another check, under the cap.
+			dd.Rejected = []RejectedRate{{JobID: "bad", Rate: 0.031, Cap: 0.02}, {JobID: "conflict", Rate: 0.0103, Cap: 0.02}}
 		}
 		m.Dates = append(m.Dates, dd)
 	}
@@ -65,6 +66,11 @@ func TestRenderManyDates(t *testing.T) {
 	if p := os.Getenv("ENGAGEMENT_REPORT_DUMP"); p != "" {
 		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"rejected job bad: rate 3.1% over cap 2%", "rejected job conflict: rate 1.03% within cap 2%"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
 		}
 	}
 	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(page, -1)
