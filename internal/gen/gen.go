@@ -111,6 +111,10 @@ const (
 	// MinEvents keeps every invariant reachable: at least one unknown lesson
 	// per date while staying under the 2% cap needs more than 50 events a date.
 	MinEvents = 200
+	// MaxFixtureEvents bounds the fixture shape, which holds every event in
+	// memory (about 400 bytes each: 2 GB here): 60M events without --shape
+	// design asked for 24 GB and was killed, leaving its --out behind.
+	MaxFixtureEvents = 5_000_000
 )
 
 // Variant names.
@@ -256,6 +260,9 @@ func (o Options) Validate() error {
 	case "", ShapeFixture:
 		if o.Dates != 0 {
 			return fmt.Errorf("gen: dates %d: only the design shape takes a number of dates", o.Dates)
+		}
+		if o.Events > MaxFixtureEvents {
+			return fmt.Errorf("gen: events %d above the fixture shape's %d (it holds every event in memory); use --shape %s for a larger day", o.Events, MaxFixtureEvents, ShapeDesign)
 		}
 	case ShapeDesign:
 		if o.Variant != "" {

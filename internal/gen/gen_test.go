@@ -494,10 +494,11 @@ func TestOptionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, o := range map[string]Options{
-		"non-empty out":   {Out: busy},
-		"no out":          {},
-		"unknown variant": {Out: t.TempDir(), Variant: "nope"},
-		"too few events":  {Out: t.TempDir(), Events: MinEvents - 1},
+		"non-empty out":                         {Out: busy},
+		"no out":                                {},
+		"unknown variant":                       {Out: t.TempDir(), Variant: "nope"},
+		"too few events":                        {Out: t.TempDir(), Events: MinEvents - 1},
+		"too many events for the fixture shape": {Out: t.TempDir(), Events: MaxFixtureEvents + 1},
 	} {
 		if _, err := Generate(ctx, o); err == nil {
 			t.Errorf("%s: Generate accepted %+v", name, o)
