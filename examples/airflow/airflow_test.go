@@ -360,6 +360,49 @@ func TestDAG(t *testing.T) {
 		}
 	})
 
+	// The sensor's status exits 1 (pointer.json unreadable for a moment):
+	// the try is retried, as publish's exit 1 is, not failed at once; the
+	// test restores the pointer when Airflow marks the try up for retry.
+	t.Run("SensorRetriesExit1", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		if out, err := publishFixture(engagement, fx, wh, "seed-001", "2026-03-02", "2026-03-03"); err != nil {
+			t.Fatalf("seed publish: %v\n%s", err, tail(out))
+		}
+		ptr := filepath.Join(wh, "pointer.json")
+		good, err := os.ReadFile(ptr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(ptr, []byte("{not json"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		var once sync.Once
+		restored := false
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=2"}, []string{"--mark-success-pattern", "^publish$"},
+			func(line string) {
+				if strings.Contains(line, "new_state=up_for_retry") {
+					once.Do(func() {
+						restored = os.WriteFile(ptr, good, 0o644) == nil
+					})
+				}
+			})
+		if !restored {
+			t.Fatalf("the sensor was never marked up for retry: %v\n%s", err, tail(out))
+		}
+		if err != nil {
+			t.Fatalf("airflow dags test: %v\n%s", err, tail(out))
+		}
+		current, earlier := a.tries(t)
+		if got := find(current, "published"); len(got) != 1 || got[0].State != "success" || got[0].Try < 2 {
+			t.Errorf("the sensor in task_instance: %+v, want success on a later try", got)
+		}
+		if got := find(earlier, "published"); len(got) < 1 || got[0].State != "failed" {
+			t.Errorf("the sensor in task_instance_history: %+v, want a failed try (status exit 1)", got)
+		}
+	})
+
 	t.Run("SensorWaitsForTheDate", func(t *testing.T) {
 		dir := t.TempDir()
 		wh := filepath.Join(dir, "warehouse")

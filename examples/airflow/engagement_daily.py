@@ -15,7 +15,9 @@ would ask for one date outside the horizon and fail with exit 2.
   with no retry: a bad command, a gate rejection or a published job id gets
   the same answer however often it is tried.
 * The sensor runs `engagement status --date D`: exit 5 means D is not
-  published yet (poke again), 0 that readers see it; anything else fails.
+  published yet (poke again), 0 that readers see it; 2 (a wrong warehouse or
+  flag) fails at once; 1 (the pointer could not be read) and a signal are
+  retried, as for publish.
 
 Settings are Airflow Variables (or AIRFLOW_VAR_<NAME> environment variables):
 engagement_bin (default `engagement` on PATH), engagement_config (required),
@@ -101,8 +103,12 @@ def engagement_daily():
         code = engagement("status", "--warehouse", Variable.get("engagement_warehouse"), "--date", newest)
         if code == NOT_PUBLISHED:
             return False
+        if code == 2:
+            raise AirflowFailException("engagement status exited 2: " + FAIL_FAST[2])
         if code != 0:
-            raise AirflowFailException(f"engagement status exited {code}")
+            # A store that could not be read for a moment must not fail a
+            # wait of hours: the try is retried.
+            raise RuntimeError(f"engagement status exited {code}; retrying")
         return True
 
     publish("{{ ts_nodash }}-try{{ ti.try_number }}") >> published()
