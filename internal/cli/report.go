@@ -99,7 +99,7 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 		return fmt.Errorf("write %s: %w", o.ref("out"), err)
 	}
 	path := filepath.Join(o.out, "index.html")
-	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates, %d runs)\n", path, m.Generation, len(m.Dates), len(m.Runs))
+	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates published, %d runs)\n", path, m.Generation, m.PublishedDates(), len(m.Runs))
 	return nil
 }
 

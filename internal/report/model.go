@@ -74,6 +74,18 @@ type Date struct {
 	Rejected []RejectedRate
 }
 
+// PublishedDates counts the dates readers see. Dates holds, besides, those
+// only in history or only ever rejected, which the charts show too.
+func (m Model) PublishedDates() int {
+	n := 0
+	for _, d := range m.Dates {
+		if d.Published {
+			n++
+		}
+	}
+	return n
+}
+
 // Change is a retained generation's entry for a date, with the cap the
 // entry's gate judged it against (0 when its gate report is gone).
 type Change struct {

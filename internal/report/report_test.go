@@ -81,7 +81,7 @@ func testReport(t *testing.T, on publishtest.Backend) {
 	if code != exitcode.OK {
 		t.Fatalf("report: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if want := fmt.Sprintf("wrote %s (generation 2, 2 dates, 3 runs)\n", filepath.Join(out, "index.html")); stdout != want {
+	if want := fmt.Sprintf("wrote %s (generation 2, 2 dates published, 3 runs)\n", filepath.Join(out, "index.html")); stdout != want {
 		t.Errorf("stdout %q, want %q", stdout, want)
 	}
 	if after := tree(t, b); !maps.Equal(before, after) {
