@@ -124,3 +124,33 @@ func repeatedURL(line string) string {
 	}
 	return ""
 }
+
+// TestS3ConfigMistakes: an AWS profile that does not exist or a region that
+// is no region name is the command's mistake for every command (exit 2),
+// not a failure a retry may mend: status gave exit 1 for both, and a sensor
+// retried it for hours. Each runs in a process of its own, as the AWS
+// configuration is resolved once per process.
+func TestS3ConfigMistakes(t *testing.T) {
+	wh := publishtest.Harness{Backend: publishtest.S3}.NewWarehouse(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		says string
+	}{
+		{"unknown profile", []string{"AWS_PROFILE=nosuch-engagement"}, "AWS configuration: failed to get shared config profile, nosuch-engagement"},
+		{"malformed region", []string{"AWS_REGION=us east"}, `AWS region "us east"`},
+	} {
+		for _, args := range [][]string{
+			{"status", "--warehouse", wh},
+			{"read", "course_day", "--warehouse", wh},
+			{"gc", "--warehouse", wh, "--dry-run"},
+		} {
+			t.Run(tc.name+"/"+args[0], func(t *testing.T) {
+				code, _, stderr := publishtest.Harness{}.Run(t, tc.env, append(args, "--log-format", "text")...)
+				if code != 2 || !strings.Contains(stderr, tc.says) {
+					t.Errorf("exit %d, want 2 saying %q:\n%s", code, tc.says, stderr)
+				}
+			})
+		}
+	}
+}

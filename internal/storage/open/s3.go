@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -76,12 +77,19 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 			// unless given one.
 			config.WithEndpointCredentialOptions(func(o *endpointcreds.Options) { o.HTTPClient = hc }))
 		if err != nil {
-			return S3Config{}, nil, fmt.Errorf("AWS configuration: %w", err)
+			// A profile that does not exist, a config file that does not
+			// parse: the same on every retry (it was exit 1 but for
+			// publish, and a sensor retried it for hours).
+			return S3Config{}, nil, exitcode.UsageError(fmt.Errorf("AWS configuration: %w", err))
 		}
 		if c.Region == "" {
 			// S3-compatible servers take any region; AWS's own endpoint
 			// redirects, so a default is safe.
 			c.Region = "us-east-1"
+		}
+		if !regionName.MatchString(c.Region) {
+			// The SDK refuses it only when it signs the first request.
+			return S3Config{}, nil, exitcode.UsageError(fmt.Errorf("AWS region %q (AWS_REGION, or the profile's region): not a region name such as us-east-1", c.Region))
 		}
 		// The endpoint as the S3 client resolves it (AWS_ENDPOINT_URL_S3,
 		// AWS_ENDPOINT_URL, a profile's endpoint_url, none when
@@ -113,6 +121,10 @@ func S3(ctx context.Context) (S3Config, *awss3.Client, error) {
 	}
 	return resolved, client, nil
 }
+
+// regionName is what the SDK's endpoint rules take as a region (a host
+// label).
+var regionName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$`)
 
 // ResponseTimeout bounds the wait for an S3 answer's headers (tests
 // shorten it).
