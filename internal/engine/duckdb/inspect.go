@@ -65,7 +65,10 @@ func readFault(err error) string {
 	if strings.Contains(msg, "Out of Memory Error") {
 		return "reading it ran out of memory"
 	}
-	for _, s := range []string{"HTTP Error", "Could not connect", "Could not resolve hostname", "Connection error", "Timeout"} {
+	// httpfs words a reply that never came as "Server returned nothing (no
+	// headers, no data) error for HTTP HEAD"; the others as they read.
+	for _, s := range []string{"HTTP Error", "Could not connect", "Could not resolve hostname", "Connection error", "Timeout",
+		"Server returned nothing", "error for HTTP HEAD", "error for HTTP GET"} {
 		if strings.Contains(msg, s) {
 			return "could not be read from the store"
 		}
