@@ -360,3 +360,39 @@ func TestHandCopiedPointerRefusedBeforeWork(t *testing.T) {
 		t.Errorf("the refused writes changed the warehouse")
 	}
 }
+
+// A first publish that stopped after committing generation 1 and before
+// pointer.json (here: pointer.json removed after it) heals with the next
+// publish: it is no usage mistake (exit 2, which a scheduler does not
+// retry and a sensor fails on). status and read of one date say it is not
+// published yet (exit 5, a sensor waits); the other commands exit 1.
+func TestFirstPublishNotYetVisible(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	if err := os.Remove(filepath.Join(w.warehouse, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	const says = "its history holds only generation 1"
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"status", "--warehouse", w.warehouse, "--date", "2026-03-02"}, exitcode.NotPublished},
+		{[]string{"read", "course_day", "--warehouse", w.warehouse, "--date", "2026-03-02"}, exitcode.NotPublished},
+		{[]string{"status", "--warehouse", w.warehouse}, exitcode.Error},
+		{[]string{"history", "--warehouse", w.warehouse}, exitcode.Error},
+		{[]string{"gc", "--warehouse", w.warehouse, "--dry-run"}, exitcode.Error},
+	} {
+		r := biRun(t, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.errLine(t), says) {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", tc.args[:1], r.code, tc.code, says, r.stderr)
+		}
+	}
+	// The next publish rolls generation 1 forward and goes on from it.
+	if r := biRun(t, w.publishArgs("good-2", "2026-03-02")...); r.code != 0 {
+		t.Fatalf("next publish: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := biRun(t, "status", "--warehouse", w.warehouse, "--date", "2026-03-03"); r.code != 0 {
+		t.Errorf("status of generation 1's other date after the next publish: exit %d\n%s", r.code, r.stderr)
+	}
+}

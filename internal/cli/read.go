@@ -71,7 +71,11 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 	}
 	p, err := loadPublished(ctx, "read", o.ref("warehouse"), o.warehouse, store)
 	if err != nil {
-		return err
+		day := ""
+		if only != nil {
+			day = only.String()
+		}
+		return notYet(err, day)
 	}
 	if _, err := reader.Query(b.Location(), p, o.table, only); err != nil {
 		return exitcode.UsageError(err)

@@ -66,7 +66,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	}
 	p, err := loadPublished(ctx, "status", o.ref("warehouse"), o.warehouse, store)
 	if err != nil {
-		return err
+		return notYet(err, only)
 	}
 	rows := reader.Status(p)
 	if only != "" {

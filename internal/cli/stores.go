@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -64,11 +65,31 @@ func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore
 			return pointer.Pointer{}, fmt.Errorf("%s: %w", cmd, pointer.LostError(where, newest))
 		}
 		if newest == 1 {
-			return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: %s", cmd, pointer.LoneFirst(where)))
+			// Not the command's mistake: the next publish rolls generation
+			// 1 forward, and a retry then sees it (exit 1; status and read
+			// of one date say it is not published yet, exit 5).
+			return pointer.Pointer{}, fmt.Errorf("%s: %w", cmd, &loneFirstError{pointer.LoneFirst(where)})
 		}
 		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: no warehouse at %s (no pointer.json): nothing was published there; check %s", cmd, where, flag))
 	}
 	return p, nil
+}
+
+// loneFirstError: the warehouse's first publish stopped after committing
+// generation 1 and before pointer.json; readers see nothing yet.
+type loneFirstError struct{ msg string }
+
+func (e *loneFirstError) Error() string { return e.msg }
+
+// notYet is err as exit 5 (D not published yet) when it is a first publish
+// not yet visible and the command asked about one date, which a sensor
+// waits on; err otherwise.
+func notYet(err error, date string) error {
+	var lf *loneFirstError
+	if date != "" && errors.As(err, &lf) {
+		return exitcode.NotPublishedError(fmt.Errorf("%s is not published yet: %w", date, err))
+	}
+	return err
 }
 
 // s3Flags are the S3 settings of the commands that take no config file

@@ -136,7 +136,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		} else if lost {
 			return rep, fmt.Errorf("gc: %w", pointer.LostError(root.String(), newest))
 		} else if newest == 1 {
-			return rep, exitcode.UsageError(fmt.Errorf("gc: %s; nothing to collect", pointer.LoneFirst(root.String())))
+			// Not the command's mistake: once the next publish rolls
+			// generation 1 forward, gc runs (exit 1, as a retry).
+			return rep, fmt.Errorf("gc: %s; nothing to collect", pointer.LoneFirst(root.String()))
 		}
 		return rep, exitcode.UsageError(fmt.Errorf("gc: %s has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", root))
 	}
