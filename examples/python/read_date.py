@@ -11,9 +11,10 @@ WAREHOUSE is a local directory or an s3://bucket/prefix URI (pyarrow's S3
 filesystem, credentials from the standard AWS chain); TABLE is
 fact_lesson_engagement or course_day. It loads pointer.json once and prints
 one JSON line of figures per date; a date not published or a file that cannot
-be read, or a WAREHOUSE whose pointer.json was lost (its history is there),
-exits 1; a bad table or date (before anything is read), or a WAREHOUSE
-without pointer.json, exits 2.
+be read, or a WAREHOUSE whose pointer.json was lost (its history is there)
+or whose first publish has not reached it yet, exits 1; a bad table or date
+(before anything is read), or a WAREHOUSE without pointer.json or history,
+exits 2.
 """
 import datetime
 import json
@@ -105,13 +106,16 @@ def open_pointer(warehouse):
             pointer = json.loads(f.read())
     except FileNotFoundError:
         # History without pointer.json is a damaged warehouse, not the wrong
-        # place: say so (exit 1), as engagement status does.
-        # (Generation 1 alone is a first publish that stopped after its
-        # commit, which the next publish rolls forward: nothing published yet.)
+        # place: say so (exit 1), as engagement status does. Generation 1
+        # alone is a first publish that stopped after its commit, which the
+        # next publish rolls forward: nothing is published yet (exit 1).
         newest = newest_generation(fs, root)
         if newest > 1:
             raise OSError(f"{warehouse} has no pointer.json, but pointer-history/ holds generations up to {newest}: "
                           f"it was lost or deleted by hand, and readers see nothing; copy pointer-history/{newest}.json over pointer.json") from None
+        if newest == 1:
+            raise NotPublished(f"no pointer.json and its history holds only generation 1: a first publish stopped after committing it; "
+                               f"nothing is published until the next publish rolls it forward") from None
         # The wrong place, not a failed read: a retry would meet it again.
         raise BadArgument(f"no warehouse at {warehouse} (no pointer.json): nothing was published there; check WAREHOUSE") from None
     except (OSError, ValueError) as e:

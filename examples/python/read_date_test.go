@@ -152,6 +152,22 @@ func TestReadDate(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "it was lost or deleted by hand") || !strings.Contains(string(out), ".json over pointer.json") {
 		t.Errorf("a lost pointer.json: exit %d, output %s; want exit 1 saying how to restore it", cmd.ProcessState.ExitCode(), out)
 	}
+
+	// Generation 1 alone, without pointer.json: a first publish that
+	// stopped after its commit. Not published yet (exit 1, as engagement
+	// status says), not a wrong location (exit 2).
+	first := filepath.Join(t.TempDir(), "first")
+	if code := cli.Main(context.Background(), fx.Args(first, "python-first", "2026-03-02"), io.Discard, &stderr); code != 0 {
+		t.Fatalf("first publish: exit %d\n%s", code, stderr.String())
+	}
+	if err := os.Remove(filepath.Join(first, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(python, script, first, "course_day", "2026-03-02")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds only generation 1") {
+		t.Errorf("a first publish not yet visible: exit %d, output %s; want exit 1 saying its history holds only generation 1", cmd.ProcessState.ExitCode(), out)
+	}
 }
 
 // TestReadDateS3OddKeys: on S3 the warehouse's key is taken literally, as
