@@ -1,0 +1,139 @@
+package spark
+
+// The engine's Spark settings: those it forces, those it sets unless the
+// config does, and how a setting is applied and checked on the session.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// forced are settings the engine owns whatever the config says: event dates
+// are UTC, and timestamps are written as UTC instants (TIMESTAMP_MICROS,
+// isAdjustedToUTC, of the zoned type TIMESTAMP_LTZ: with TIMESTAMP_NTZ as
+// the session's default the first and last event times were written
+// without a zone) so readers see the same type the DuckDB engine writes
+// instead of Spark's legacy INT96. A listed file that cannot be read, or is
+// gone, fails the attempt as on DuckDB instead of being skipped with its
+// events (the input counts skip it too, so no check would see them
+// missing). The engine sizes its files itself (one write task a file), so a
+// record limit per file would split them past the file count it checks.
+var forced = [][2]string{
+	{"spark.sql.session.timeZone", "UTC"},
+	{"spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"},
+	{"spark.sql.timestampType", "TIMESTAMP_LTZ"},
+	{"spark.sql.files.ignoreCorruptFiles", "false"},
+	{"spark.sql.files.ignoreMissingFiles", "false"},
+	{"spark.sql.files.maxRecordsPerFile", "0"},
+	// A page whose checksum fails is an unreadable file, not other values
+	// (a flipped bit moved events to other dates); unannotated binary is no
+	// string, as on DuckDB.
+	{"parquet.page.verify-checksum.enabled", "true"},
+	{"spark.sql.parquet.binaryAsString", "false"},
+}
+
+// defaults are settings the engine chooses unless the config names them.
+// The fact grain is cached once and read by the figures and both writes;
+// Spark keeps a cached plan's 200 shuffle partitions unless it may change
+// them, and then every read of the cache ran 200 tasks (on the design day
+// a count over it took 105 s of executor time on 2 cores). Allowed, AQE
+// coalesces them as it does for any other query.
+//
+// The fact plan distributes events and enrollments by (learner_key, _salt)
+// and joins them on (learner_key, course_id, _salt): Spark shuffles both
+// again for the join unless it may accept a partitioning on some of the
+// join keys (factQuery).
+//
+// The cache is kept uncompressed: it is read three times (the figures and
+// both writes) and lives only for one publish, and on the design day
+// compressing it cost more of the build than its reads saved.
+//
+// A partitioned write sorts each task's rows by the partition columns
+// first, unless the writer may keep files open: every task of Write holds
+// one (date, part), so the sort (of a whole date's fact rows, spilling on
+// the design day) bought nothing. With planned writes off and concurrent
+// writers allowed, a task writes its rows as they come, and sorts only if
+// it meets more partitions than writers.
+//
+// A temporary view keeps its analyzed plan, not its SQL text. Kept as text,
+// every statement naming a view analyzed it again, down to the raw view's
+// scans, and Spark read each listed file's footer again for its schema, one
+// job a file: a third of a fixture publish (the figures query alone ran 16
+// such jobs), more the more files a backfill lists. A view keeping its plan
+// is no longer uncached by DROP VIEW (BuildFacts uncaches first), and keeps
+// the raw files' sizes from Inspect: a file changed since fails the read,
+// and the job then names the change (job.Publisher).
+var defaults = [][2]string{
+	{"spark.sql.legacy.storeAnalyzedPlanForView", "true"},
+	{"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"},
+	{"spark.sql.requireAllClusterKeysForCoPartition", "false"},
+	{"spark.sql.inMemoryColumnarStorage.compressed", "false"},
+	{"spark.sql.optimizer.plannedWrite.enabled", "false"},
+	{"spark.sql.maxConcurrentOutputFileWriters", "4"},
+}
+
+// findUnknown keeps the config's spark.sql.* keys the server does not know:
+// Spark takes any key and nothing reads a misspelt one, so
+// spark.sql.shuffle.partitons would leave the partitions at Spark's default
+// in silence. Spark registers every SQL setting it reads, and a setting is
+// modifiable only when registered and not static; a static one refused the
+// set (e.static). Catalogs (spark.sql.catalog.NAME) are never registered.
+func (e *Engine) findUnknown(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "spark.sql.") || strings.HasPrefix(k, "spark.sql.catalog.") || e.static[k] {
+			continue
+		}
+		var known bool
+		if err := e.bounded(ctx, "check "+k, func(ctx context.Context) (err error) {
+			known, err = e.session.Config().IsModifiable(ctx, k)
+			return err
+		}); err != nil {
+			return wrap(e.remote, "check "+k, err)
+		}
+		if !known {
+			e.unknown = append(e.unknown, k)
+		}
+	}
+	return nil
+}
+
+// UnknownSettings are the config's spark.sql.* keys this server does not
+// know (a misspelling, or a setting of another Spark version): they were
+// set, and nothing reads them.
+func (e *Engine) UnknownSettings() []string { return e.unknown }
+
+func (e *Engine) set(ctx context.Context, key, value string) error {
+	step := fmt.Sprintf("set %s = %s", key, value)
+	err := e.bounded(ctx, step, func(ctx context.Context) error { return e.session.Config().Set(ctx, key, value) })
+	if err == nil {
+		return nil
+	}
+	if se := sparkError(err); se == nil || !strings.HasPrefix(se.ErrorClass, "CANNOT_MODIFY_CONFIG") {
+		return wrap(e.remote, step, err)
+	}
+	var got string
+	gerr := e.bounded(ctx, "get "+key, func(ctx context.Context) (err error) { got, err = e.session.Config().Get(ctx, key); return err })
+	if gerr == nil && got == value {
+		if e.static == nil {
+			e.static = map[string]bool{}
+		}
+		e.static[key] = true
+		return nil
+	}
+	if gerr != nil {
+		got = "unset"
+	}
+	return fmt.Errorf("spark %s: %s = %s cannot be set on a running session and the server has %s: start the server with --conf %s=%s",
+		e.remote, key, value, got, key, value)
+}
+
+// Setting returns the session's value of a Spark setting.
+func (e *Engine) Setting(ctx context.Context, key string) (string, error) {
+	var v string
+	err := e.onServer(func() (err error) { v, err = e.session.Config().Get(ctx, key); return err })
+	if err != nil {
+		return "", wrap(e.remote, "get "+key, err)
+	}
+	return v, nil
+}
