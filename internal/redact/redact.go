@@ -17,24 +17,67 @@ const Mask = "xxxxx"
 // user_id=…) the token. A string that does not parse as a URL is
 // returned with everything after its scheme masked: it may hold either.
 func URL(s string) string {
-	if strings.HasPrefix(strings.ToLower(s), "sc://") {
-		return sparkConnect(s)
+	shown, _ := split(s)
+	return shown
+}
+
+// Text is text with every secret of the URL raw masked wherever it
+// appears: an error a library built around the URL (the Pushgateway
+// client's "while pushing to …", a *url.Error) names it in its own way.
+func Text(text, raw string) string {
+	_, secrets := split(raw)
+	for _, secret := range secrets {
+		text = strings.ReplaceAll(text, secret, Mask)
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		if i := strings.Index(s, "://"); i >= 0 {
-			return s[:i+3] + Mask
+	return text
+}
+
+// split is raw as URL shows it, and the secrets it masked, each as it
+// appears in raw and decoded (a library may print either).
+func split(raw string) (string, []string) {
+	var secrets []string
+	add := func(v string) {
+		if v != "" && v != Mask {
+			secrets = append(secrets, v)
+			if esc := url.QueryEscape(v); esc != v {
+				secrets = append(secrets, esc)
+			}
 		}
-		return Mask
 	}
-	if _, ok := u.User.Password(); ok {
+	if strings.HasPrefix(strings.ToLower(raw), "sc://") {
+		base, params, ok := strings.Cut(raw, "/;")
+		if !ok {
+			return raw, nil
+		}
+		parts := strings.Split(params, ";")
+		for i, p := range parts {
+			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "token") {
+				add(v)
+				parts[i] = k + "=" + Mask
+			}
+		}
+		return base + "/;" + strings.Join(parts, ";"), secrets
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+			add(rest)
+			return scheme + "://" + Mask, secrets
+		}
+		return Mask, nil
+	}
+	if p, ok := u.User.Password(); ok {
+		add(p)
 		u.User = url.UserPassword(u.User.Username(), Mask)
 	}
 	if u.RawQuery != "" {
 		q := u.Query()
 		masked := false
-		for k := range q {
+		for k, vs := range q {
 			if secretKey(k) {
+				for _, v := range vs {
+					add(v)
+				}
 				q[k], masked = []string{Mask}, true
 			}
 		}
@@ -42,74 +85,7 @@ func URL(s string) string {
 			u.RawQuery = q.Encode()
 		}
 	}
-	return u.String()
-}
-
-// sparkConnect masks the token parameter of sc://HOST:PORT/;k=v;k=v.
-func sparkConnect(s string) string {
-	base, params, ok := strings.Cut(s, "/;")
-	if !ok {
-		return s
-	}
-	parts := strings.Split(params, ";")
-	for i, p := range parts {
-		if k, _, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "token") {
-			parts[i] = k + "=" + Mask
-		}
-	}
-	return base + "/;" + strings.Join(parts, ";")
-}
-
-// Text is text with every secret of the URL raw masked wherever it
-// appears: an error a library built around the URL (the Pushgateway
-// client's "while pushing to …", a *url.Error) names it in its own way.
-func Text(text, raw string) string {
-	for _, secret := range secrets(raw) {
-		text = strings.ReplaceAll(text, secret, Mask)
-	}
-	return text
-}
-
-// secrets are the values URL masks in raw, as they appear in it and
-// decoded.
-func secrets(raw string) []string {
-	var out []string
-	add := func(v string) {
-		if v != "" && v != Mask {
-			out = append(out, v)
-			if esc := url.QueryEscape(v); esc != v {
-				out = append(out, esc)
-			}
-		}
-	}
-	if strings.HasPrefix(strings.ToLower(raw), "sc://") {
-		if _, params, ok := strings.Cut(raw, "/;"); ok {
-			for _, p := range strings.Split(params, ";") {
-				if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "token") {
-					add(v)
-				}
-			}
-		}
-		return out
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		if _, rest, ok := strings.Cut(raw, "://"); ok {
-			add(rest)
-		}
-		return out
-	}
-	if p, ok := u.User.Password(); ok {
-		add(p)
-	}
-	for k, vs := range u.Query() {
-		if secretKey(k) {
-			for _, v := range vs {
-				add(v)
-			}
-		}
-	}
-	return out
+	return u.String(), secrets
 }
 
 // secretKey reports a query parameter whose name says it holds a secret.
