@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -190,11 +189,11 @@ func (d decimal[T]) String() string {
 }
 
 func (d decimal[T]) Set(s string) error {
-	v, err := strconv.ParseInt(s, 10, int(unsafe.Sizeof(T(0)))*8)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			return errors.New("out of range")
-		}
+	v, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange), err == nil && int64(T(v)) != v:
+		return errors.New("out of range")
+	case err != nil:
 		return errors.New("not a whole number in decimal digits")
 	}
 	*d.p = T(v)

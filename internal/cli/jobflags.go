@@ -84,16 +84,24 @@ func parseJob(env Env, name string, args []string, check func(config.Job) error)
 // checks): where the warehouse and inputs are, for a run that failed before
 // its job resolved; ok is false when even that fails.
 func (f *jobFlags) places() (config.Job, bool) {
-	var props *config.Properties
-	if f.configPath != "" {
-		p, err := config.ReadFile(f.configPath)
-		if err != nil {
-			return config.Job{}, false
-		}
-		props = p
+	props, err := f.props()
+	if err != nil {
+		return config.Job{}, false
 	}
 	job, err := config.Resolve(props, f.overrides())
 	return job, err == nil
+}
+
+// props reads the --config file; nil without one.
+func (f *jobFlags) props() (*config.Properties, error) {
+	if f.configPath == "" {
+		return nil, nil
+	}
+	p, err := config.ReadFile(f.configPath)
+	if err != nil {
+		return nil, f.wrap("config", exitcode.UsageError(err))
+	}
+	return p, nil
 }
 
 // overrides are the flags and variables that set config keys.
@@ -110,13 +118,9 @@ func (f *jobFlags) overrides() []config.Override {
 // resolve merges the config file, the environment and the flags that were
 // set into a Job (flag, then environment, then file) and checks it with check.
 func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
-	var props *config.Properties
-	if f.configPath != "" {
-		p, err := config.ReadFile(f.configPath)
-		if err != nil {
-			return config.Job{}, f.wrap("config", exitcode.UsageError(err))
-		}
-		props = p
+	props, err := f.props()
+	if err != nil {
+		return config.Job{}, err
 	}
 	job, err := config.Resolve(props, f.overrides())
 	if err != nil {
