@@ -247,19 +247,38 @@ func (h Harness) MustPublish(t *testing.T, j config.Job) job.Result {
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
+	mainRan   bool
 )
 
-// Binary builds cmd/engagement once per test process.
+// Main runs a package's tests and then removes the binary Binary built: each
+// test process builds its own 100 MB copy, and without this every run of the
+// suite left one per package in the temp directory.
+func Main(m *testing.M) int {
+	mainRan = true
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	return code
+}
+
+// Binary builds cmd/engagement once per test process. The package's TestMain
+// must call Main, which removes it afterwards.
 func Binary(t *testing.T) string {
 	t.Helper()
+	if !mainRan {
+		t.Fatal("publishtest.Binary: this package needs func TestMain(m *testing.M) { os.Exit(publishtest.Main(m)) }, which removes the built binary")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "engagement-bin-")
 		if err != nil {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "engagement")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/engagement")
 		cmd.Dir = Root()

@@ -1,0 +1,10 @@
+package airflow_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(publishtest.Main(m)) }
