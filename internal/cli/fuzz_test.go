@@ -46,8 +46,13 @@ func FuzzJobArgs(f *testing.F) {
 		if err := config.CheckJobID(j.JobID); err != nil {
 			t.Fatalf("accepted job id %q: %v", j.JobID, err)
 		}
-		if len(j.Dates) == 0 || !slices.IsSorted(j.Dates) || len(slices.Compact(slices.Clone(j.Dates))) != len(j.Dates) {
-			t.Fatalf("accepted dates %v: want non-empty, sorted, unique", j.Dates)
+		// An empty list passes: only when --dates was given blank, for the
+		// gate to reject (check 8).
+		if len(j.Dates) == 0 && !blankDates(args) {
+			t.Fatalf("accepted no dates from %q", args)
+		}
+		if !slices.IsSorted(j.Dates) || len(slices.Compact(slices.Clone(j.Dates))) != len(j.Dates) {
+			t.Fatalf("accepted dates %v: want sorted, unique", j.Dates)
 		}
 		if math.IsNaN(j.UnknownCap) || j.UnknownCap < 0 || j.UnknownCap > 1 {
 			t.Fatalf("accepted unknown cap %v", j.UnknownCap)
@@ -58,4 +63,18 @@ func FuzzJobArgs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// blankDates reports whether the last --dates in args was given blank.
+func blankDates(args []string) bool {
+	blank := false
+	for i, a := range args {
+		switch {
+		case a == "--dates" && i+1 < len(args):
+			blank = strings.TrimSpace(args[i+1]) == ""
+		case strings.HasPrefix(a, "--dates="):
+			blank = strings.TrimSpace(strings.TrimPrefix(a, "--dates=")) == ""
+		}
+	}
+	return blank
 }

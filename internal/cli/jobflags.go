@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -126,10 +127,17 @@ func (f *jobFlags) resolve(check func(config.Job) error) (config.Job, error) {
 	if err != nil {
 		return config.Job{}, err
 	}
-	ds, err := dates.ParseList(f.dates)
-	if err != nil {
-		return config.Job{}, f.wrap("dates", exitcode.UsageError(fmt.Errorf("--dates: %w", err)))
+	var ds []dates.Date
+	switch {
+	case !f.fs.Changed("dates"):
+		return config.Job{}, exitcode.UsageError(fmt.Errorf("--dates is required: the comma-separated event dates to publish"))
+	case strings.TrimSpace(f.dates) != "":
+		if ds, err = dates.ParseList(f.dates); err != nil {
+			return config.Job{}, f.wrap("dates", exitcode.UsageError(fmt.Errorf("--dates: %w", err)))
+		}
 	}
+	// A list given but empty (a script's date computation that found
+	// none) reaches check: explain refuses it, publish's gate rejects it.
 	job.Dates, job.JobID, job.AllowOutsideHorizon = ds, f.jobID, f.allowOld
 	if f.env("job-id") != "" {
 		if err := config.CheckJobID(job.JobID); err != nil {

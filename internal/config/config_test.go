@@ -591,6 +591,16 @@ func TestCheckPublish(t *testing.T) {
 	if err := full.CheckPublish(); err != nil {
 		t.Fatalf("CheckPublish(full) = %v", err)
 	}
+	// An empty date list is the gate's to reject (check 8, exit 3, with a
+	// record); explain, which has no gate, refuses it.
+	none := full
+	none.Dates = nil
+	if err := none.CheckPublish(); err != nil {
+		t.Errorf("CheckPublish refused an empty date list: %v", err)
+	}
+	if err := none.CheckInputs(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "--dates") {
+		t.Errorf("CheckInputs(no dates) = %v, want a usage error naming --dates", err)
+	}
 	tests := []struct {
 		name  string
 		edit  func(*Job)
@@ -606,7 +616,6 @@ func TestCheckPublish(t *testing.T) {
 		{"all five inputs", func(j *Job) { *j = Job{JobID: "job-1", Dates: j.Dates, Warehouse: "wh"} },
 			[]string{KeyRaw, KeyLessons, KeyEnrollments, KeyManifestID, KeyEnrollmentSnapshotID}, []string{KeyWarehouse}},
 		{"nothing set", func(j *Job) { *j = Job{JobID: "job-1", Dates: j.Dates} }, []string{"missing setting", "engagement."}, nil},
-		{"no dates", func(j *Job) { j.Dates = nil }, []string{"--dates"}, nil},
 		{"bad job id", func(j *Job) { j.JobID = "a/b" }, []string{"--job-id"}, nil},
 		{"empty job id", func(j *Job) { j.JobID = "" }, []string{"--job-id"}, nil},
 	}

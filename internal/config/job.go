@@ -444,11 +444,25 @@ func (j Job) CheckPublish() error {
 	if j.Warehouse == "" {
 		return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", KeyWarehouse))
 	}
-	return j.CheckInputs()
+	// An empty date list is not refused here: the gate rejects it (check 8,
+	// exit 3) with a record, as for any other publish that would show
+	// readers nothing new.
+	return j.checkPlaces()
 }
 
 // CheckInputs checks what any run over the inputs needs: paths, pins, dates.
 func (j Job) CheckInputs() error {
+	if err := j.checkPlaces(); err != nil {
+		return err
+	}
+	if len(j.Dates) == 0 {
+		return exitcode.UsageError(fmt.Errorf("--dates: empty date list"))
+	}
+	return nil
+}
+
+// checkPlaces checks the input paths and pins.
+func (j Job) checkPlaces() error {
 	var missing []string
 	for _, kv := range [][2]string{
 		{KeyRaw, j.Raw}, {KeyLessons, j.Lessons}, {KeyEnrollments, j.Enrollments},
@@ -460,9 +474,6 @@ func (j Job) CheckInputs() error {
 	}
 	if len(missing) > 0 {
 		return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", strings.Join(missing, ", ")))
-	}
-	if len(j.Dates) == 0 {
-		return exitcode.UsageError(fmt.Errorf("--dates: empty date list"))
 	}
 	return nil
 }

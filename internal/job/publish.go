@@ -32,8 +32,8 @@ type Attempt struct {
 	WriterVersion        string    `json:"writer_version"`
 	Engine               string    `json:"engine"`
 	Dates                []string  `json:"dates"`
-	IngestFrom           string    `json:"ingest_from"`
-	IngestTo             string    `json:"ingest_to"`
+	IngestFrom           string    `json:"ingest_from,omitempty"` // absent with no dates: no window
+	IngestTo             string    `json:"ingest_to,omitempty"`
 	Raw                  string    `json:"raw"`
 	Lessons              string    `json:"lessons"`
 	Enrollments          string    `json:"enrollments"`
@@ -195,6 +195,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		}
 	}
 
+	if len(job.Dates) == 0 {
+		return p.rejectNoDates(ctx, job, base, stagingURI)
+	}
 	if job.TargetFileBytes < 1<<20 {
 		p.Log.Warn("engagement.targetFileBytes is far below the 128-256 MB band: files of a few rows each, at most one a fact row and "+
 			fmt.Sprint(engine.MaxFilesPerDate)+" a date", "target_file_bytes", job.TargetFileBytes)
@@ -247,14 +250,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 
-	// Claim the prefix by creating its attempt record only if absent, so
-	// two attempts racing on one job id cannot both write into it.
-	record := attemptRecord(job, spec, p.Engine.Name(), p.version(), now)
-	record.BaseGeneration = base.Generation
-	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.AttemptPath(job.JobID), record, storage.Cond{IfAbsent: true}); err != nil {
-		if errors.Is(err, storage.ErrPrecondition) {
-			return res, exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingURI))
-		}
+	if err := p.claim(ctx, job, spec, base, now, stagingURI); err != nil {
 		return res, err
 	}
 	failpoint.HitCtx(ctx, failpoint.AfterAttempt)
@@ -350,6 +346,20 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 			"generation", out.Pointer.Generation, "cause", err.Error())
 	}
 	return res, nil
+}
+
+// claim takes the job's staging prefix by creating its attempt record only
+// if absent, so two attempts racing on one job id cannot both write into it.
+func (p *Publisher) claim(ctx context.Context, job config.Job, spec engine.Spec, base pointer.Pointer, now time.Time, stagingURI string) error {
+	record := attemptRecord(job, spec, p.Engine.Name(), p.version(), now)
+	record.BaseGeneration = base.Generation
+	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.AttemptPath(job.JobID), record, storage.Cond{IfAbsent: true}); err != nil {
+		if errors.Is(err, storage.ErrPrecondition) {
+			return exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingURI))
+		}
+		return err
+	}
+	return nil
 }
 
 // Places are a job's warehouse and inputs as storage locations.
@@ -472,14 +482,17 @@ func Spec(job config.Job) engine.Spec {
 }
 
 func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, now time.Time) Attempt {
-	return Attempt{
+	a := Attempt{
 		JobID: job.JobID, WriterVersion: writer, Engine: engineName, Dates: dates.Strings(job.Dates),
-		IngestFrom: spec.IngestFrom.String(), IngestTo: spec.IngestTo.String(),
 		Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments,
 		ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
 		UnknownCap: job.UnknownCap, HotCourses: job.HotCourses, OutsideHorizon: job.AllowOutsideHorizon,
 		StartedAt: now, Settings: spec.Settings, Inputs: spec.Inputs, Build: version.Get(),
 	}
+	if len(job.Dates) > 0 {
+		a.IngestFrom, a.IngestTo = spec.IngestFrom.String(), spec.IngestTo.String()
+	}
+	return a
 }
 
 func entries(job config.Job, st engine.Staged, figures map[dates.Date]gate.StagedFigures) map[dates.Date]pointer.DateEntry {

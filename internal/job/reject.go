@@ -11,6 +11,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
@@ -67,6 +68,24 @@ func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report, s
 		return rej, unrecorded(ctx, rejected, warehouse.RejectionPath(job.JobID), err)
 	}
 	return rej, exitcode.GateError(rejected)
+}
+
+// rejectNoDates is the gate's check 8 on an empty date list: a list given
+// but empty (a scheduler's computation that found no dates) would publish
+// nothing and exit 0, which a caller reads as "published". It is recorded
+// as any rejection is (the attempt record claims the job id first), before
+// an input is listed: there is no read window to list.
+func (p *Publisher) rejectNoDates(ctx context.Context, job config.Job, base pointer.Pointer, stagingURI string) (Result, error) {
+	res := Result{JobID: job.JobID}
+	if err := p.claim(ctx, job, Spec(job), base, p.Clock().UTC(), stagingURI); err != nil {
+		return res, err
+	}
+	res.Report = gate.Report{JobID: job.JobID, Dates: []string{}, UnknownCap: job.UnknownCap}
+	res.Report.Checks = gate.StagedChecks(nil, job.UnknownCap, nil, nil)
+	res.Report.Finish()
+	var err error
+	res.Rejection, err = p.reject(ctx, job, res.Report, nil)
+	return res, err
 }
 
 // unrecorded is a rejection whose record could not be written. It is

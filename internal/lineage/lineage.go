@@ -373,7 +373,8 @@ func inputDatasets(p Plan, listed *inputs.Listing, checks []gate.Check) []InputD
 	for _, i := range ins {
 		ns, name := DatasetName(i.loc)
 		facets := map[string]any{}
-		if i.kind == inputRaw {
+		if i.kind == inputRaw && len(p.Dates) > 0 {
+			// An empty date list (rejected by the gate) reads no window.
 			facets[FacetRawWindow] = window
 		}
 		if i.pin != nil {
