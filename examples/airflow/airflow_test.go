@@ -29,9 +29,9 @@ import (
 const (
 	dagID = "engagement_daily"
 	// The logical date whose run publishes the fixture's two event dates
-	// (2026-03-02 and 2026-03-03, with engagement_restate_days 2: the fixture
-	// has no partition of the run day, so two dates fit its horizon of 2); the fixture
-	// config's run date for freshness is the same day.
+	// (2026-03-02 and 2026-03-03, with engagement_restate_days 2, the
+	// fixture's horizon); the fixture config's run date for freshness is the
+	// same day.
 	logicalDate = "2026-03-04"
 	// The job id template {{ ts_nodash }}-try{{ ti.try_number }} of that run.
 	jobIDPrefix = "20260304T000000-try"
@@ -39,9 +39,10 @@ const (
 
 // airflow is one AIRFLOW_HOME with a migrated SQLite metadata database.
 type airflow struct {
-	bin  string // the venv's airflow
-	home string
-	env  []string
+	bin     string // the venv's airflow
+	home    string
+	env     []string
+	logical string // the run's logical date; logicalDate when empty
 }
 
 // newAirflow makes an AIRFLOW_HOME under dir whose DAG folder is this
@@ -136,7 +137,11 @@ func (a *airflow) dagsTest(t *testing.T, extraEnv, extraArgs []string, onLine fu
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := a.command(ctx, append([]string{"dags", "test", dagID, logicalDate}, extraArgs...)...)
+	logical := a.logical
+	if logical == "" {
+		logical = logicalDate
+	}
+	cmd := a.command(ctx, append([]string{"dags", "test", dagID, logical}, extraArgs...)...)
 	cmd.Env = append(append([]string{}, a.env...), extraEnv...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -314,49 +319,67 @@ func TestDAG(t *testing.T) {
 			t.Errorf("a second try ran")
 		}
 	})
-	// At 06:00 the run day's first events have landed: the horizon then
-	// counts from the run day, and restatementHorizonDays dates before it
-	// reach one past it (exit 2, every day). The documented setting,
-	// restatementHorizonDays - 1 (1 for the fixture's 2), publishes.
+	// At 06:00 the run day's first events have landed, and its partition
+	// is still being written: the horizon counts back from yesterday, so a
+	// run restates restatementHorizonDays dates (2 for the fixture), each
+	// for the last time once its lateness partition has ended. The
+	// fixture is moved to today's dates: the binary reads the real clock.
 	t.Run("RunDayPartitionLanded", func(t *testing.T) {
 		dir := t.TempDir()
 		wh := filepath.Join(dir, "warehouse")
 		if err := os.MkdirAll(wh, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		today := dates.FromTime(time.Now().UTC())
+		shift := int(today - dates.MustParse(logicalDate))
+		mon, tue := dates.MustParse("2026-03-02").AddDays(shift), dates.MustParse("2026-03-03").AddDays(shift)
 		raw := filepath.Join(dir, "raw")
-		if err := os.CopyFS(raw, os.DirFS(filepath.Join(fx.Dir, "raw"))); err != nil {
-			t.Fatal(err)
+		db := publishtest.DB(t)
+		move := func(from string, to dates.Date, days int, where string) {
+			t.Helper()
+			part := filepath.Join(raw, "ingest_date="+to.String())
+			if err := os.MkdirAll(part, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(fmt.Sprintf(`COPY (SELECT * REPLACE (event_id || '-%d' AS event_id, event_time + INTERVAL %d DAY AS event_time)
+				FROM read_parquet('%s') %s) TO '%s' (FORMAT parquet)`,
+				days, days, filepath.Join(fx.Dir, "raw", "ingest_date="+from, "part-0.parquet"), where, filepath.Join(part, "part-0.parquet"))); err != nil {
+				t.Fatal(err)
+			}
 		}
-		// The run day's first events: the fixture's events of 2026-03-03 a
-		// day later, under new ids (its partition's late event of
-		// 2026-03-02 left out, so 2026-03-03's figures stay the fixture's).
-		runDay := filepath.Join(raw, "ingest_date="+logicalDate)
-		if err := os.MkdirAll(runDay, 0o755); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{"2026-03-02", "2026-03-03"} {
+			move(d, dates.MustParse(d).AddDays(shift), shift, "")
 		}
-		if _, err := publishtest.DB(t).Exec(fmt.Sprintf(`COPY (SELECT * REPLACE (event_id || '-next' AS event_id, event_time + INTERVAL 1 DAY AS event_time)
-			FROM read_parquet('%s') WHERE event_time >= TIMESTAMPTZ '2026-03-03 00:00:00+00') TO '%s' (FORMAT parquet)`,
-			filepath.Join(raw, "ingest_date=2026-03-03", "part-0.parquet"), filepath.Join(runDay, "part-0.parquet"))); err != nil {
-			t.Fatal(err)
+		// The run day's first events: 2026-03-03's a day later (its
+		// partition's late event of 2026-03-02 left out).
+		move("2026-03-03", today, shift+1, "WHERE event_time >= TIMESTAMPTZ '2026-03-03 00:00:00+00'")
+		if today != dates.FromTime(time.Now().UTC()) {
+			t.Fatal("the UTC date changed while the test set up its days: run it again")
 		}
-		args := publishtest.WithFlag(fx.Args(wh, "horizon-2", "2026-03-02", "2026-03-03"), "--raw", raw)
-		if out, err := exec.Command(engagement, args...).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "outside the restatement horizon") {
-			t.Fatalf("two dates with the run day landed: %v, want exit 2 for the horizon\n%s", err, tail(out))
+		// One date more than the horizon reaches one past it.
+		args := publishtest.WithFlag(fx.Args(wh, "horizon-3", mon.AddDays(-1).String(), mon.String(), tue.String()), "--raw", raw)
+		args = append(args, "--as-of", today.String())
+		if out, err := exec.Command(engagement, args...).CombinedOutput(); exitCode(err) != 2 || !strings.Contains(string(out), "today's is still being written") {
+			t.Fatalf("three dates with the run day landed: %v, want exit 2 for the horizon counted from yesterday\n%s", err, tail(out))
 		}
 		a := newAirflow(t, bin, dir, engagement, wh, template.home)
-		err, out := a.dagsTest(t, []string{"ENGAGEMENT_RAW=" + raw, "AIRFLOW_VAR_ENGAGEMENT_RESTATE_DAYS=1"}, nil, nil)
+		a.logical = today.String()
+		err, out := a.dagsTest(t, []string{"ENGAGEMENT_RAW=" + raw}, nil, nil)
 		if err != nil {
 			t.Fatalf("airflow dags test: %v\n%s", err, tail(out))
 		}
 		current, _ := a.tries(t)
 		if got := find(current, "publish"); len(got) != 1 || got[0].State != "success" || got[0].Try != 1 {
-			t.Errorf("publish in task_instance: %+v, want success on try 1", got)
+			t.Errorf("publish in task_instance: %+v, want success on try 1\n%s", got, tail(out))
 		}
 		snap := publishtest.Snapshot(t, wh)
-		got, err := snap.Date("2026-03-03")
-		if want := fx.Expected.ByDate[dates.MustParse("2026-03-03")]; err != nil || got.JobID != jobIDPrefix+"1" || got.EventCount != want.Events {
-			t.Errorf("2026-03-03: %+v, %v; want job %s1 with %d events", got, err, jobIDPrefix, want.Events)
+		jobID := strings.ReplaceAll(today.String(), "-", "") + "T000000-try1"
+		for fixtureDay, d := range map[string]dates.Date{"2026-03-02": mon, "2026-03-03": tue} {
+			got, err := snap.Date(d.String())
+			want := fx.Expected.ByDate[dates.MustParse(fixtureDay)]
+			if err != nil || got.JobID != jobID || got.EventCount != want.Events || got.UnknownLessonCount != want.Unknown {
+				t.Errorf("%s: %+v, %v; want job %s with %d events, %d unknown (the fixture's %s)", d, got, err, jobID, want.Events, want.Unknown, fixtureDay)
+			}
 		}
 	})
 

@@ -2,10 +2,10 @@
 
 Each run publishes the event dates that end the day before its logical date
 (`engagement_restate_days` of them, so late events are restated), then waits
-until readers see the newest one. The horizon counts from the newest ingest
-date, which at the run's hour is the run day itself once its first events have
-landed: restate restatementHorizonDays - 1 dates (2 in production), or a run
-would ask for one date outside the horizon and fail with exit 2.
+until readers see the newest one. Set it to restatementHorizonDays (3 in
+production): the horizon counts back from yesterday (today's partition is still
+being written), so each date is restated once more after its last lateness
+partition has ended, and one date more would fall outside it (exit 2).
 
 * The job id is `{{ ts_nodash }}-try{{ ti.try_number }}`: every try gets a new
   one, as engagement requires (a published id exits 4, an id with an earlier
@@ -21,7 +21,7 @@ would ask for one date outside the horizon and fail with exit 2.
 
 Settings are Airflow Variables (or AIRFLOW_VAR_<NAME> environment variables):
 engagement_bin (default `engagement` on PATH), engagement_config (required),
-engagement_warehouse (required), engagement_restate_days (default 2), and the
+engagement_warehouse (required), engagement_restate_days (default 3), and the
 pins engagement_manifest_id and engagement_enrollment_snapshot_id (passed as
 --manifest-id and --enrollment-snapshot-id when set; else the config's). Any
 other flag can be set on the worker as ENGAGEMENT_<FLAG>, which engagement
@@ -58,7 +58,7 @@ def engagement(*args):
 
 def event_dates(ds):
     """The restated event dates: the N days before the logical date, oldest first."""
-    n = int(Variable.get("engagement_restate_days", default="2"))
+    n = int(Variable.get("engagement_restate_days", default="3"))
     day = datetime.date.fromisoformat(ds)
     return [(day - datetime.timedelta(days=i)).isoformat() for i in range(n, 0, -1)]
 

@@ -38,7 +38,7 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 	if len(landed) == 0 && len(ingest) > 0 {
 		return run, nil, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
 	}
-	if err := checkHorizon(job, landed, log); err != nil {
+	if err := checkHorizon(job, landed, today, log); err != nil {
 		return run, nil, err
 	}
 	return run, landed, checkLanded(job, ingest)
@@ -57,11 +57,25 @@ func DatesRefused(job config.Job, ingest []dates.Date, now time.Time) error {
 // newest ingest date and H the horizon, d is inside when N-(H-1) <= d <= N.
 // Outside it a date has settled (or has not happened yet), and restating it
 // needs a human's explicit override, which is logged.
-func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
+//
+// N is never today (UTC): today's partition is still being written, and
+// counting back from it would close the horizon on a date while its last
+// lateness partition is open. A daily run at 06:00 would then restate d for
+// the last time while d+latenessDays still had 18 hours of late events to
+// land, and those would never be counted. Counted back from yesterday, the
+// horizon holds H ended days, and a run that restates all H of them
+// restates each date once more after its last lateness partition has ended
+// (when latenessDays <= H-1).
+func checkHorizon(job config.Job, ingest []dates.Date, today dates.Date, log *slog.Logger) error {
 	if len(ingest) == 0 {
 		return fmt.Errorf("read raw %s: no ingest_date partition with data files", job.Raw)
 	}
 	newest := ingest[len(ingest)-1]
+	why := fmt.Sprintf("newest ingest_date %s", newest)
+	if yesterday := today.AddDays(-1); newest > yesterday {
+		newest = yesterday
+		why = fmt.Sprintf("newest ended ingest_date %s: today's is still being written", newest)
+	}
 	oldest := newest.AddDays(-(job.RestatementHorizonDays - 1))
 	var outside []string
 	for _, d := range job.Dates {
@@ -77,8 +91,8 @@ func checkHorizon(job config.Job, ingest []dates.Date, log *slog.Logger) error {
 			"dates", outside, "horizon_from", oldest.String(), "horizon_to", newest.String())
 		return nil
 	}
-	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (newest ingest_date %s, %s %d); pass --allow-outside-horizon to restate them anyway",
-		outside, oldest, newest, newest, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
+	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (%s, %s %d); pass --allow-outside-horizon to restate them anyway",
+		outside, oldest, newest, why, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
 }
 
 // checkEnded refuses a requested date on or after the run date (as of
