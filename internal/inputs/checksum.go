@@ -20,7 +20,11 @@ import (
 //
 // Only a page whose header holds a CRC is checked, and only a definite
 // mismatch is an error: a chunk this reader cannot walk is left to the
-// engine, which fails on real damage and names the file.
+// engine, which fails on real damage and names the file. The counts are
+// checked whatever the writer stored: every page header's values against
+// its chunk's, and a flat column chunk's values against its row group's
+// rows. A flipped bit in either count makes DuckDB (and pyarrow) read the
+// row group short without an error, and no CRC covers them.
 
 // PageChecksumError is a page whose bytes differ from its stored CRC, or
 // a checked chunk whose pages hold another number of values than its row
@@ -31,11 +35,18 @@ type PageChecksumError struct {
 	RowGroup           int
 	Offset             int64 // the page header's byte offset in the file
 	Stored, Computed   uint32
-	// Values and Stated are set for a count that differs.
+	// Values and Stated are set for a count that differs: the pages'
+	// values and the chunk's, or (Rows) the chunk's values and the row
+	// group's rows.
 	Values, Stated int64
+	Rows           bool
 }
 
 func (e *PageChecksumError) Error() string {
+	if e.Rows {
+		return fmt.Sprintf("%s file %s: column %s, row group %d: its chunk states %d values, the row group %d rows: the file's footer is damaged; restore the file from its producer",
+			e.What, e.File, e.Column, e.RowGroup, e.Values, e.Stated)
+	}
 	if e.Stated != e.Values {
 		return fmt.Sprintf("%s file %s: column %s, row group %d: its pages hold %d values, the row group states %d: a page header is damaged; restore the file from its producer",
 			e.What, e.File, e.Column, e.RowGroup, e.Values, e.Stated)
@@ -49,6 +60,8 @@ func (e *PageChecksumError) Error() string {
 // statistics' min and max (plain-encoded; nil when absent).
 type chunk struct {
 	column     string // the top column's name
+	flat       bool   // a top-level column that is not repeated: one value a row
+	rows       int64  // the row group's num_rows; -1 when the footer has none
 	rowGroup   int
 	start, end int64
 	values     int64
@@ -69,15 +82,15 @@ const (
 // the engine.
 const maxPageBytes = 1 << 30
 
-// CheckPageChecksums verifies the stored page CRCs of the columns of every
-// file of one input (what names it: raw, lessons, enrollments), and that
-// the pages of a checked chunk hold the values its row group states. A row
-// group whose first page of those columns has no CRC is taken to have none
-// (a writer stores them for every page of a row group or for none; a
-// merge of files may mix row groups) and costs one small read. Files are
-// checked a few at a time (object stores answer each read slowly); the
-// first damaged file in the listing's order is the one named.
-func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string) error {
+// CheckPageChecksums verifies, for the columns of every file of one input
+// (what names it: raw, lessons, enrollments), that each chunk's pages hold
+// the values it states and a flat chunk's values equal its row group's
+// rows, and with crc the stored page CRCs too (for an engine that does not
+// verify them). Pages without a CRC, or all pages without crc, cost one
+// small read each, of their header. Files are checked a few at a time
+// (object stores answer each read slowly); the first damaged file in the
+// listing's order is the one named.
+func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool) error {
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, checksumReaders)
 	var wg sync.WaitGroup
@@ -86,7 +99,7 @@ func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []Fi
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.checkFile(ctx, what, f, columns)
+			errs[i] = s.checkFile(ctx, what, f, columns, crc)
 		}()
 	}
 	wg.Wait()
@@ -101,7 +114,7 @@ func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []Fi
 // checksumReaders is how many files CheckPageChecksums reads at once.
 const checksumReaders = 4
 
-func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string) error {
+func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string, crc bool) error {
 	name := what + " file " + f.Path
 	b, key, err := s.object(ctx, f.Path)
 	if err != nil {
@@ -124,22 +137,18 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 			}
 		}
 	}
-	skip := -1 // a row group found without CRCs
-	for i, c := range wanted {
-		if c.rowGroup == skip {
-			continue
+	for _, c := range wanted {
+		if c.flat && c.rows >= 0 && c.values != c.rows {
+			return &PageChecksumError{What: what, File: f.Path, Column: c.column, RowGroup: c.rowGroup, Values: c.values, Stated: c.rows, Rows: true}
 		}
-		first := i == 0 || wanted[i-1].rowGroup != c.rowGroup
-		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: probeBytes}
-		err := r.check(c, first)
+		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: probeBytes, crc: crc}
+		err := r.check(c)
 		var bad *PageChecksumError
 		switch {
 		case err == nil:
 		case errors.As(err, &bad):
 			bad.What, bad.File = what, f.Path
 			return bad
-		case errors.Is(err, errNoChecksums):
-			skip = c.rowGroup
 		default:
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -147,12 +156,11 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	return nil
 }
 
-var errNoChecksums = errors.New("no page checksums")
-
 // pageReader reads a chunk's bytes a block at a time: a header's worth
-// until a page shows a CRC (a row group without them costs one small
-// read), then checksumBlock.
+// until a page shows a CRC (without them, one small read a page, for its
+// header's count), then checksumBlock.
 type pageReader struct {
+	crc      bool // verify stored CRCs; else headers only
 	ctx      context.Context
 	b        storage.Bucket
 	key      string
@@ -180,15 +188,12 @@ func (r *pageReader) at(off, n int64) ([]byte, error) {
 	return buf[:min(n, int64(len(buf)))], nil
 }
 
-// check walks c's pages and verifies each stored CRC, then that the data
-// pages hold the values the chunk states; first says whether a first page
-// without a CRC means the row group has none (errNoChecksums). A
-// dictionary page is looked past for that: some writers store CRCs for
-// data pages only.
-func (r *pageReader) check(c chunk, first bool) error {
+// check walks c's pages and verifies each stored CRC (with r.crc), then
+// that the data pages hold the values the chunk states.
+func (r *pageReader) check(c chunk) error {
 	pos := c.start
 	var values int64
-	for pages := 0; pos < c.end; pages++ {
+	for pos < c.end {
 		head, err := r.at(pos, probeBytes)
 		if err != nil {
 			return err
@@ -207,11 +212,8 @@ func (r *pageReader) check(c chunk, first bool) error {
 		if h.size < 0 || h.size > maxPageBytes || pos+int64(h.headerLen)+int64(h.size) > c.end {
 			return nil
 		}
-		if !h.hasCRC && first && (pages > 0 || !h.dictionary) {
-			return errNoChecksums
-		}
-		if h.hasCRC {
-			first, r.block = false, checksumBlock
+		if h.hasCRC && r.crc {
+			r.block = checksumBlock
 			data, err := r.at(pos+int64(h.headerLen), int64(h.size))
 			if err != nil {
 				return err
@@ -234,26 +236,23 @@ func (r *pageReader) check(c chunk, first bool) error {
 
 // header is the part of a PageHeader the check needs.
 type header struct {
-	headerLen  int
-	size       int32 // compressed_page_size: the bytes after the header
-	crc        uint32
-	hasCRC     bool
-	dictionary bool
-	values     int64 // a data page's num_values (v1 or v2), 0 for others
+	headerLen int
+	size      int32 // compressed_page_size: the bytes after the header
+	crc       uint32
+	hasCRC    bool
+	values    int64 // a data page's num_values (v1 or v2), 0 for others
 }
 
-// pageHeader reads a thrift PageHeader: type (1), compressed_page_size
-// (3), crc (4) and a data page header's num_values; the rest is skipped.
+// pageHeader reads a thrift PageHeader: compressed_page_size (3), crc (4)
+// and a data page header's num_values; the rest is skipped.
 func pageHeader(b []byte) (header, error) {
 	r := &thrift{b: b}
 	var h header
 	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
 		switch {
-		case typ == ctI32 && (id == 1 || id == 3 || id == 4):
+		case typ == ctI32 && (id == 3 || id == 4):
 			v, err := r.varint()
 			switch id {
-			case 1:
-				h.dictionary = v == 2 // PageType DICTIONARY_PAGE
 			case 3:
 				h.size = int32(v)
 			case 4:
@@ -278,14 +277,21 @@ func pageHeader(b []byte) (header, error) {
 }
 
 // columnChunks reads where every column chunk of every row group lies:
-// FileMetaData.row_groups (4), each RowGroup's columns (1), each
-// ColumnChunk's meta_data (3) with path_in_schema (3),
+// FileMetaData.row_groups (4), each RowGroup's columns (1) and num_rows
+// (3), each ColumnChunk's meta_data (3) with path_in_schema (3),
 // total_compressed_size (7), data_page_offset (9) and
-// dictionary_page_offset (11). size is the file's, to bound the offsets.
+// dictionary_page_offset (11); and from the schema (2), which top-level
+// columns are repeated. size is the file's, to bound the offsets.
 func columnChunks(footer []byte, size int64) ([]chunk, error) {
 	r := &thrift{b: footer}
 	var out []chunk
+	var repeated map[string]bool
 	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
+		if id == 2 && typ == ctList {
+			var err error
+			repeated, err = r.repeatedTopLevel()
+			return true, err
+		}
 		if id != 4 || typ != ctList {
 			return false, nil
 		}
@@ -294,7 +300,13 @@ func columnChunks(footer []byte, size int64) ([]chunk, error) {
 			return true, err
 		}
 		for g := range int(n) {
+			first, rows := len(out), int64(-1)
 			err := r.structFields(1, func(id int16, typ byte) (bool, error) {
+				if id == 3 && typ == ctI64 {
+					var err error
+					rows, err = r.varint()
+					return true, err
+				}
 				if id != 1 || typ != ctList {
 					return false, nil
 				}
@@ -316,10 +328,81 @@ func columnChunks(footer []byte, size int64) ([]chunk, error) {
 			if err != nil {
 				return true, err
 			}
+			for i := first; i < len(out); i++ {
+				out[i].rows = rows
+			}
 		}
 		return true, nil
 	})
+	for i := range out {
+		// A column the schema did not show cannot be called flat.
+		rep, known := repeated[out[i].column]
+		out[i].flat = out[i].flat && known && !rep
+	}
 	return out, err
+}
+
+// repeatedTopLevel reads FileMetaData.schema, a depth-first list of
+// SchemaElements (repetition_type 3, name 4, num_children 5) under a root,
+// into whether each top-level column is repeated (REPEATED is 2).
+func (r *thrift) repeatedTopLevel() (map[string]bool, error) {
+	n, _, err := r.listHeader()
+	if err != nil {
+		return nil, err
+	}
+	type element struct {
+		name     string
+		repeated bool
+		children int64
+	}
+	var elems []element // n is the file's word: not a size to allocate
+	for range n {
+		var e element
+		err := r.structFields(1, func(id int16, typ byte) (bool, error) {
+			var err error
+			switch {
+			case id == 3 && typ == ctI32:
+				var v int64
+				v, err = r.varint()
+				e.repeated = v == 2
+			case id == 4 && typ == ctBinary:
+				var b []byte
+				b, err = r.binary()
+				e.name = string(b)
+			case id == 5 && typ == ctI32:
+				e.children, err = r.varint()
+			default:
+				return false, nil
+			}
+			return true, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		elems = append(elems, e)
+	}
+	out := map[string]bool{}
+	if len(elems) == 0 {
+		return out, nil
+	}
+	// skip returns the index after the subtree at i.
+	var skip func(i int) int
+	skip = func(i int) int {
+		if i >= len(elems) {
+			return i
+		}
+		next := i + 1
+		for c := int64(0); c < elems[i].children && next < len(elems); c++ {
+			next = skip(next)
+		}
+		return next
+	}
+	i := 1
+	for c := int64(0); c < elems[0].children && i < len(elems); c++ {
+		out[elems[i].name] = elems[i].repeated || elems[i].children > 0
+		i = skip(i)
+	}
+	return out, nil
 }
 
 // structFields reads one struct's fields, handing each to fn, which says
@@ -374,6 +457,7 @@ func (r *thrift) columnChunk(rowGroup int, size int64) (chunk, error) {
 						c.column = string(s)
 					}
 				}
+				c.flat = n == 1
 				return true, nil
 			case id == 5 && typ == ctI64:
 				c.values, err = r.varint()

@@ -2,10 +2,12 @@ package inputs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -36,7 +38,7 @@ func TestPageChecksums(t *testing.T) {
 		}
 		return fileAt(t, p)
 	}
-	check := func(f File) error { return src().CheckPageChecksums(ctx, "raw", []File{f}, rawColumns) }
+	check := func(f File) error { return src().CheckPageChecksums(ctx, "raw", []File{f}, rawColumns, true) }
 	for _, p := range []string{checksummed, filepath.Join("..", "..", "testdata", "fixture", "raw", "ingest_date=2026-03-03", "part-0.parquet")} {
 		if err := check(fileAt(t, p)); err != nil {
 			t.Errorf("%s: %v, want no error", p, err)
@@ -47,12 +49,16 @@ func TestPageChecksums(t *testing.T) {
 	if err := check(fileAt(t, flipped)); !errors.As(err, &bad) || bad.Column != "event_time" || bad.File != flipped {
 		t.Errorf("the flipped event_time: %v, want a checksum error naming %s and event_time", err, flipped)
 	}
+	// Without crc (an engine that verifies them) only the counts.
+	if err := src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, flipped)}, rawColumns, false); err != nil {
+		t.Errorf("the flipped event_time without crc: %v, want it left to the engine", err)
+	}
 
 	// Several files, read side by side: the first damaged one in the
 	// listing's order is named, whichever finishes first.
 	nocrc := filepath.Join("..", "..", "testdata", "fixture", "raw", "ingest_date=2026-03-03", "part-0.parquet")
 	many := []File{fileAt(t, checksummed), fileAt(t, nocrc), fileAt(t, checksummed), fileAt(t, flipped), fileAt(t, nocrc), fileAt(t, flipped)}
-	if err := src().CheckPageChecksums(ctx, "raw", many, rawColumns); !errors.As(err, &bad) || bad.File != flipped {
+	if err := src().CheckPageChecksums(ctx, "raw", many, rawColumns, true); !errors.As(err, &bad) || bad.File != flipped {
 		t.Errorf("six files, two damaged: %v, want the first damaged one named", err)
 	}
 
@@ -160,7 +166,7 @@ func TestPageHeaderDamage(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, p)}, rawColumns)
+		return src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, p)}, rawColumns, true)
 	}
 	// edit finds, in the first page header of c, the one-byte change that
 	// makes the header read as want says, keeping its length.
@@ -216,4 +222,132 @@ func TestPageHeaderDamage(t *testing.T) {
 			t.Errorf("a flipped bit in row group %d after one without CRCs: %v, want it found", last.rowGroup, err)
 		}
 	})
+}
+
+// TestCountsWithoutChecksums: in a file without page CRCs (the fixture's,
+// as DuckDB writes it), one flipped bit in a count a reader trusts, a page
+// header's num_values or a row group's num_rows in the footer, makes
+// DuckDB and pyarrow read the row group short with exit 0; both are
+// caught. A list column, whose values outnumber its rows, is not a
+// damaged one.
+func TestCountsWithoutChecksums(t *testing.T) {
+	ctx := context.Background()
+	nocrc := filepath.Join("..", "..", "testdata", "fixture", "raw", "ingest_date=2026-03-03", "part-0.parquet")
+	good, err := os.ReadFile(nocrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(good))
+	footerOf := func(b []byte) []byte {
+		n := int64(binary.LittleEndian.Uint32(b[size-8:]))
+		return b[size-8-n : size-8]
+	}
+	chunksOf := func(b []byte) []chunk {
+		c, err := columnChunks(footerOf(b), size)
+		if err != nil {
+			return nil
+		}
+		return c
+	}
+	before := chunksOf(good)
+	if len(before) == 0 || before[0].rows <= 0 {
+		t.Fatalf("the fixture file's chunks: %+v", before)
+	}
+	for _, c := range before {
+		if slices.Contains(rawColumns, c.column) && (!c.flat || c.values != c.rows) {
+			t.Fatalf("intact chunk %+v: want flat, values = rows", c)
+		}
+	}
+	check := func(t *testing.T, b []byte) error {
+		p := filepath.Join(t.TempDir(), "part-0.parquet")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, p)}, rawColumns, true)
+	}
+	if err := check(t, good); err != nil {
+		t.Fatalf("intact: %v", err)
+	}
+	var bad *PageChecksumError
+	t.Run("RowGroupNumRows", func(t *testing.T) {
+		// The footer byte whose low bit flips row group 0's num_rows
+		// and nothing else this reader sees.
+		start := size - 8 - int64(len(footerOf(good)))
+		for i := start; i < size-8; i++ {
+			b := append([]byte(nil), good...)
+			b[i] ^= 0x01
+			after := chunksOf(b)
+			if len(after) != len(before) || after[0].rows < 0 || after[0].rows == before[0].rows || after[0].values != before[0].values {
+				continue
+			}
+			if err := check(t, b); !errors.As(err, &bad) || !bad.Rows || bad.Stated != after[0].rows || !strings.Contains(err.Error(), "row group 0") {
+				t.Fatalf("num_rows %d -> %d: %v, want the chunk's values counted against the row group's rows", before[0].rows, after[0].rows, err)
+			}
+			return
+		}
+		t.Fatal("no one-bit change of the footer changes num_rows alone")
+	})
+	t.Run("PageNumValues", func(t *testing.T) {
+		var times chunk
+		for _, c := range before {
+			if c.column == "event_time" {
+				times = c
+			}
+		}
+		h, err := pageHeader(good[times.start:times.end])
+		if err != nil || h.hasCRC {
+			t.Fatalf("event_time's first page: %+v, %v; want a header without a CRC", h, err)
+		}
+		for i := times.start; i < times.start+int64(h.headerLen); i++ {
+			b := append([]byte(nil), good...)
+			b[i] ^= 0x01
+			after, err := pageHeader(b[times.start:times.end])
+			if err != nil || after.headerLen != h.headerLen || after.size != h.size || after.values == h.values {
+				continue
+			}
+			if err := check(t, b); !errors.As(err, &bad) || bad.Column != "event_time" || bad.Rows || bad.Values == bad.Stated {
+				t.Fatalf("num_values %d -> %d: %v, want the pages' values counted against the chunk's", h.values, after.values, err)
+			}
+			// For an engine that verifies CRCs itself the counts are
+			// still checked: no CRC covers a header.
+			p := filepath.Join(t.TempDir(), "part-0.parquet")
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, p)}, rawColumns, false); !errors.As(err, &bad) || bad.Values == bad.Stated {
+				t.Fatalf("num_values %d -> %d without crc: %v, want the count error", h.values, after.values, err)
+			}
+			return
+		}
+		t.Fatal("no one-bit change of the header changes num_values alone")
+	})
+	t.Run("ListColumn", func(t *testing.T) {
+		p := writeParquet(t, `SELECT 'e' || i AS event_id, [i, i + 1, i + 2] AS event_time FROM range(1000) t(i)`)
+		chunks := chunksAt(t, p)
+		for _, c := range chunks {
+			if c.column == "event_time" && (c.flat || c.values <= c.rows) {
+				t.Errorf("list chunk %+v: want not flat, more values than rows", c)
+			}
+		}
+		if err := src().CheckPageChecksums(ctx, "raw", []File{fileAt(t, p)}, rawColumns, true); err != nil {
+			t.Errorf("a list column: %v, want no count error", err)
+		}
+	})
+}
+
+func chunksAt(t *testing.T, p string) []chunk {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := footer(context.Background(), mustBucket(t, p), filepath.Base(p), int64(len(b)), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := columnChunks(buf, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -9,8 +9,9 @@ import (
 
 // inspect judges the listed files before any join: their magic bytes and
 // the prohibited fields of the raw footers (read in Go, the same for every
-// engine), their page checksums for an engine that does not verify them,
-// then the engine's schema, pin and event identity figures.
+// engine), their pages' and row groups' counts, and their page checksums
+// for an engine that does not verify them, then the engine's schema, pin
+// and event identity figures.
 func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
 	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
 		return engine.Inputs{}, err
@@ -19,10 +20,11 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if err != nil {
 		return engine.Inputs{}, err
 	}
-	if v, ok := p.Engine.(engine.ChecksumVerifier); !ok || !v.VerifiesPageChecksums() {
-		if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs); err != nil {
-			return engine.Inputs{}, err
-		}
+	// The counts for every engine (Spark too reads a row group short when
+	// a count is damaged), the CRCs for one that does not verify them.
+	v, ok := p.Engine.(engine.ChecksumVerifier)
+	if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums()); err != nil {
+		return engine.Inputs{}, err
 	}
 	in, err := p.Engine.Inspect(ctx, spec)
 	if err != nil {
@@ -32,9 +34,9 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	return in, nil
 }
 
-// checkPageChecksums verifies the stored page checksums of the columns
-// the job reads from each input, for an engine that does not.
-func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing) error {
+// checkPageChecksums checks the counts of the columns the job reads from
+// each input and, with crc, their stored page checksums.
+func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing, crc bool) error {
 	names := func(cols []engine.Column) []string {
 		out := make([]string, len(cols))
 		for i, c := range cols {
@@ -52,7 +54,7 @@ func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listin
 		files []inputs.File
 		cols  []engine.Column
 	}{{"raw", rawFiles, raw}, {"lessons", l.Lessons, manifest}, {"enrollments", l.Enrollments, enrollments}} {
-		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols)); err != nil {
+		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols), crc); err != nil {
 			return err
 		}
 	}
