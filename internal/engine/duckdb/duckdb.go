@@ -103,6 +103,10 @@ var refused = map[string]string{
 	"enable_external_access": "the engine reads the inputs and writes the staging through it",
 	"timezone":               "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
 	"calendar":               "an event's date is the Gregorian UTC date; another calendar would move the dates the engine's casts compute",
+	"binary_as_string":       "an unannotated binary key column would be read as a string and published, where the Spark engine refuses it: the keys are strings",
+	"default_order":          "the engine breaks ties in its checks (the longest title's lesson, the sample of repeated event ids) by ascending order, as the Spark engine does",
+	"default_null_order":     "the engine's orderings place nulls as the Spark engine does",
+	"errors_as_json":         "the engine reads DuckDB's errors to name the file, column or setting at fault",
 }
 
 // SettingError is a duckdb.* key the engine or DuckDB refuses; the caller

@@ -21,6 +21,12 @@ func TestOpenRefusesSettings(t *testing.T) {
 		{"default_collation", "nocase", "duckdb.default_collation: not settable"},
 		// ICU's date casts follow it: every date was published as 0 events.
 		{"calendar", "japanese", "duckdb.calendar: not settable: an event's date is the Gregorian UTC date"},
+		// A binary learner_key published as if a string (Spark refuses it).
+		{"binary_as_string", "true", "duckdb.binary_as_string: not settable: an unannotated binary key column"},
+		// The longest title's tie went to the larger lesson_id.
+		{"default_order", "desc", "duckdb.default_order: not settable"},
+		{"default_null_order", "nulls_first", "duckdb.default_null_order: not settable"},
+		{"errors_as_json", "true", "duckdb.errors_as_json: not settable"},
 		{"Threads", "2", "duckdb.Threads: not a DuckDB setting name: write it in lower case (duckdb.threads)"},
 		{"memory-limit", "1GB", "duckdb.memory-limit: not a DuckDB setting name"},
 	}
