@@ -315,6 +315,16 @@ func TestIntegerFlagsAreDecimal(t *testing.T) {
 // leaves no record taking its job id. history says the same, not "an
 // interrupted write" that the next publish would mend.
 func TestHandCopiedPointerRefusedBeforeWork(t *testing.T) {
+	for _, copyMode := range []string{"cp", "cp -p"} {
+		t.Run(copyMode, func(t *testing.T) { testHandCopiedPointer(t, copyMode == "cp -p") })
+	}
+}
+
+// testHandCopiedPointer copies generation 2 over pointer.json; with
+// keepTime as cp -p (or rsync -a, or a backup's restore) does, which keeps
+// the history copy's modification time: that copy was rolled forward over
+// in silence, undoing the operator's revert.
+func testHandCopiedPointer(t *testing.T, keepTime bool) {
 	w := biNewWS(t)
 	w.goodPublish()
 	for _, job := range []string{"good-2", "good-3"} {
@@ -323,15 +333,23 @@ func TestHandCopiedPointerRefusedBeforeWork(t *testing.T) {
 		}
 	}
 	ptr := filepath.Join(w.warehouse, "pointer.json")
-	b, err := os.ReadFile(filepath.Join(w.warehouse, "pointer-history", "2.json"))
+	src := filepath.Join(w.warehouse, "pointer-history", "2.json")
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(ptr, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	later := time.Now().Add(time.Minute)
-	if err := os.Chtimes(ptr, later, later); err != nil {
+	stamp := time.Now().Add(time.Minute)
+	if keepTime {
+		fi, err := os.Stat(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamp = fi.ModTime()
+	}
+	if err := os.Chtimes(ptr, stamp, stamp); err != nil {
 		t.Fatal(err)
 	}
 	const says = "it was put back by hand"

@@ -43,6 +43,19 @@ type Attrs struct {
 	// mean the same bytes; an IfMatch Put compares it.
 	Version string
 	ModTime time.Time
+	// Changed is a local file's inode change time, which no copy can set
+	// back as cp -p sets ModTime; zero on S3, whose ModTime a client
+	// cannot set at all.
+	Changed time.Time
+}
+
+// Written is when a's bytes were last written, as far as the store can
+// tell: the later of ModTime and Changed.
+func (a Attrs) Written() time.Time {
+	if a.Changed.After(a.ModTime) {
+		return a.Changed
+	}
+	return a.ModTime
 }
 
 // Object is one object of a listing.

@@ -109,7 +109,7 @@ func version(fi fs.FileInfo) string {
 }
 
 func attrs(fi fs.FileInfo) storage.Attrs {
-	return storage.Attrs{Size: fi.Size(), Version: version(fi), ModTime: fi.ModTime()}
+	return storage.Attrs{Size: fi.Size(), Version: version(fi), ModTime: fi.ModTime(), Changed: changed(fi)}
 }
 
 // underObject reads a path that runs through a file (ENOTDIR) as a
