@@ -280,18 +280,12 @@ func pageHeader(b []byte) (header, error) {
 // FileMetaData.row_groups (4), each RowGroup's columns (1) and num_rows
 // (3), each ColumnChunk's meta_data (3) with path_in_schema (3),
 // total_compressed_size (7), data_page_offset (9) and
-// dictionary_page_offset (11); and from the schema (2), which top-level
-// columns are repeated. size is the file's, to bound the offsets.
+// dictionary_page_offset (11); and from the schema, which top-level
+// columns are flat. size is the file's, to bound the offsets.
 func columnChunks(footer []byte, size int64) ([]chunk, error) {
 	r := &thrift{b: footer}
 	var out []chunk
-	var repeated map[string]bool
 	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
-		if id == 2 && typ == ctList {
-			var err error
-			repeated, err = r.repeatedTopLevel()
-			return true, err
-		}
 		if id != 4 || typ != ctList {
 			return false, nil
 		}
@@ -334,75 +328,37 @@ func columnChunks(footer []byte, size int64) ([]chunk, error) {
 		}
 		return true, nil
 	})
-	for i := range out {
-		// A column the schema did not show cannot be called flat.
-		rep, known := repeated[out[i].column]
-		out[i].flat = out[i].flat && known && !rep
-	}
-	return out, err
-}
-
-// repeatedTopLevel reads FileMetaData.schema, a depth-first list of
-// SchemaElements (repetition_type 3, name 4, num_children 5) under a root,
-// into whether each top-level column is repeated (REPEATED is 2).
-func (r *thrift) repeatedTopLevel() (map[string]bool, error) {
-	n, _, err := r.listHeader()
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	type element struct {
-		name     string
-		repeated bool
-		children int64
-	}
-	var elems []element // n is the file's word: not a size to allocate
-	for range n {
-		var e element
-		err := r.structFields(1, func(id int16, typ byte) (bool, error) {
-			var err error
-			switch {
-			case id == 3 && typ == ctI32:
-				var v int64
-				v, err = r.varint()
-				e.repeated = v == 2
-			case id == 4 && typ == ctBinary:
-				var b []byte
-				b, err = r.binary()
-				e.name = string(b)
-			case id == 5 && typ == ctI32:
-				e.children, err = r.varint()
-			default:
-				return false, nil
-			}
-			return true, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		elems = append(elems, e)
-	}
-	out := map[string]bool{}
-	if len(elems) == 0 {
-		return out, nil
-	}
-	// skip returns the index after the subtree at i.
-	var skip func(i int) int
-	skip = func(i int) int {
-		if i >= len(elems) {
-			return i
-		}
-		next := i + 1
-		for c := int64(0); c < elems[i].children && next < len(elems); c++ {
-			next = skip(next)
-		}
-		return next
-	}
-	i := 1
-	for c := int64(0); c < elems[0].children && i < len(elems); c++ {
-		out[elems[i].name] = elems[i].repeated || elems[i].children > 0
-		i = skip(i)
+	flat := flatTopLevel(footer)
+	for i := range out {
+		out[i].flat = out[i].flat && flat[out[i].column]
 	}
 	return out, nil
+}
+
+// flatTopLevel is which top-level columns of the footer's schema are
+// leaves that are not repeated: one value a row. A schema this cannot read
+// makes none flat (the count check is then left out, not failed).
+func flatTopLevel(footer []byte) map[string]bool {
+	elems, err := schemaElements(footer)
+	if err != nil || len(elems) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	// Element 0 is the root; each group is followed by its subtree.
+	i := 1
+	for c := int32(0); c < elems[0].children && i < len(elems); c++ {
+		top := elems[i]
+		out[top.name] = top.children == 0 && !top.repeated
+		// Skip top's subtree: count the elements still owed.
+		owed := top.children
+		for i++; owed > 0 && i < len(elems); i++ {
+			owed += elems[i].children - 1
+		}
+	}
+	return out
 }
 
 // structFields reads one struct's fields, handing each to fn, which says

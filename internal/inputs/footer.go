@@ -227,6 +227,7 @@ func numRows(footer []byte) (int64, error) {
 type element struct {
 	name     string
 	children int32
+	repeated bool  // repetition_type (field 3) REPEATED
 	physical int32 // Parquet's physical type (field 1; INT64 is 2), -1 when absent
 	// perSecond is a TIMESTAMP's ticks per second, from the logical type
 	// (field 10) or the converted type (field 6); 0 for any other type.
@@ -279,7 +280,7 @@ func (r *thrift) schemaElement() (element, error) {
 			b, err := r.binary()
 			e.name = string(b)
 			return true, err
-		case typ == ctI32 && (id == 1 || id == 5 || id == 6):
+		case typ == ctI32 && (id == 1 || id == 3 || id == 5 || id == 6):
 			v, err := r.varint()
 			if err != nil {
 				return true, err
@@ -287,6 +288,8 @@ func (r *thrift) schemaElement() (element, error) {
 			switch id {
 			case 1:
 				e.physical = int32(v)
+			case 3:
+				e.repeated = v == 2
 			case 5:
 				if v < 0 || v > maxFields {
 					return true, fmt.Errorf("%w: element %q has %d children", errFooter, e.name, v)
