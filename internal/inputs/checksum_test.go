@@ -91,17 +91,9 @@ func TestPageChecksums(t *testing.T) {
 
 // checksummedChunks are the column chunks of the checksummed file, whose
 // bytes are good.
-func checksummedChunks(t *testing.T, good []byte) []chunk {
+func checksummedChunks(t *testing.T, _ []byte) []chunk {
 	t.Helper()
-	buf, err := footer(context.Background(), mustBucket(t, checksummed), filepath.Base(checksummed), int64(len(good)), checksummed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := columnChunks(buf, int64(len(good)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return chunks
+	return chunksAt(t, checksummed)
 }
 
 func mustBucket(t testing.TB, p string) storage.Bucket {
