@@ -179,39 +179,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, err
 		}
 	}
-	if !o.DryRun {
-		// The expiry record goes first, with every job id this run frees
-		// of its last trace (the expired generations' writers, the
-		// rejection and rollback records it deletes): those ids stay taken.
-		ids, err := writers(ctx, o.Store, expire)
-		if err != nil {
-			return rep, err
-		}
-		var recIDs []string
-		for _, v := range recs {
-			if v.Delete && !slices.Contains(recIDs, v.JobID) {
-				recIDs = append(recIDs, v.JobID)
-			}
-		}
-		if len(expire) > 0 || len(recIDs) > 0 {
-			e := history.Expiry{Generations: expire, JobIDs: ids, RecordJobIDs: recIDs, At: o.Now.UTC(), Reason: o.why(), WriterVersion: o.WriterVersion}
-			if err := history.RecordExpiry(ctx, o.Bucket, e, gen); err != nil {
-				return rep, fmt.Errorf("gc: record expiry: %w", err)
-			}
-		}
-		// Oldest first: a gc stopped half way leaves a history that is
-		// still a contiguous run of the newest generations.
-		for _, g := range expire {
-			if err := o.Store.Expire(ctx, g); err != nil {
-				return rep, fmt.Errorf("gc: %w", err)
-			}
-			for i, v := range rep.Verdicts {
-				if v.Path == fmt.Sprintf("%s%d.json", historyDir, g) {
-					rep.Verdicts[i].Done = true
-				}
-			}
-		}
-	}
 	inUse, err := rollbacksInUse(ctx, o)
 	if err != nil {
 		return rep, err
@@ -262,6 +229,53 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	sort.Slice(rep.Verdicts, func(i, j int) bool { return rep.Verdicts[i].Path < rep.Verdicts[j].Path })
+	if !o.DryRun {
+		// The expiry record goes first, with every job id this run frees
+		// of its last trace (the expired generations' writers, the
+		// rejection and rollback records and the staging prefixes it
+		// deletes): those ids stay taken.
+		ids, err := writers(ctx, o.Store, expire)
+		if err != nil {
+			return rep, err
+		}
+		var recIDs []string
+		for _, v := range recs {
+			if v.Delete && !slices.Contains(recIDs, v.JobID) {
+				recIDs = append(recIDs, v.JobID)
+			}
+		}
+		// A staging prefix is the last trace of an attempt that failed
+		// without a record (a crash, a lost lock, a changed input):
+		// deleted, its id would publish again with exit 0.
+		for _, v := range rep.Verdicts {
+			id, ok := strings.CutPrefix(v.Path, warehouse.StagingRoot+"/"+prefixPrefix)
+			if v.Delete && ok && !strings.Contains(id, "/") && !slices.Contains(ids, id) && !slices.Contains(recIDs, id) {
+				recIDs = append(recIDs, id)
+			}
+		}
+		if len(expire) > 0 || len(recIDs) > 0 {
+			why := o.why()
+			if !o.retention() {
+				why = fmt.Sprintf("staging named by no retained generation, idle over --min-age %s", o.MinAge)
+			}
+			e := history.Expiry{Generations: expire, JobIDs: ids, RecordJobIDs: recIDs, At: o.Now.UTC(), Reason: why, WriterVersion: o.WriterVersion}
+			if err := history.RecordExpiry(ctx, o.Bucket, e, gen); err != nil {
+				return rep, fmt.Errorf("gc: record expiry: %w", err)
+			}
+		}
+		// Oldest first: a gc stopped half way leaves a history that is
+		// still a contiguous run of the newest generations.
+		for _, g := range expire {
+			if err := o.Store.Expire(ctx, g); err != nil {
+				return rep, fmt.Errorf("gc: %w", err)
+			}
+			for i, v := range rep.Verdicts {
+				if v.Path == fmt.Sprintf("%s%d.json", historyDir, g) {
+					rep.Verdicts[i].Done = true
+				}
+			}
+		}
+	}
 	if o.DryRun {
 		return rep, nil
 	}

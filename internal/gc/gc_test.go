@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gc"
+	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
@@ -230,10 +232,11 @@ func TestGCDeletesOnlyOldUnreferencedPrefixes(t *testing.T) {
 		}
 	}
 	for p := range after {
-		if _, ok := before[p]; !ok && p != "pointer.lock" {
+		if _, ok := before[p]; !ok && p != "pointer.lock" && !strings.HasPrefix(p, "pointer-expiry/") {
 			t.Errorf("gc created %s", p)
 		}
 	}
+	checkStagingRecorded(t, w.bucket, "failed-old")
 	if b, err := os.ReadFile(filepath.Join(outside, "precious")); err != nil || string(b) != string(outsideBefore) {
 		t.Errorf("the symlink's target outside staging changed: %q %v", b, err)
 	}
@@ -609,10 +612,11 @@ func TestGCOnS3(t *testing.T) {
 		}
 	}
 	for k := range after {
-		if _, ok := before[k]; !ok {
+		if _, ok := before[k]; !ok && k != "pointer-expiry/2.json" {
 			t.Errorf("gc created %s", k)
 		}
 	}
+	checkStagingRecorded(t, b, "failed-old")
 
 	// Retention on S3: generation 1 expires, then pub-1's prefix and the old
 	// rejection record go; the current generation and what it names stay.
@@ -710,4 +714,23 @@ func TestGCStoppedAfterADelete(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.dir, "staging/job_id=a-old")); !os.IsNotExist(err) {
 		t.Errorf("a-old still there: %v", err)
 	}
+}
+
+// checkStagingRecorded: the job id of a staging prefix gc deleted is in an
+// expiry record, so the id stays taken (history.CheckRecords refuses it).
+func checkStagingRecorded(t *testing.T, b storage.Bucket, jobID string) {
+	t.Helper()
+	exps, err := history.Expiries(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exps {
+		if slices.Contains(e.RecordJobIDs, jobID) {
+			if err := history.CheckRecords(context.Background(), b, jobID); exitcode.Code(err) != exitcode.Usage {
+				t.Errorf("CheckRecords(%s) = %v, want exit 2", jobID, err)
+			}
+			return
+		}
+	}
+	t.Errorf("no expiry record lists %s, whose staging gc deleted: %+v", jobID, exps)
 }

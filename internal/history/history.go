@@ -65,8 +65,8 @@ type Expiry struct {
 	// JobIDs are the jobs that wrote the expired generations: their ids
 	// stay taken once no retained generation names them.
 	JobIDs []string `json:"job_ids,omitempty"`
-	// RecordJobIDs are the jobs whose rejection or rollback record the run
-	// deleted: their ids stay taken too.
+	// RecordJobIDs are the jobs whose rejection or rollback record, or
+	// staging prefix, the run deleted: their ids stay taken too.
 	RecordJobIDs  []string  `json:"record_job_ids,omitempty"`
 	At            time.Time `json:"at"`
 	Reason        string    `json:"reason"`

@@ -82,6 +82,11 @@ func (w *wh) rollback(job string, to int64, ds ...dates.Date) error {
 	return err
 }
 
+func (w *wh) exists(rel string) bool {
+	_, err := os.Stat(filepath.Join(w.dir, rel))
+	return err == nil
+}
+
 func (w *wh) pointerBytes() []byte {
 	b, _ := os.ReadFile(filepath.Join(w.dir, "pointer.json"))
 	return b
@@ -383,6 +388,15 @@ func TestRollbackChecksFiles(t *testing.T) {
 			}
 			if string(w.pointerBytes()) != string(before) {
 				t.Errorf("a refused rollback moved the pointer")
+			}
+			// Refused after its record was written (the file checks): the
+			// error says the id is spent, which the rerun then finds.
+			if recorded := w.exists("rollbacks/job_id=back.json"); recorded != strings.Contains(err.Error(), "job id back is now taken by its record") {
+				t.Errorf("record written: %v; error %v: want it to say the id is taken exactly when it is", recorded, err)
+			} else if recorded {
+				if err := w.rollback("back", 1, mon); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "taken by a rollback") {
+					t.Errorf("the same job id again: %v, want exit 2, taken by a rollback", err)
+				}
 			}
 		})
 	}

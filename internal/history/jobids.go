@@ -14,8 +14,8 @@ import (
 // CheckRecords refuses a job id that a record outside the retained history
 // names, so that an id stays taken after gc: a generation gc expired that
 // the id wrote (exit 4, as a published id), a rejection record or a
-// rollback record, or one gc deleted (exit 2, as an earlier attempt's
-// staging prefix). The retained history and staging prefixes are the
+// rollback record, or such a record or a staging prefix gc deleted (exit
+// 2, as an earlier attempt's staging prefix). The retained history and staging prefixes are the
 // caller's own checks.
 func CheckRecords(ctx context.Context, b storage.Bucket, jobID string) error {
 	exps, err := Expiries(ctx, b)
@@ -31,12 +31,6 @@ func CheckRecords(ctx context.Context, b storage.Bucket, jobID string) error {
 				jobID, gensText(e.Generations), e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
 		}
 	}
-	for _, e := range exps {
-		if slices.Contains(e.RecordJobIDs, jobID) {
-			return exitcode.UsageError(fmt.Errorf("job id %s was taken by an earlier attempt or rollback whose record gc deleted at %s (%s): use a new job id",
-				jobID, e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
-		}
-	}
 	for _, rec := range []struct{ key, what string }{
 		{warehouse.RejectionPath(jobID), "a rejected publish attempt"},
 		{warehouse.RollbackPath(jobID), "a rollback"},
@@ -47,6 +41,13 @@ func CheckRecords(ctx context.Context, b storage.Bucket, jobID string) error {
 		}
 		if !storage.IsNotExist(err) {
 			return fmt.Errorf("check job id %s: %w", jobID, err)
+		}
+	}
+	// After the records themselves, which name the attempt more exactly.
+	for _, e := range exps {
+		if slices.Contains(e.RecordJobIDs, jobID) {
+			return exitcode.UsageError(fmt.Errorf("job id %s was taken by an earlier attempt or rollback whose record or staging gc deleted at %s (%s): use a new job id",
+				jobID, e.At.UTC().Format(time.RFC3339), b.Location().Join(warehouse.ExpiryRoot)))
 		}
 	}
 	return nil

@@ -114,7 +114,10 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 		return pointer.Outcome{}, err
 	}
 	if err := checkFiles(ctx, r.Bucket, r.To, entries); err != nil {
-		return pointer.Outcome{}, err
+		// The record stays (gc keeps the files it names), and with it the
+		// job id: a rerun of the same command would be refused for the id.
+		return pointer.Outcome{}, fmt.Errorf("%w; job id %s is now taken by its record %s: rerun with a new job id",
+			err, r.JobID, r.Bucket.Location().Join(warehouse.RollbackPath(r.JobID)))
 	}
 	base := map[dates.Date]pointer.DateEntry{}
 	for _, d := range r.Dates {
