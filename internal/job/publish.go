@@ -172,6 +172,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
 	}
+	if published && committed.Generation > base.Generation && pointer.Names(committed, job.JobID) && !pointer.Names(base, job.JobID) {
+		// The job's own write was interrupted after its commit point:
+		// published, but not yet what readers see.
+		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published as generation %d (pointer-history/%d.json), which pointer.json does not show yet: its write stopped after the commit; "+
+			"the next publish or rollback of any date rolls pointer.json forward to it, and readers see it then; its staging is never rewritten",
+			job.JobID, committed.Generation, committed.Generation))
+	}
 	if published {
 		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published (named by the pointer or its history); its staging is never rewritten: rerun with a new job id", job.JobID))
 	}

@@ -161,6 +161,12 @@ func testCrashMidPointer(t *testing.T, h Harness) {
 	if Get(t, wh, "pointer-history/2.json") == nil {
 		t.Fatalf("no history copy of generation 2")
 	}
+	// Its id again: published (exit 4), and the refusal says readers do
+	// not see it until the next write rolls it forward.
+	code, _, stderr = h.Run(t, nil, fx.Args(wh, "mid-pointer", mon)...)
+	if code != exitcode.AlreadyPublished || !strings.Contains(stderr, "which pointer.json does not show yet") {
+		t.Errorf("the interrupted job's id again: exit %d, want 4 saying pointer.json does not show it yet\n%s", code, stderr)
+	}
 	h.MustPublish(t, fx.Job(t, wh, "after-mid", tue))
 	p := LoadPointer(t, wh)
 	if p.Generation != 3 {
