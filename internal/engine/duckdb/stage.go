@@ -108,7 +108,7 @@ SELECT g.learner_key, g.lesson_id, g.event_date, g.course_id,
 FROM grain g
 LEFT JOIN manifest m ON g.lesson_id = m.lesson_id
 LEFT JOIN enrollments en ON g.learner_key = en.learner_key AND g.course_id = en.course_id`,
-		indent(eventsQuery(spec, s.raw)), dimensions(spec, s))
+		eventsQuery(spec, s.raw), dimensions(spec, s))
 }
 
 // dimensions are the two pins as CTEs, filtered before any join.
@@ -170,8 +170,6 @@ var mergedRowsQuery = `SELECT f.learner_key, f.lesson_id, f.event_date,
        true AS course_conflict, false AS agrees
 FROM fact_stage f SEMI JOIN fact_conflicts k ON ` + sameKey("f", "k") + `
 GROUP BY f.learner_key, f.lesson_id, f.event_date`
-
-func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
 
 // Stage implements engine.Engine: the shared driver (engine.RunStage)
 // decides the order and the files; runner runs DuckDB's SQL.
