@@ -70,6 +70,21 @@ type Inputs struct {
 	// latenessDays): never counted, but a sign of an ingestion outage when
 	// the date's own partition holds none of its events.
 	Late map[dates.Date]int64
+	// Early counts the events of each requested date that the read window
+	// holds in partitions before the date's own (ingested before they
+	// happened: a producer's clock, or partitions dated in a zone behind
+	// UTC): never counted, so the job warns of them.
+	Early map[dates.Date]int64
+	// Own counts the events of each requested date in its own partition
+	// (ingest_date = the date), exactly, whatever the files' statistics:
+	// none, while the date has events elsewhere or published, is an
+	// ingestion outage (job.checkOwnRows).
+	Own map[dates.Date]int64
+}
+
+// PerDate makes the per-date maps of in empty.
+func (in *Inputs) PerDate() {
+	in.Events, in.Late, in.Early, in.Own = map[dates.Date]int64{}, map[dates.Date]int64{}, map[dates.Date]int64{}, map[dates.Date]int64{}
 }
 
 // Staged describes one attempt's staging output. Paths are relative to the

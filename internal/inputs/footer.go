@@ -227,11 +227,7 @@ func numRows(footer []byte) (int64, error) {
 type element struct {
 	name     string
 	children int32
-	repeated bool  // repetition_type (field 3) REPEATED
-	physical int32 // Parquet's physical type (field 1; INT64 is 2), -1 when absent
-	// perSecond is a TIMESTAMP's ticks per second, from the logical type
-	// (field 10) or the converted type (field 6); 0 for any other type.
-	perSecond int64
+	repeated bool // repetition_type (field 3) REPEATED
 }
 
 // schemaElements reads FileMetaData up to and including its schema list.
@@ -273,21 +269,19 @@ func schemaElements(footer []byte) ([]element, error) {
 }
 
 func (r *thrift) schemaElement() (element, error) {
-	e := element{physical: -1}
+	var e element
 	err := r.structFields(1, func(id int16, typ byte) (bool, error) {
 		switch {
 		case id == 4 && typ == ctBinary:
 			b, err := r.binary()
 			e.name = string(b)
 			return true, err
-		case typ == ctI32 && (id == 1 || id == 3 || id == 5 || id == 6):
+		case typ == ctI32 && (id == 3 || id == 5):
 			v, err := r.varint()
 			if err != nil {
 				return true, err
 			}
 			switch id {
-			case 1:
-				e.physical = int32(v)
 			case 3:
 				e.repeated = v == 2
 			case 5:
@@ -295,20 +289,8 @@ func (r *thrift) schemaElement() (element, error) {
 					return true, fmt.Errorf("%w: element %q has %d children", errFooter, e.name, v)
 				}
 				e.children = int32(v)
-			case 6:
-				// TIMESTAMP_MILLIS (9), TIMESTAMP_MICROS (10); the
-				// logical type, later in the element, wins.
-				if e.perSecond == 0 {
-					e.perSecond = map[int64]int64{9: 1e3, 10: 1e6}[v]
-				}
 			}
 			return true, nil
-		case id == 10 && typ == ctStruct:
-			unit, err := r.timestampUnit()
-			if unit != 0 {
-				e.perSecond = unit
-			}
-			return true, err
 		}
 		return false, nil
 	})

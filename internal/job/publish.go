@@ -253,9 +253,10 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events
-	if err := p.checkOwnRows(ctx, job, raw, in.Events, in.Late, committed); err != nil {
+	if err := p.checkOwnRows(ctx, job, raw, in, committed); err != nil {
 		return res, err
 	}
+	warnUncounted(p.Log, job, in)
 
 	if err := p.claim(ctx, job, spec, base, now, stagingURI); err != nil {
 		return res, err

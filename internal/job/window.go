@@ -10,6 +10,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -160,36 +161,41 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 		job.Raw, strings.Join(missing, ", "), landedWhy)
 }
 
-// checkOwnRows refuses a requested date whose own partition holds no row,
-// or no event of the date, while the date has events elsewhere (late ones,
-// inside its own window or past it) or a published entry with events
-// (landedWhy); with neither it is a day
-// without events, and publishes zeros. The footers tell: the rows, and
-// event_time's row group statistics (a partition holding only another
-// date's redelivered events holds none of its own), up to the first file
-// that may hold one.
-func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, events, late map[dates.Date]int64, base pointer.Pointer) error {
+// checkOwnRows refuses a requested date whose own partition holds no
+// event of the date (the engine's exact count, whatever the files'
+// statistics say) while the date has events elsewhere in the read window
+// or a published entry with events (landedWhy); with neither it is a day
+// without events, and publishes zeros. The footers word it: a partition
+// of no rows, or rows of other dates only (another day's redelivered
+// events).
+func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
+	if in.Figures.NullEventTimes > 0 {
+		// Events without a time may be of any date, the partition's own
+		// included: the gate rejects them (raw_event_time_present), naming
+		// them, which is the better answer.
+		return nil
+	}
 	var empty []string
 	for _, d := range job.Dates {
-		elsewhere := events[d] + late[d]
+		if in.Own[d] > 0 {
+			continue
+		}
+		elsewhere := in.Events[d] + in.Late[d] + in.Early[d]
 		if elsewhere == 0 && base.Dates[d].EventCount == 0 {
 			continue
 		}
-		rows, ofDate, err := p.Inputs.PartitionHolds(ctx, raw, d)
+		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
 		if err != nil {
 			return fmt.Errorf("read raw %s: %w", job.Raw, err)
 		}
-		if ofDate {
-			continue
-		}
 		part := inputs.PartitionPrefix + d.String()
 		if elsewhere > 0 {
-			part += fmt.Sprintf(" (%d of its events arrived in later partitions)", elsewhere)
+			part += fmt.Sprintf(" (%d of its events arrived in other partitions)", elsewhere)
 		} else {
 			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
 		}
 		if rows {
-			part += fmt.Sprintf(" holds no event of %s (event_time's statistics put every row on another date)", d)
+			part += fmt.Sprintf(" holds no event of %s", d)
 		} else {
 			part += " holds no rows"
 		}
@@ -199,4 +205,23 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inpu
 		return nil
 	}
 	return fmt.Errorf("read raw %s: %s: %s", job.Raw, strings.Join(empty, "; "), landedWhy)
+}
+
+// warnUncounted logs the events of requested dates that the read window
+// holds outside their dates' own windows: ingested before their date (a
+// producer's clock, or partitions dated in a zone behind UTC) or more than
+// latenessDays after it. None is counted on any date; without this they
+// would go without a word (the input count leaves them out as the tables
+// do, so input_equals_fact cannot see them).
+func warnUncounted(log *slog.Logger, job config.Job, in engine.Inputs) {
+	uncounted := map[string]map[string]int64{}
+	for _, d := range job.Dates {
+		if in.Early[d] > 0 || in.Late[d] > 0 {
+			uncounted[d.String()] = map[string]int64{"ingested_before_date": in.Early[d], "ingested_after_lateness": in.Late[d]}
+		}
+	}
+	if len(uncounted) > 0 {
+		log.Warn("events of the requested dates lie in partitions outside their date's own window (ingest_date from the date to latenessDays after it) and are not counted: ingested before their UTC date (a producer's clock, or partitions dated in a zone behind UTC) or later than latenessDays",
+			"uncounted", uncounted, "lateness_days", job.LatenessDays)
+	}
 }

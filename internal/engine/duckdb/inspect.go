@@ -8,7 +8,6 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
-	"github.com/techlearningpro/engagement/internal/gate"
 )
 
 // DuckDB type families, matched by prefix (hasPrefix).
@@ -145,8 +144,8 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 	in.Figures.RawColumns = union
-	in.Events, in.Late = map[dates.Date]int64{}, map[dates.Date]int64{}
-	if err := e.eventIdentity(ctx, spec, rawFiles, &in.Figures, in.Events, in.Late); err != nil {
+	in.PerDate()
+	if err := e.eventIdentity(ctx, spec, rawFiles, &in); err != nil {
 		return in, err
 	}
 
@@ -210,10 +209,11 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 // The same scan counts each requested date's events (events): the
 // silent-drop figures Stage audits its output against, so a publish reads
 // raw twice in all, here and for the fact grain.
-func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles []string, f *gate.InputFigures, events, late map[dates.Date]int64) error {
+func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles []string, in *engine.Inputs) error {
 	if len(rawFiles) == 0 {
 		return nil
 	}
+	f := &in.Figures
 	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%s AND %s, false) AS requested
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %s AS ingest_date
 		      FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s))`,
@@ -232,23 +232,27 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	// One instant range per date, as utcDayRanges: no per-row date.
 	for _, d := range spec.Dates {
 		q += ",\n\t\tcount(*) FILTER (WHERE requested AND " + utcDayRanges("ts", []dates.Date{d}) + ")"
-		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date > DATE %s)", utcDayRanges("ts", []dates.Date{d}), quote(d.AddDays(spec.LatenessDays).String()))
+		day := utcDayRanges("ts", []dates.Date{d})
+		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date > DATE %s)", day, quote(d.AddDays(spec.LatenessDays).String()))
+		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date < DATE %s)", day, quote(d.String()))
+		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date = DATE %s)", day, quote(d.String()))
 	}
 	// Every id of the window is hashed: a repeat whose copies are all
 	// other dates' is passed over by the exact count below.
 	q += ",\n\t\t" + repeatsColumn(kept, "CASE WHEN event_id IS NOT NULL THEN "+h+" END")
 	q += "\n\t\tFROM (" + src + ")"
 	var hashRepeats int64
-	perDate, lateDate := make([]int64, len(spec.Dates)), make([]int64, len(spec.Dates))
+	n := len(spec.Dates)
+	perDate, lateDate, earlyDate, ownDate := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	dest := []any{&f.NullEventTimes, &f.NullEventIDs}
 	for i := range perDate {
-		dest = append(dest, &perDate[i], &lateDate[i])
+		dest = append(dest, &perDate[i], &lateDate[i], &earlyDate[i], &ownDate[i])
 	}
 	if err := e.scanRepeats(ctx, kept, q, dest, &hashRepeats); err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
 	for i, d := range spec.Dates {
-		events[d], late[d] = perDate[i], lateDate[i]
+		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = perDate[i], lateDate[i], earlyDate[i], ownDate[i]
 	}
 	if hashRepeats == 0 {
 		return nil

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/spark-connect-go/spark/sql/types"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/gate"
 )
@@ -155,7 +154,7 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if err := engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check); err != nil {
 		return in, err
 	}
-	in.Events, in.Late = map[dates.Date]int64{}, map[dates.Date]int64{}
+	in.PerDate()
 	ev, err := e.eventCheck(ctx, spec, &in.Figures)
 	if err != nil {
 		return in, err
@@ -210,7 +209,7 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		lessonPin, ev.fields, ev.query, hashed), dest...); err != nil {
 		return in, err
 	}
-	if err := e.eventExact(ctx, spec, ev, &in.Figures, in.Events, in.Late); err != nil {
+	if err := e.eventExact(ctx, spec, ev, &in); err != nil {
 		return in, err
 	}
 	if in.Figures.ManifestRows == 0 {
@@ -254,8 +253,10 @@ type eventPass struct {
 	query, fields string
 	dest          []any
 	hashRepeats   int64
-	counts, late  []int64
-	keyed         func(key string) string
+	// Per requested date: its events, and those the window holds past
+	// its own window, before it, and in its own partition.
+	counts, late, early, own []int64
+	keyed                    func(key string) string
 }
 
 // eventCheck prepares the check of the raw events that cannot be placed
@@ -273,7 +274,8 @@ type eventPass struct {
 // may be a collision, so only then does an exact pass group by the id
 // itself, and only when that finds repeats does a third name five of them.
 func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.InputFigures) (*eventPass, error) {
-	p := &eventPass{counts: make([]int64, len(spec.Dates)), late: make([]int64, len(spec.Dates))}
+	n := len(spec.Dates)
+	p := &eventPass{counts: make([]int64, n), late: make([]int64, n), early: make([]int64, n), own: make([]int64, n)}
 	if len(spec.Inputs.Raw) == 0 {
 		return p, nil
 	}
@@ -287,24 +289,29 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 	// Each event reaches the shuffle as its key and one packed integer f:
 	// bit 0 a null event_time, bit 1 a requested date's event in its own
 	// window, bit 2 one past it (late: counted nowhere, but a sign of an
-	// outage), f >> 3 the 1-based index of that date.
+	// outage), bit 3 one in a partition before the date (early: counted
+	// nowhere, warned of), bit 4 one in the date's own partition, f >> 5
+	// the 1-based index of that date.
 	var dateIdx, perDate, fields []string
 	for i, d := range spec.Dates {
-		dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 8*(i+1)))
-		perDate = append(perDate, fmt.Sprintf(", 'd%[1]d', count_if(shiftright(f, 3) = %[2]d AND (f & 2) = 2), 'l%[1]d', count_if(shiftright(f, 3) = %[2]d AND (f & 4) = 4)", i, i+1))
-		fields = append(fields, fmt.Sprintf("ev.d%[1]d, ev.l%[1]d, ", i))
+		dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 32*(i+1)))
+		perDate = append(perDate, fmt.Sprintf(", 'd%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 2) = 2), 'l%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 4) = 4)"+
+			", 'e%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 8) = 8), 'o%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 16) = 16)", i, i+1))
+		fields = append(fields, fmt.Sprintf("ev.d%[1]d, ev.l%[1]d, ev.e%[1]d, ev.o%[1]d, ", i))
 	}
 	// keyed is every event as (k, f); key is an expression of event_id
 	// that is null exactly when event_id is.
 	p.keyed = func(key string) string {
 		return fmt.Sprintf(`SELECT %s AS k,
 		       CASE WHEN event_time IS NULL THEN 1 ELSE 0 END + CASE WHEN requested THEN 2 ELSE 0 END + CASE WHEN late THEN 4 ELSE 0 END
-		       + CASE WHEN requested OR late THEN CASE event_date %[2]s END ELSE 0 END AS f
-		FROM (SELECT event_id, event_time, event_date, coalesce(event_date IN %[3]s AND %[4]s, false) AS requested,
-		             coalesce(event_date IN %[3]s AND ingest_date > date_add(event_date, %[9]d), false) AS late
+		       + CASE WHEN early THEN 8 ELSE 0 END + CASE WHEN requested AND ingest_date = event_date THEN 16 ELSE 0 END
+		       + CASE WHEN requested OR late OR early THEN CASE event_date %[2]s END ELSE 0 END AS f
+		FROM (SELECT event_id, event_time, event_date, ingest_date, coalesce(event_date IN %[3]s AND %[4]s, false) AS requested,
+		             coalesce(event_date IN %[3]s AND ingest_date > date_add(event_date, %[9]d), false) AS late,
+		             coalesce(event_date IN %[3]s AND ingest_date < event_date, false) AS early
 		      FROM (SELECT event_id, event_time, %[5]s AS event_date, ingest_date FROM %[6]s
 		            WHERE ingest_date BETWEEN DATE %[7]s AND DATE %[8]s))
-		WHERE event_time IS NULL OR requested OR late OR event_id IS NOT NULL`,
+		WHERE event_time IS NULL OR requested OR late OR early OR event_id IS NOT NULL`,
 			key, strings.Join(dateIdx, " "), dateList(spec.Dates), ownWindow(spec.LatenessDays), eventDateExpr, rawView,
 			quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), spec.LatenessDays)
 	}
@@ -324,19 +331,20 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 	p.fields = "ev.null_times, ev.null_ids, ev.repeats, " + strings.Join(fields, "")
 	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats}
 	for i := range p.counts {
-		p.dest = append(p.dest, &p.counts[i], &p.late[i])
+		p.dest = append(p.dest, &p.counts[i], &p.late[i], &p.early[i], &p.own[i])
 	}
 	return p, nil
 }
 
 // eventExact files the first pass's figures and, when a hash repeated,
 // counts the repeated ids exactly and names five of them.
-func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass, f *gate.InputFigures, events, late map[dates.Date]int64) error {
+func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass, in *engine.Inputs) error {
 	if p.query == "" {
 		return nil
 	}
+	f := &in.Figures
 	for i, d := range spec.Dates {
-		events[d], late[d] = p.counts[i], p.late[i]
+		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = p.counts[i], p.late[i], p.early[i], p.own[i]
 	}
 	f.DuplicateEventIDs = 0
 	if p.hashRepeats == 0 {
