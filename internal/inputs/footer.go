@@ -228,6 +228,9 @@ type element struct {
 	name     string
 	children int32
 	repeated bool // repetition_type (field 3) REPEATED
+	// zoneless: a TIMESTAMP logical type (field 10) with isAdjustedToUTC
+	// false. INT96 and the legacy converted types are UTC instants.
+	zoneless bool
 }
 
 // schemaElements reads FileMetaData up to and including its schema list.
@@ -291,6 +294,21 @@ func (r *thrift) schemaElement() (element, error) {
 				e.children = int32(v)
 			}
 			return true, nil
+		case id == 10 && typ == ctStruct:
+			// LogicalType, a union: TIMESTAMP is field 8, whose
+			// isAdjustedToUTC (field 1) is a bool held in its type.
+			return true, r.structFields(2, func(id int16, typ byte) (bool, error) {
+				if id != 8 || typ != ctStruct {
+					return false, nil
+				}
+				return true, r.structFields(3, func(id int16, typ byte) (bool, error) {
+					if id != 1 || (typ != ctTrue && typ != ctFalse) {
+						return false, nil
+					}
+					e.zoneless = typ == ctFalse
+					return true, nil
+				})
+			})
 		}
 		return false, nil
 	})

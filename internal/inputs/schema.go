@@ -29,21 +29,39 @@ func (f Field) String() string { return strings.Join(f, ".") }
 // schema order. It reads only the footer (two ranged reads), in Go, so every
 // engine is judged on the same schema.
 func (s *Source) Fields(ctx context.Context, what string, f File) ([]Field, error) {
+	fields, _, err := s.fields(ctx, what, f)
+	return fields, err
+}
+
+// fields is Fields and whether the file's top-level event_time is a
+// timestamp its writer marked as not adjusted to UTC (a zoneless
+// TIMESTAMP_NTZ, pandas' naive datetimes).
+func (s *Source) fields(ctx context.Context, what string, f File) ([]Field, bool, error) {
 	name := what + " file " + f.Path
 	b, key, err := s.object(ctx, f.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, false, fmt.Errorf("%s: %w", name, err)
 	}
 	buf, err := footer(ctx, b, key, f.Bytes, name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	bad := func(format string, args ...any) error { return badFooter(name, format, args...) }
 	elems, err := schemaElements(buf)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, false, bad("%v", err)
 	}
-	return flatten(elems, bad)
+	fields, err := flatten(elems, bad)
+	if err != nil {
+		return nil, false, err
+	}
+	zoneless := false
+	for i, fd := range fields {
+		if len(fd) == 1 && strings.EqualFold(fd[0], "event_time") && elems[i+1].zoneless {
+			zoneless = true
+		}
+	}
+	return fields, zoneless, nil
 }
 
 // Rows is the row count a Parquet file's footer states (num_rows), read
@@ -172,21 +190,26 @@ func Prohibited(fields []Field, prohibited []string) []string {
 const ReservedColumn = "engagement_source_file"
 
 // ProhibitedFields reads the footer of every raw file and returns the
-// prohibited fields found, as Prohibited does, across all of them. A top
-// column named ReservedColumn, in any case, is an error naming the file.
-func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) ([]string, error) {
+// prohibited fields found, as Prohibited does, across all of them, and the
+// files whose event_time is zoneless (read as UTC, which only the producer
+// can vouch for). A top column named ReservedColumn, in any case, is an
+// error naming the file.
+func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) (found, zoneless []string, err error) {
 	var all []Field
 	for _, f := range files {
-		fields, err := s.Fields(ctx, "raw", f.File)
+		fields, noZone, err := s.fields(ctx, "raw", f.File)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if noZone {
+			zoneless = append(zoneless, f.Path)
 		}
 		for _, fd := range fields {
 			if strings.EqualFold(fd[0], ReservedColumn) {
-				return nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
+				return nil, nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
 			}
 		}
 		all = append(all, fields...)
 	}
-	return Prohibited(all, prohibited), nil
+	return Prohibited(all, prohibited), zoneless, nil
 }

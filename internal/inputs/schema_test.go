@@ -221,3 +221,31 @@ func TestRowsFromFooter(t *testing.T) {
 		}
 	})
 }
+
+// TestZonelessEventTime: a top-level event_time its writer marked as not
+// adjusted to UTC (DuckDB's TIMESTAMP, pandas' naive datetimes) is told
+// from one that is (TIMESTAMPTZ); a nested field of that name is not the
+// column.
+func TestZonelessEventTime(t *testing.T) {
+	for _, tc := range []struct {
+		name, query string
+		zoneless    bool
+	}{
+		{"TIMESTAMPTZ", "SELECT TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time", false},
+		{"TIMESTAMP", "SELECT TIMESTAMP '2026-03-02 10:00:00' AS event_time", true},
+		{"EVENT_TIME in capitals", "SELECT TIMESTAMP '2026-03-02 10:00:00' AS EVENT_TIME", true},
+		{"nested", "SELECT {'event_time': TIMESTAMP '2026-03-02 10:00:00'} AS context, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time", false},
+		{"a string", "SELECT '2026-03-02 10:00:00' AS event_time", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeParquet(t, tc.query)
+			_, zoneless, err := src().ProhibitedFields(t.Context(), []RawFile{{File: fileAt(t, p)}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(zoneless) == 1 && zoneless[0] == p; got != tc.zoneless {
+				t.Errorf("zoneless files %v, want this one named: %v", zoneless, tc.zoneless)
+			}
+		})
+	}
+}

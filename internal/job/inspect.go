@@ -16,9 +16,15 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
 		return engine.Inputs{}, err
 	}
-	found, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
+	found, zoneless, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
 	if err != nil {
 		return engine.Inputs{}, err
+	}
+	if len(zoneless) > 0 {
+		// Common and usually UTC (pandas' naive datetimes, Spark's
+		// TIMESTAMP_NTZ): a warning, since only the producer knows.
+		p.Log.Warn("raw event_time is a timestamp without time zone (isAdjustedToUTC false) in some files: read as UTC; if their producer wrote local wall-clock times, events land on the wrong dates",
+			"files", len(zoneless), "first", zoneless[0])
 	}
 	// The counts for every engine (Spark too reads a row group short when
 	// a count is damaged), the CRCs for one that does not verify them.
