@@ -69,6 +69,9 @@ func TestExplainWarnsOfRefusedDates(t *testing.T) {
 		{"publishable", []string{"--dates", "2026-03-02,2026-03-03"}, ""},
 		{"outside the horizon", []string{"--dates", "2026-03-01,2026-03-02"}, "[2026-03-01] outside the restatement horizon 2026-03-02..2026-03-03"},
 		{"not over", []string{"--dates", "2026-03-02,2026-03-03", "--as-of", "2026-03-03"}, "[2026-03-03] not over on the run date 2026-03-03"},
+		// publish's flags as they are: the override is publish's too.
+		{"outside the horizon, overridden", []string{"--dates", "2026-03-01,2026-03-02", "--allow-outside-horizon"}, ""},
+		{"stale", []string{"--dates", "2026-03-02,2026-03-03", "--as-of", "2026-03-10"}, "is stale: newest ingest_date 2026-03-03 is 7 days old on 2026-03-10"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,8 +47,9 @@ func addJobFlags(fs *pflag.FlagSet, withJobID bool) *jobFlags {
 	fs.StringVar(&f.dates, "dates", "", "comma-separated event dates YYYY-MM-DD (required)")
 	if withJobID {
 		fs.StringVar(&f.jobID, "job-id", "", "unique id of this attempt; names its staging prefix (required)")
-		fs.BoolVar(&f.allowOld, "allow-outside-horizon", false, "restate dates outside the restatement horizon (logged)")
 	}
+	// explain takes it too, so a scheduler can run it with publish's flags.
+	fs.BoolVar(&f.allowOld, "allow-outside-horizon", false, "restate dates outside the restatement horizon (logged)")
 	for _, k := range flagKeys {
 		f.keyed[k.flag] = fs.String(k.flag, "", k.help)
 	}

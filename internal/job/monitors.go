@@ -42,14 +42,22 @@ func (m *monitors) add(s monitor.Signal) { m.signals = append(m.signals, s) }
 // asOf is the run date: the job's as-of date, never later than today.
 func (m *monitors) freshness(ctx context.Context, job config.Job, ingest []dates.Date, asOf dates.Date) error {
 	newest := ingest[len(ingest)-1]
-	age := int(asOf - newest)
 	s := monitor.Signal{Name: monitor.RawFreshness, Status: monitor.OK, Figures: map[string]any{
-		"newest_ingest_date": newest.String(), "as_of": asOf.String(), "age_days": age, "max_age_days": job.FreshnessMaxDays,
+		"newest_ingest_date": newest.String(), "as_of": asOf.String(), "age_days": int(asOf - newest), "max_age_days": job.FreshnessMaxDays,
 	}}
 	m.freshSig = &s
-	if job.FreshnessMaxDays > 0 && age > job.FreshnessMaxDays {
+	err := stale(job, ingest, asOf)
+	if err != nil {
 		s.Status = monitor.Page
-		m.freshSig = &s
+	}
+	return err
+}
+
+// stale is why raw is stale on asOf (its newest landed ingest date older
+// than engagement.freshnessMaxDays), or nil.
+func stale(job config.Job, ingest []dates.Date, asOf dates.Date) error {
+	newest := ingest[len(ingest)-1]
+	if age := int(asOf - newest); job.FreshnessMaxDays > 0 && age > job.FreshnessMaxDays {
 		return fmt.Errorf("raw %s is stale: newest ingest_date %s is %d days old on %s, bound %s %d",
 			job.Raw, newest, age, asOf, config.KeyFreshnessMaxDays, job.FreshnessMaxDays)
 	}

@@ -47,11 +47,15 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 
 // DatesRefused is why a publish of job would refuse its dates on the
 // listed ingest partitions at now (not over, outside the horizon, a date's
-// own partition missing), or nil. explain, which publishes nothing, warns
-// with it rather than show a plan for dates no publish would take.
+// own partition missing, raw stale), or nil. explain, which publishes
+// nothing, warns with it rather than show a plan for dates no publish
+// would take.
 func DatesRefused(job config.Job, ingest []dates.Date, now time.Time) error {
-	_, _, err := checkDates(job, ingest, dates.FromTime(now.UTC()), slog.New(slog.DiscardHandler))
-	return err
+	run, landed, err := checkDates(job, ingest, dates.FromTime(now.UTC()), slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	return stale(job, landed, run)
 }
 
 // checkHorizon refuses dates outside the restatement horizon: with N the
