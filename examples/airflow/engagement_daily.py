@@ -82,7 +82,7 @@ def engagement_daily():
             "--job-id", job_id,
             "--dates", ",".join(dates),
             # freshness is judged as of the run's own date, so a rerun of an
-            # old run is judged as that run was
+            # old run is not refused as stale for the days since
             "--as-of", ds,
         ]
         for flag, name in PINS.items():

@@ -73,6 +73,8 @@ func (o origin) env(flag string) string {
 // a sensor's script) would otherwise mean every date, and a sensor waiting
 // on D would see "published". Its errors begin with prefix.
 func (o origin) date(prefix, flag, value string) (*dates.Date, error) {
+	// Spaces around it are no part of a date, as in publish's --dates.
+	value = strings.TrimSpace(value)
 	if value == "" {
 		if o.fs != nil && o.fs.Changed(flag) {
 			return nil, exitcode.UsageError(fmt.Errorf("%s%s is empty: give a date, or leave it out for every date", prefix, o.ref(flag)))

@@ -111,6 +111,8 @@ type consoleHandler struct {
 func (h *consoleHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 
 func (h *consoleHandler) Handle(ctx context.Context, r slog.Record) error {
+	// UTC whatever the machine's zone, as every time the tool records.
+	r.Time = r.Time.UTC()
 	format, attrs := h.c.get()
 	var base slog.Handler = slog.NewJSONHandler(h.w, nil)
 	if format == logText {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -476,6 +477,15 @@ func testTimeZoneIndependent(t *testing.T, h Harness) {
 		for ds, n := range FactSum(t, wh) {
 			if want := fx.Expected.ByDate[ds].Events; n != want {
 				t.Errorf("TZ=%s %s: %d events, want %d", tz, ds, n, want)
+			}
+		}
+		// The times it records are UTC too: the log's, and the inputs'
+		// modification times in the attempt record (local ones carried
+		// the zone's offset).
+		for _, m := range regexp.MustCompile(`"(time|mtime)":"[^"]*"`).FindAllString(stderr+string(Get(t, wh, "staging/job_id=tz-1/_attempt.json")), -1) {
+			if !strings.HasSuffix(m, `Z"`) {
+				t.Errorf("TZ=%s: %s, want a UTC time", tz, m)
+				break
 			}
 		}
 	}

@@ -109,7 +109,8 @@ func version(fi fs.FileInfo) string {
 }
 
 func attrs(fi fs.FileInfo) storage.Attrs {
-	return storage.Attrs{Size: fi.Size(), Version: version(fi), ModTime: fi.ModTime(), Changed: changed(fi)}
+	// UTC: the time lands in records (_attempt.json's inputs) and errors.
+	return storage.Attrs{Size: fi.Size(), Version: version(fi), ModTime: fi.ModTime().UTC(), Changed: changed(fi)}
 }
 
 // underObject reads a path that runs through a file (ENOTDIR) as a
