@@ -200,8 +200,11 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 	err = s.putPointer(ctx, data, ver)
 	if errors.Is(err, storage.ErrPrecondition) {
 		// Another writer, finding this generation's copy beyond the pointer,
-		// may have rolled it forward first: then it is done.
-		if now, _, rerr := s.Load(ctx); rerr == nil && now.Generation == next.Generation && now.Digest == pointer.Sum(data) {
+		// may have rolled it forward first, and built on it since: then it
+		// is done. A later generation can only stand on this one, whose
+		// copy this writer created; the caller's re-read follows the chain.
+		if now, _, rerr := s.Load(ctx); rerr == nil && (now.Generation > next.Generation ||
+			now.Generation == next.Generation && now.Digest == pointer.Sum(data)) {
 			return nil
 		}
 	}

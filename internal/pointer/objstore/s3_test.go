@@ -3,9 +3,11 @@ package objstore_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
@@ -137,5 +139,42 @@ func TestPreconditionFailedIsNeverSuccess(t *testing.T) {
 				t.Errorf("pointer.json after the refused replace: %+v, %v; want the edit kept", cur.Dates[pointertest.Day0], lerr)
 			}
 		})
+	}
+}
+
+// TestPausedWriterOvertaken: on S3 (no lock), a writer pauses between its
+// commit (the history copy) and its pointer.json replace; meanwhile another
+// writer rolls its generation forward and builds the next one on it. The
+// paused writer's replace then fails its condition, and that is its write
+// done, not the store misbehaving: the Swap returns nil (the caller's
+// re-read follows the chain), where it reported an error that the job
+// logged as "the pointer store reported an error for this job's write".
+func TestPausedWriterOvertaken(t *testing.T) {
+	b := s3test.Bucket(t)
+	s := objstore.New(b)
+	d1, d2, d3 := pointertest.Day0, pointertest.Day0.AddDays(1), pointertest.Day0.AddDays(2)
+	if _, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{d1: pointertest.Entry("job-a", d1)})); err != nil {
+		t.Fatal(err)
+	}
+	var fired atomic.Bool // the other writer's own swap passes the hook too
+	remove := failpoint.SetHook(failpoint.MidPointer, func() {
+		if fired.Swap(true) {
+			return
+		}
+		if _, err := pointer.Publish(context.Background(), objstore.New(b), pointertest.Commit("job-c", map[dates.Date]pointer.DateEntry{d3: pointertest.Entry("job-c", d3)})); err != nil {
+			t.Errorf("the other writer: %v", err)
+		}
+	})
+	defer remove()
+	out, err := pointer.PublishOutcome(t.Context(), s, pointertest.Commit("job-b", map[dates.Date]pointer.DateEntry{d2: pointertest.Entry("job-b", d2)}))
+	if err != nil {
+		t.Fatalf("the paused writer: %v, want published", err)
+	}
+	if out.LandedDespite != nil {
+		t.Errorf("LandedDespite = %v: another writer rolling this one forward is no store error", out.LandedDespite)
+	}
+	cur, _, err := s.Load(t.Context())
+	if err != nil || cur.Generation != 3 || cur.Dates[d2].JobID != "job-b" || cur.Dates[d3].JobID != "job-c" {
+		t.Errorf("pointer.json: generation %d, %v, %v; want 3 holding job-b's and job-c's dates", cur.Generation, cur.Dates, err)
 	}
 }
