@@ -138,11 +138,19 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 			}
 		}
 	}
+	// On a local disk every page header is read (a small read each); on an
+	// object store, where each is a request, only the pages of row groups
+	// whose CRCs make the pages read anyway.
+	headers := !b.Location().IsS3()
+	skip := -1 // a row group found without CRCs, on an object store
 	for _, c := range wanted {
 		if c.flat && c.rows >= 0 && c.values != c.rows {
 			return &PageChecksumError{What: what, File: f.Path, Column: c.column, RowGroup: c.rowGroup, Values: c.values, Stated: c.rows, Rows: true}
 		}
-		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: probeBytes, crc: crc}
+		if c.rowGroup == skip {
+			continue
+		}
+		r := &pageReader{ctx: ctx, b: b, key: key, end: c.end, block: probeBytes, crc: crc, headers: headers}
 		err := r.check(c)
 		var bad *PageChecksumError
 		switch {
@@ -150,6 +158,8 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 		case errors.As(err, &bad):
 			bad.What, bad.File = what, f.Path
 			return bad
+		case errors.Is(err, errNoChecksums):
+			skip = c.rowGroup
 		default:
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -157,11 +167,16 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	return nil
 }
 
+// errNoChecksums stops the walk of a chunk on an object store whose pages
+// are not read for their CRCs.
+var errNoChecksums = errors.New("no page checksums")
+
 // pageReader reads a chunk's bytes a block at a time: a header's worth
 // until a page shows a CRC (without them, one small read a page, for its
 // header's count), then checksumBlock.
 type pageReader struct {
 	crc      bool // verify stored CRCs; else headers only
+	headers  bool // walk every page header, CRC or not (a local disk)
 	ctx      context.Context
 	b        storage.Bucket
 	key      string
@@ -190,11 +205,14 @@ func (r *pageReader) at(off, n int64) ([]byte, error) {
 }
 
 // check walks c's pages and verifies each stored CRC (with r.crc), then
-// that the data pages hold the values the chunk states.
+// that the data pages hold the values the chunk states. Without
+// r.headers it stops (errNoChecksums) at the first page whose CRC it
+// would not verify, a leading dictionary page aside (some writers store
+// CRCs for data pages only), unless it already reads the chunk in blocks.
 func (r *pageReader) check(c chunk) error {
 	pos := c.start
 	var values int64
-	for pos < c.end {
+	for pages := 0; pos < c.end; pages++ {
 		head, err := r.at(pos, probeBytes)
 		if err != nil {
 			return err
@@ -212,6 +230,9 @@ func (r *pageReader) check(c chunk) error {
 		}
 		if h.size < 0 || h.size > maxPageBytes || pos+int64(h.headerLen)+int64(h.size) > c.end {
 			return nil
+		}
+		if !r.headers && r.block == probeBytes && !(h.hasCRC && r.crc) && !(pages == 0 && h.dictionary) {
+			return errNoChecksums
 		}
 		if h.hasCRC && r.crc {
 			r.block = checksumBlock
@@ -237,23 +258,26 @@ func (r *pageReader) check(c chunk) error {
 
 // header is the part of a PageHeader the check needs.
 type header struct {
-	headerLen int
-	size      int32 // compressed_page_size: the bytes after the header
-	crc       uint32
-	hasCRC    bool
-	values    int64 // a data page's num_values (v1 or v2), 0 for others
+	headerLen  int
+	size       int32 // compressed_page_size: the bytes after the header
+	crc        uint32
+	hasCRC     bool
+	dictionary bool
+	values     int64 // a data page's num_values (v1 or v2), 0 for others
 }
 
-// pageHeader reads a thrift PageHeader: compressed_page_size (3), crc (4)
-// and a data page header's num_values; the rest is skipped.
+// pageHeader reads a thrift PageHeader: type (1), compressed_page_size
+// (3), crc (4) and a data page header's num_values; the rest is skipped.
 func pageHeader(b []byte) (header, error) {
 	r := &thrift{b: b}
 	var h header
 	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
 		switch {
-		case typ == ctI32 && (id == 3 || id == 4):
+		case typ == ctI32 && (id == 1 || id == 3 || id == 4):
 			v, err := r.varint()
 			switch id {
+			case 1:
+				h.dictionary = v == 2 // PageType DICTIONARY_PAGE
 			case 3:
 				h.size = int32(v)
 			case 4:
@@ -332,19 +356,22 @@ func columnChunks(footer []byte, size int64) ([]chunk, error) {
 	if err != nil {
 		return out, err
 	}
-	flat := flatTopLevel(footer)
+	var flat map[string]bool
+	if elems, err := schemaElements(footer); err == nil {
+		flat = flatTopLevel(elems)
+	}
 	for i := range out {
 		out[i].flat = out[i].flat && flat[out[i].column]
 	}
 	return out, nil
 }
 
-// flatTopLevel is which top-level columns of the footer's schema are
-// leaves that are not repeated: one value a row. A schema this cannot read
-// makes none flat (the count check is then left out, not failed).
-func flatTopLevel(footer []byte) map[string]bool {
-	elems, err := schemaElements(footer)
-	if err != nil || len(elems) == 0 {
+// flatTopLevel is which top-level columns of a schema (the footer's
+// depth-first element list) are leaves that are not repeated: one value a
+// row. A schema this cannot read makes none flat (the count check is then
+// left out, not failed).
+func flatTopLevel(elems []element) map[string]bool {
+	if len(elems) == 0 {
 		return nil
 	}
 	out := map[string]bool{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -342,4 +343,30 @@ func chunksAt(t *testing.T, p string) []chunk {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestFlatTopLevel: a top-level column is flat (one value a row, so its
+// chunk's values must equal the row group's rows) only as a leaf that is
+// not repeated: a legacy repeated primitive (no LIST group around it, its
+// path one name long) and a group's subtree are not, and the walk finds
+// the top-level columns after a nested group.
+func TestFlatTopLevel(t *testing.T) {
+	elems := []element{
+		{name: "schema", children: 5},
+		{name: "event_id"},
+		{name: "tags", repeated: true}, // repeated binary tags
+		{name: "context", children: 2},
+		{name: "device", children: 1},
+		{name: "model"},
+		{name: "ip"},
+		{name: "items", children: 1, repeated: false},
+		{name: "list", children: 1, repeated: true},
+		{name: "element"},
+		{name: "event_time"},
+	}
+	got := flatTopLevel(elems)
+	want := map[string]bool{"event_id": true, "tags": false, "context": false, "items": false, "event_time": true}
+	if !maps.Equal(got, want) {
+		t.Errorf("flatTopLevel = %v, want %v", got, want)
+	}
 }

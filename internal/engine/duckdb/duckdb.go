@@ -106,6 +106,7 @@ var refused = map[string]string{
 	"binary_as_string":       "an unannotated binary key column would be read as a string and published, where the Spark engine refuses it: the keys are strings",
 	"default_order":          "the engine breaks ties in its checks (the longest title's lesson, the sample of repeated event ids) by ascending order, as the Spark engine does",
 	"default_null_order":     "the engine's orderings place nulls as the Spark engine does",
+	"null_order":             "the engine's orderings place nulls as the Spark engine does (null_order is default_null_order's other name)",
 	"errors_as_json":         "the engine reads DuckDB's errors to name the file, column or setting at fault",
 }
 

@@ -26,6 +26,7 @@ func TestOpenRefusesSettings(t *testing.T) {
 		// The longest title's tie went to the larger lesson_id.
 		{"default_order", "desc", "duckdb.default_order: not settable"},
 		{"default_null_order", "nulls_first", "duckdb.default_null_order: not settable"},
+		{"null_order", "nulls_first", "duckdb.null_order: not settable"}, // its other name
 		{"errors_as_json", "true", "duckdb.errors_as_json: not settable"},
 		{"Threads", "2", "duckdb.Threads: not a DuckDB setting name: write it in lower case (duckdb.threads)"},
 		{"memory-limit", "1GB", "duckdb.memory-limit: not a DuckDB setting name"},

@@ -172,7 +172,7 @@ func factQuery(spec engine.Spec, events string) string {
        false AS course_conflict
 FROM (
 %s
-) joined`, indent(joinedGrain(spec, events)))
+) joined`, joinedGrain(spec, events))
 }
 
 // mergedFactQuery is factQuery with the rows of a fact row of several
@@ -200,7 +200,7 @@ FROM (
 %s
   DISTRIBUTE BY learner_key, event_date
 ) joined
-GROUP BY learner_key, lesson_id, event_date`, indent(joinedGrain(spec, events)))
+GROUP BY learner_key, lesson_id, event_date`, joinedGrain(spec, events))
 }
 
 // joinedGrain is both fact queries' rows: a fact row's events of one
@@ -236,12 +236,10 @@ LEFT JOIN (
   SELECT lesson_id, course_id AS manifest_course_id
   FROM %s WHERE manifest_id = %s
 ) m ON g.lesson_id = m.lesson_id`,
-		saltOf(spec), indent(indent(indent(events))),
+		saltOf(spec), events,
 		filesRel(spec.Inputs.EnrollmentPaths(), enrollmentStrings), quote(spec.EnrollmentSnapshotID), saltsOf(spec),
 		filesRel(spec.Inputs.LessonPaths(), manifestStrings), quote(spec.ManifestID))
 }
-
-func indent(q string) string { return "  " + strings.ReplaceAll(q, "\n", "\n  ") }
 
 // factRows produces the published columns from rows of the cached fact
 // view (src, a subquery over it), event_date last, then tail (PARTITIONED

@@ -274,17 +274,26 @@ func (s *Store) edited(ctx context.Context, cur pointer.Pointer, ver pointer.Ver
 	if err != nil {
 		return fmt.Errorf("%w: %w", pointer.ErrNotWritten, err)
 	}
-	// Written, not ModTime: a copy made with cp -p (or rsync -a, or a
-	// restore from a backup) keeps the source's modification time, and
-	// read by it would be rolled forward over in silence.
-	if !pa.Written().After(ha.Written()) {
+	// Written, not ModTime: a pointer.json copied back with cp -p keeps the
+	// source's modification time, and read by it would be rolled forward
+	// over in silence; its inode change time says when it was written.
+	// Unless the history copy's own change time is well past its
+	// modification time: then the warehouse itself was copied or restored
+	// (cp -a, rsync -a) or its modes changed (chmod -R), every change time
+	// is that moment's, in no order, and the modification times alone
+	// keep the order of the writes.
+	pw, hw := pa.Written(), ha.Written()
+	if ha.Changed.After(ha.ModTime.Add(time.Second)) {
+		pw, hw = pa.ModTime, ha.ModTime
+	}
+	if !pw.After(hw) {
 		return nil
 	}
 	return fmt.Errorf("%w: %w: pointer.json holds generation %d but was written at %s, after pointer-history/%d.json (job %s, written %s): "+
 		"it was put back by hand, not left by an interrupted write, so it is not rolled forward over; nothing was changed. "+
 		"To return dates to generation %d use `engagement rollback --to-generation %d`, which records the change; to go on from generation %d copy pointer-history/%d.json over pointer.json",
-		pointer.ErrBrokenChain, pointer.ErrHandEdited, cur.Generation, pa.Written().UTC().Format(time.RFC3339Nano), orphan.Generation, orphan.UpdatedByJobID,
-		ha.Written().UTC().Format(time.RFC3339Nano), cur.Generation, cur.Generation, orphan.Generation, orphan.Generation)
+		pointer.ErrBrokenChain, pointer.ErrHandEdited, cur.Generation, pw.UTC().Format(time.RFC3339Nano), orphan.Generation, orphan.UpdatedByJobID,
+		hw.UTC().Format(time.RFC3339Nano), cur.Generation, cur.Generation, orphan.Generation, orphan.Generation)
 }
 
 // cond is the condition for replacing a pointer.json read at version v.

@@ -294,3 +294,57 @@ func TestLockTimeout(t *testing.T) {
 		t.Errorf("pointer now by %s", cur.UpdatedByJobID)
 	}
 }
+
+// TestInterruptedWriteInCopiedWarehouse: a writer died between its commit
+// (pointer-history/2.json) and its pointer.json replace; then the whole
+// warehouse had its modes changed (chmod -R; cp -a and rsync -a likewise
+// reset every change time): every change time is that moment's, so the
+// modification times alone keep the order, and the next write still
+// rolls generation 2 forward, where it was refused as a hand edit.
+// pointer.json alone written after the copy (cp -p) is the hand edit.
+func TestInterruptedWriteInCopiedWarehouse(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		touch  []string // files whose modes change, a second after the writes
+		refuse bool
+	}{
+		{"whole warehouse", []string{"pointer.json", "pointer-history/1.json", "pointer-history/2.json"}, false},
+		{"pointer.json alone", []string{"pointer.json"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := newLocal(dir)
+			d := pointertest.Day0
+			p1, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-a", d)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			orphan := p1.Normalized()
+			orphan.Generation, orphan.UpdatedByJobID = 2, "job-b"
+			orphan.Parent = &pointer.Parent{Generation: 1, SHA256: p1.Digest}
+			orphan.Dates = map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-b", d)}
+			data, err := pointer.Encode(orphan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			backdoor{dir}.PutHistory(t, 2, data)
+			// The history copy's modification time is its write's; a
+			// second later, the modes change.
+			time.Sleep(1100 * time.Millisecond)
+			for _, f := range tc.touch {
+				if err := os.Chmod(filepath.Join(dir, f), 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = pointer.Publish(t.Context(), s, pointertest.Commit("job-c", map[dates.Date]pointer.DateEntry{d.AddDays(1): pointertest.Entry("job-c", d.AddDays(1))}))
+			if tc.refuse != errors.Is(err, pointer.ErrHandEdited) {
+				t.Fatalf("publish: %v; want refused as a hand edit: %v", err, tc.refuse)
+			}
+			if !tc.refuse {
+				if cur, _, err := s.Load(t.Context()); err != nil || cur.Generation != 3 || cur.Dates[d].JobID != "job-b" {
+					t.Errorf("generation %d, %v: want 3 on top of the rolled-forward generation 2", cur.Generation, err)
+				}
+			}
+		})
+	}
+}
