@@ -118,6 +118,8 @@ type StageTasks struct {
 	MemoryBytesSpilled int64   `json:"memory_bytes_spilled"`
 	DiskBytesSpilled   int64   `json:"disk_bytes_spilled"`
 	TasksSpilled       int     `json:"tasks_spilled"`
+	// MaxTaskBytesSpilled is the most one task spilled, memory and disk.
+	MaxTaskBytesSpilled int64 `json:"max_task_bytes_spilled"`
 }
 
 // Engine runs the job. Implementations must be deterministic: the same Spec

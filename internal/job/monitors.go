@@ -136,14 +136,17 @@ func (m *monitors) tasks(st engine.Staged) {
 		// stretches times, not records.
 		"max_task_records": t.MaxRecords, "median_task_records": t.MedianRecords,
 	}})
-	// Spill on every task is memory, not skew (contract.md).
+	// Spill on every task is memory; one task holding most of the
+	// stage's spill is a hot key (contract.md).
 	status = monitor.OK
-	if t.Tasks > 0 && t.TasksSpilled == t.Tasks {
+	spilled := t.MemoryBytesSpilled + t.DiskBytesSpilled
+	if t.Tasks > 0 && t.TasksSpilled == t.Tasks || t.Tasks > 1 && t.MaxTaskBytesSpilled > 0 && 2*t.MaxTaskBytesSpilled > spilled {
 		status = monitor.Page
 	}
 	m.add(monitor.Signal{Name: monitor.EnrollmentSpill, Status: status, Figures: map[string]any{
 		"stage_id": t.StageID, "tasks": t.Tasks, "tasks_spilled": t.TasksSpilled,
 		"memory_bytes_spilled": t.MemoryBytesSpilled, "disk_bytes_spilled": t.DiskBytesSpilled,
+		"max_task_bytes_spilled": t.MaxTaskBytesSpilled,
 	}})
 }
 

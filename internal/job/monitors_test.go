@@ -186,7 +186,11 @@ func TestTaskMonitors(t *testing.T) {
 	}{
 		{"even", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 2}, monitor.OK, monitor.OK},
 		{"skewed", &engine.StageTasks{Tasks: 8, MaxMillis: 1200, MedianMilli: 100, SkewRatio: 12, MaxRecords: 9000, MedianRecords: 700}, monitor.Page, monitor.OK},
-		{"spill everywhere", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 8, DiskBytesSpilled: 1 << 30}, monitor.OK, monitor.Page},
+		{"spill everywhere", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 8, DiskBytesSpilled: 1 << 30, MaxTaskBytesSpilled: 1 << 27}, monitor.OK, monitor.Page},
+		// One task holds most of the stage's spill: a hot key, though its
+		// time did not stand out.
+		{"one task's spill dominates", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 3, DiskBytesSpilled: 1000, MaxTaskBytesSpilled: 900}, monitor.OK, monitor.Page},
+		{"spill spread over some", &engine.StageTasks{Tasks: 8, MaxMillis: 300, MedianMilli: 100, SkewRatio: 3, TasksSpilled: 3, DiskBytesSpilled: 1000, MaxTaskBytesSpilled: 400}, monitor.OK, monitor.OK},
 		{"none", nil, monitor.Unavailable, monitor.Unavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -324,6 +324,7 @@ func stageTasks(stage restStage, tasks []restTask) *engine.StageTasks {
 			if m.MemoryBytesSpilled > 0 || m.DiskBytesSpilled > 0 {
 				out.TasksSpilled++
 			}
+			out.MaxTaskBytesSpilled = max(out.MaxTaskBytesSpilled, m.MemoryBytesSpilled+m.DiskBytesSpilled)
 		}
 	}
 	if len(durations) == 0 {

@@ -24,7 +24,7 @@ func TestStageTasks(t *testing.T) {
 	}{
 		{"odd", []restTask{task("SUCCESS", 100, 0, 0), task("SUCCESS", 900, 5, 0), task("SUCCESS", 300, 0, 7), task("FAILED", 5000, 9, 9)},
 			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 3, MaxMillis: 900, MedianMilli: 300, SkewRatio: 3,
-				MaxRecords: 9000, MedianRecords: 3000, MemoryBytesSpilled: 5, DiskBytesSpilled: 7, TasksSpilled: 2}},
+				MaxRecords: 9000, MedianRecords: 3000, MemoryBytesSpilled: 5, DiskBytesSpilled: 7, TasksSpilled: 2, MaxTaskBytesSpilled: 7}},
 		{"even", []restTask{task("SUCCESS", 100, 0, 0), task("SUCCESS", 200, 0, 0), task("SUCCESS", 400, 0, 0), task("SUCCESS", 1000, 0, 0)},
 			&engine.StageTasks{StageID: 4, Attempt: 1, Tasks: 4, MaxMillis: 1000, MedianMilli: 300, SkewRatio: 1000.0 / 300,
 				MaxRecords: 10000, MedianRecords: 3000}},
