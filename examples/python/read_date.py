@@ -120,6 +120,10 @@ def open_pointer(warehouse):
         raise BadArgument(f"no warehouse at {warehouse} (no pointer.json): nothing was published there; check WAREHOUSE") from None
     except (OSError, ValueError) as e:
         raise OSError(f"{warehouse}/pointer.json: {e}") from e
+    if not (isinstance(pointer, dict) and isinstance(pointer.get("format_version"), int)
+            and isinstance(pointer.get("generation"), int) and isinstance(pointer.get("dates"), dict)):
+        raise ValueError(f"{warehouse}/pointer.json is JSON but not a pointer (no format_version, generation and dates): "
+                         f"damaged; copy the newest pointer-history/<generation>.json over it")
     # A newer format may mean something this code does not know: refuse it.
     if pointer["format_version"] > NEWEST_FORMAT:
         raise ValueError(f"{warehouse}/pointer.json: format {pointer['format_version']} is newer than {NEWEST_FORMAT}")

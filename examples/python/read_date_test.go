@@ -168,6 +168,19 @@ func TestReadDate(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds only generation 1") {
 		t.Errorf("a first publish not yet visible: exit %d, output %s; want exit 1 saying its history holds only generation 1", cmd.ProcessState.ExitCode(), out)
 	}
+
+	// A pointer.json that is JSON but not a pointer: exit 1 saying so, where
+	// a KeyError's traceback came out.
+	for _, body := range []string{`{"format_version":3}`, `[1,2]`, `{"format_version":3,"generation":"2","dates":{}}`} {
+		if err := os.WriteFile(filepath.Join(first, "pointer.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command(python, script, first, "course_day", "2026-03-02")
+		out, _ = cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "is JSON but not a pointer") || strings.Contains(string(out), "Traceback") {
+			t.Errorf("pointer.json %s: exit %d, output %s; want exit 1 saying it is not a pointer", body, cmd.ProcessState.ExitCode(), out)
+		}
+	}
 }
 
 // TestReadDateS3OddKeys: on S3 the warehouse's key is taken literally, as
