@@ -414,3 +414,38 @@ func TestFirstPublishNotYetVisible(t *testing.T) {
 		t.Errorf("status of generation 1's other date after the next publish: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestStatusDateChecksFiles: status --date D, what a sensor waits on, says
+// readers can read D only when D's files are there as the pointer recorded
+// them. A published file deleted (a lifecycle rule on staging/) or cut
+// short read as published with exit 0 while every reader of the date
+// failed; it is exit 1 naming the file. Another date is still exit 0.
+func TestStatusDateChecksFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(p string) error
+		says   string
+	}{
+		{"missing", os.Remove, "is missing"},
+		{"cut short", func(p string) error { return os.Truncate(p, 10) }, "holds 10 bytes, the pointer recorded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := biNewWS(t)
+			w.goodPublish()
+			files, err := filepath.Glob(filepath.Join(w.warehouse, "staging", "job_id="+biGoodJob, "course_day", "event_date=2026-03-02", "*.parquet"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no course_day file of 2026-03-02: %v", err)
+			}
+			if err := tc.break_(files[0]); err != nil {
+				t.Fatal(err)
+			}
+			r := biRun(t, "status", "--warehouse", w.warehouse, "--date", "2026-03-02")
+			if r.code != exitcode.Error || !strings.Contains(r.errLine(t), tc.says) || !strings.Contains(r.errLine(t), filepath.Base(files[0])) {
+				t.Errorf("status --date 2026-03-02: exit %d, %q; want 1 saying the file %s", r.code, r.errLine(t), tc.says)
+			}
+			if r := biRun(t, "status", "--warehouse", w.warehouse, "--date", "2026-03-03"); r.code != 0 {
+				t.Errorf("status --date 2026-03-03: exit %d, want 0\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // statusOptions are status's flags.
@@ -60,7 +62,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	if d != nil {
 		only = d.String()
 	}
-	_, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
+	wh, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
 	if err != nil {
 		return err
 	}
@@ -79,6 +81,11 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		if len(one) == 0 {
 			return exitcode.NotPublishedError(fmt.Errorf("status: %s is not published in %s (generation %d)", only, o.warehouse, p.Generation))
 		}
+		// What a sensor waits on: that readers can read the date, so its
+		// files are there as the pointer recorded them (a stat each).
+		if err := filesAsRecorded(ctx, wh, p.Dates[*d]); err != nil {
+			return fmt.Errorf("status: %s in %s (generation %d): %w: readers of the date fail; republish it with a new job id", only, o.warehouse, p.Generation, err)
+		}
 		rows = one
 	}
 	if o.format == "json" {
@@ -94,4 +101,21 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 			r.EventCount, r.UnknownLessonCount, r.UnknownLessonRate, r.FactFiles, r.FactRows)
 	}
 	return tw.Flush()
+}
+
+// filesAsRecorded checks that every file of a date's entry exists with the
+// bytes the pointer recorded.
+func filesAsRecorded(ctx context.Context, wh storage.Bucket, e pointer.DateEntry) error {
+	for _, f := range append(append([]pointer.File{}, e.FactFiles...), e.CourseDayFiles...) {
+		a, err := wh.Stat(ctx, f.Path)
+		switch {
+		case storage.IsNotExist(err):
+			return fmt.Errorf("its file %s is missing", wh.Location().Join(f.Path))
+		case err != nil:
+			return err
+		case a.Size != f.Bytes:
+			return fmt.Errorf("its file %s holds %d bytes, the pointer recorded %d", wh.Location().Join(f.Path), a.Size, f.Bytes)
+		}
+	}
+	return nil
 }
