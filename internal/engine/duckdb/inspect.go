@@ -161,7 +161,7 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	if in.Figures.ManifestRows, err = e.pinRows(ctx, "lessons", spec.Lessons, lessons, "manifest_id", spec.ManifestID, "--manifest-id"); err != nil {
 		return in, err
 	}
-	pin := fmt.Sprintf("FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE manifest_id = %s", FileList(lessons), quote(spec.ManifestID))
+	pin := fmt.Sprintf("FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s", FileList(lessons), pinFilter("manifest_id", spec.ManifestID))
 	// A null lesson_id is no key at all: counted for its own check and kept
 	// out of the duplicate and title figures, which name lessons.
 	if err := e.conn.QueryRowContext(ctx, "SELECT count(*) FILTER (WHERE lesson_id IS NULL) "+pin).Scan(&in.Figures.NullLessonIDs); err != nil {
@@ -283,7 +283,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 // a hash repeat, which may be a collision, runs the exact pass by the pair,
 // which counts the repeated pairs and samples five.
 func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files []string, in *engine.Inputs) error {
-	pin := fmt.Sprintf(`FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE snapshot_id = %s`, FileList(files), quote(spec.EnrollmentSnapshotID))
+	pin := fmt.Sprintf(`FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s`, FileList(files), pinFilter("snapshot_id", spec.EnrollmentSnapshotID))
 	kept, err := e.keptFit(ctx, files)
 	if err != nil {
 		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
@@ -324,7 +324,7 @@ func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files [
 // not an empty input: the error lists the pins that do exist.
 func (e *Engine) pinRows(ctx context.Context, what, path string, files []string, col, pin, flag string) (int64, error) {
 	var n int64
-	q := fmt.Sprintf("SELECT count(*) FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s = %s", FileList(files), col, quote(pin))
+	q := fmt.Sprintf("SELECT count(*) FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s", FileList(files), pinFilter(col, pin))
 	if err := e.conn.QueryRowContext(ctx, q).Scan(&n); err != nil {
 		return 0, fmt.Errorf("read %s %s: %w", what, path, firstLine(err))
 	}
