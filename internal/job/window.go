@@ -29,8 +29,13 @@ import (
 // which freshness is judged on.
 func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog.Logger) (run dates.Date, landed []dates.Date, err error) {
 	run = today
-	if job.AsOfSet && job.AsOf < today {
+	switch {
+	case job.AsOfSet && job.AsOf < today:
 		run = job.AsOf
+	case job.AsOfSet && job.AsOf > today:
+		// A typo in a year, or a zone east of UTC: said, not silently
+		// replaced (a stale-raw error would otherwise name another date).
+		log.Warn("the as-of date is after today (UTC): the run date is today", "as_of", job.AsOf.String(), "today", today.String())
 	}
 	if err := checkEnded(job, run); err != nil {
 		return run, nil, err

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"log/slog"
 	"strings"
 	"testing"
@@ -51,6 +52,38 @@ func TestHorizonEndsYesterday(t *testing.T) {
 				t.Fatalf("accepted; want %q", tc.refused)
 			case tc.refused != "" && (!strings.Contains(err.Error(), tc.refused) || exitcode.Code(err) != exitcode.Usage):
 				t.Fatalf("refused with %v (exit %d); want exit 2 with %q", err, exitcode.Code(err), tc.refused)
+			}
+		})
+	}
+}
+
+// TestAsOfAfterToday: an as-of date after today (UTC) cannot make a day be
+// over; the run date is today, and the run says so rather than replace the
+// date without a word. One before today is the run date, unwarned.
+func TestAsOfAfterToday(t *testing.T) {
+	today := dates.MustParse("2026-03-10")
+	for _, tc := range []struct {
+		asOf   string
+		run    string
+		warned bool
+	}{
+		{"2030-01-01", "2026-03-10", true},
+		{"2026-03-08", "2026-03-08", false},
+		{"2026-03-10", "2026-03-10", false},
+	} {
+		t.Run(tc.asOf, func(t *testing.T) {
+			var logs bytes.Buffer
+			job := config.Job{Raw: "raw", Dates: []dates.Date{today.AddDays(-3)}, RestatementHorizonDays: 3,
+				AsOf: dates.MustParse(tc.asOf), AsOfSet: true}
+			run, _, err := checkDates(job, []dates.Date{today.AddDays(-4), today.AddDays(-3), today.AddDays(-2)}, today, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.String() != tc.run {
+				t.Errorf("run date %s, want %s", run, tc.run)
+			}
+			if warned := strings.Contains(logs.String(), "the as-of date is after today"); warned != tc.warned {
+				t.Errorf("warned %v, want %v: %s", warned, tc.warned, logs.String())
 			}
 		})
 	}
