@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
-	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // statusOptions are status's flags.
@@ -83,8 +83,18 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		}
 		// What a sensor waits on: that readers can read the date, so its
 		// files are there as the pointer recorded them (a stat each).
-		if err := filesAsRecorded(ctx, wh, p.Dates[*d]); err != nil {
-			return fmt.Errorf("status: %s in %s (generation %d): %w: readers of the date fail; republish it with a new job id", only, o.warehouse, p.Generation, err)
+		e := p.Dates[*d]
+		bad, err := warehouse.CheckFiles(ctx, wh, slices.Concat(e.FactFiles, e.CourseDayFiles))
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		if len(bad) > 0 {
+			why := fmt.Sprintf("holds %d bytes, the pointer recorded %d", bad[0].Size, bad[0].File.Bytes)
+			if bad[0].Missing {
+				why = "is missing"
+			}
+			return fmt.Errorf("status: %s in %s (generation %d): its file %s %s: readers of the date fail; republish it with a new job id",
+				only, o.warehouse, p.Generation, wh.Location().Join(bad[0].File.Path), why)
 		}
 		rows = one
 	}
@@ -101,21 +111,4 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 			r.EventCount, r.UnknownLessonCount, r.UnknownLessonRate, r.FactFiles, r.FactRows)
 	}
 	return tw.Flush()
-}
-
-// filesAsRecorded checks that every file of a date's entry exists with the
-// bytes the pointer recorded.
-func filesAsRecorded(ctx context.Context, wh storage.Bucket, e pointer.DateEntry) error {
-	for _, f := range append(append([]pointer.File{}, e.FactFiles...), e.CourseDayFiles...) {
-		a, err := wh.Stat(ctx, f.Path)
-		switch {
-		case storage.IsNotExist(err):
-			return fmt.Errorf("its file %s is missing", wh.Location().Join(f.Path))
-		case err != nil:
-			return err
-		case a.Size != f.Bytes:
-			return fmt.Errorf("its file %s holds %d bytes, the pointer recorded %d", wh.Location().Join(f.Path), a.Size, f.Bytes)
-		}
-	}
-	return nil
 }

@@ -293,15 +293,15 @@ func checkFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[da
 	slices.Sort(ds)
 	for _, d := range ds {
 		e := entries[d]
-		for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
-			a, err := b.Stat(ctx, f.Path)
-			switch {
-			case storage.IsNotExist(err):
-				bad = append(bad, fmt.Sprintf("%s: missing", f.Path))
-			case err != nil:
-				return fmt.Errorf("rollback: check %s: %w", b.Location().Join(f.Path), err)
-			case a.Size != f.Bytes:
-				bad = append(bad, fmt.Sprintf("%s: %d bytes, generation %d recorded %d", f.Path, a.Size, gen, f.Bytes))
+		mismatched, err := warehouse.CheckFiles(ctx, b, slices.Concat(e.FactFiles, e.CourseDayFiles))
+		if err != nil {
+			return fmt.Errorf("rollback: %w", err)
+		}
+		for _, m := range mismatched {
+			if m.Missing {
+				bad = append(bad, fmt.Sprintf("%s: missing", m.File.Path))
+			} else {
+				bad = append(bad, fmt.Sprintf("%s: %d bytes, generation %d recorded %d", m.File.Path, m.Size, gen, m.File.Bytes))
 			}
 		}
 		if e.GateReport != "" {

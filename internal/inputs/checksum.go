@@ -371,19 +371,15 @@ func columnChunks(footer []byte, size int64) ([]chunk, error) {
 // row. A schema this cannot read makes none flat (the count check is then
 // left out, not failed).
 func flatTopLevel(elems []element) map[string]bool {
-	if len(elems) == 0 {
+	fields, err := flatten(elems, func(string, ...any) error { return errFooter })
+	if err != nil {
 		return nil
 	}
 	out := map[string]bool{}
-	// Element 0 is the root; each group is followed by its subtree.
-	i := 1
-	for c := int32(0); c < elems[0].children && i < len(elems); c++ {
-		top := elems[i]
-		out[top.name] = top.children == 0 && !top.repeated
-		// Skip top's subtree: count the elements still owed.
-		owed := top.children
-		for i++; owed > 0 && i < len(elems); i++ {
-			owed += elems[i].children - 1
+	// flatten gives a field for each element after the root, in order.
+	for i, f := range fields {
+		if len(f) == 1 {
+			out[f[0]] = elems[i+1].children == 0 && !elems[i+1].repeated
 		}
 	}
 	return out
