@@ -255,8 +255,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		if len(expire) > 0 || len(recIDs) > 0 {
 			why := o.why()
-			if !o.retention() {
-				why = fmt.Sprintf("staging named by no retained generation, idle over --min-age %s", o.MinAge)
+			if len(expire) == 0 {
+				// The retention rule expired nothing: citing it would read
+				// as the reason these ids' traces went.
+				why = fmt.Sprintf("records and staging named by no retained generation, idle over --min-age %s", o.MinAge)
 			}
 			e := history.Expiry{Generations: expire, JobIDs: ids, RecordJobIDs: recIDs, At: o.Now.UTC(), Reason: why, WriterVersion: o.WriterVersion}
 			if err := history.RecordExpiry(ctx, o.Bucket, e, gen); err != nil {

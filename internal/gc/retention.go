@@ -47,7 +47,9 @@ func (o Options) why() string {
 		parts = append(parts, fmt.Sprintf("--retain-generations %d", o.RetainGenerations))
 	}
 	if o.RetainFor > 0 {
-		parts = append(parts, fmt.Sprintf("--retain-days %g", o.RetainFor.Hours()/24))
+		// Ten digits drop the float noise of a Duration read back as days
+		// (0.1 printed as 0.09999999999999999 in the record).
+		parts = append(parts, fmt.Sprintf("--retain-days %.10g", o.RetainFor.Hours()/24))
 	}
 	return "beyond " + strings.Join(parts, " and ")
 }

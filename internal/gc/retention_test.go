@@ -67,15 +67,22 @@ func TestRetention(t *testing.T) {
 		o        gc.Options
 		expired  []int64
 		mentions string
+		recorded string // the expiry record's reason holds it
 	}{
-		{"Generations", gc.Options{RetainGenerations: 2}, []int64{1, 2, 3}, "within the 2 newest"},
+		{"Generations", gc.Options{RetainGenerations: 2}, []int64{1, 2, 3}, "within the 2 newest", ""},
 		// Generation i was written 6-i days before now, so replaced 5-i
 		// days before now: its age.
-		{"Days", gc.Options{RetainFor: 2*24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days"},
+		{"Days", gc.Options{RetainFor: 2*24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days", ""},
 		// Either rule keeps: the 2 newest, or replaced within 3 days.
-		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 3*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days"},
-		{"OneKeepsOnlyCurrent", gc.Options{RetainGenerations: 1}, []int64{1, 2, 3, 4}, "the current generation"},
-		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 71 * time.Hour}, []int64{1, 2}, "younger than --min-age"},
+		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 3*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days", ""},
+		{"OneKeepsOnlyCurrent", gc.Options{RetainGenerations: 1}, []int64{1, 2, 3, 4}, "the current generation", ""},
+		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 71 * time.Hour}, []int64{1, 2}, "younger than --min-age", ""},
+		// As the CLI converts --retain-days 2.2: recorded as given, not
+		// 2.1999999999999997.
+		{"DaysFraction", gc.Options{RetainFor: time.Duration(2.2 * float64(24*time.Hour))}, []int64{1, 2}, "within --retain-days", "beyond --retain-days 2.2"},
+		// Nothing expires, the old rejection record goes: its record must
+		// not cite the rule that expired nothing.
+		{"NoneExpire", gc.Options{RetainGenerations: 10}, nil, "within the 10 newest", "idle over --min-age"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := retained(t)
@@ -125,8 +132,15 @@ func TestRetention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(log.Expiries) != 1 || !slices.Equal(log.Expiries[0].Generations, tc.expired) || !strings.Contains(log.Expiries[0].Reason, "beyond --retain") {
-				t.Errorf("expiry records %+v, want one naming %v", log.Expiries, tc.expired)
+			if tc.recorded == "" {
+				tc.recorded = "beyond --retain"
+			}
+			if len(log.Expiries) != 1 || len(log.Expiries[0].Generations) != len(tc.expired) ||
+				!slices.Equal(log.Expiries[0].Generations, tc.expired) {
+				t.Fatalf("expiry records %+v, want one naming %v", log.Expiries, tc.expired)
+			}
+			if r := log.Expiries[0].Reason; !strings.Contains(r, tc.recorded) || (tc.expired == nil && strings.Contains(r, "beyond")) || strings.Contains(r, "00000") {
+				t.Errorf("expiry reason %q, want it to say %q", r, tc.recorded)
 			}
 		})
 	}

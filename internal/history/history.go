@@ -229,24 +229,44 @@ func RecordExpiry(ctx context.Context, b storage.Bucket, e Expiry, cur int64) er
 	if len(e.Generations) > 0 {
 		key = path.Join(warehouse.ExpiryRoot, strconv.FormatInt(slices.Max(e.Generations), 10)+".json")
 	}
-	data, _, err := b.Get(ctx, key)
-	switch {
-	case err == nil:
-		var old Expiry
-		if err := json.Unmarshal(data, &old); err != nil {
-			return fmt.Errorf("read %s: %w: %s", b.Location().Join(key), err, expiryRemedy)
+	// The merge is a compare-and-swap: two gc runs at once (an S3
+	// warehouse has no lock) writing the same record read-merge-wrote it
+	// unconditionally, and one run's job ids, then free, were lost.
+	for attempt := 0; ; attempt++ {
+		merged := e
+		var cond storage.Cond
+		data, attrs, err := b.Get(ctx, key)
+		switch {
+		case err == nil:
+			var old Expiry
+			if err := json.Unmarshal(data, &old); err != nil {
+				return fmt.Errorf("read %s: %w: %s", b.Location().Join(key), err, expiryRemedy)
+			}
+			merged.Generations = union(old.Generations, e.Generations)
+			merged.JobIDs = union(old.JobIDs, e.JobIDs)
+			merged.RecordJobIDs = union(old.RecordJobIDs, e.RecordJobIDs)
+			if old.Reason != "" && old.Reason != e.Reason {
+				merged.Reason = old.Reason + "; then " + e.Reason
+			}
+			cond.IfMatch = attrs.Version
+		case storage.IsNotExist(err):
+			cond.IfAbsent = true
+		default:
+			return err
 		}
-		e.Generations = union(old.Generations, e.Generations)
-		e.JobIDs = union(old.JobIDs, e.JobIDs)
-		e.RecordJobIDs = union(old.RecordJobIDs, e.RecordJobIDs)
-		if old.Reason != "" && old.Reason != e.Reason {
-			e.Reason = old.Reason + "; then " + e.Reason
+		if merged.Generations == nil {
+			merged.Generations = []int64{} // readers count it: null is not "none"
 		}
-	case !storage.IsNotExist(err):
-		return err
+		err = warehouse.WriteJSON(ctx, b, key, merged, cond)
+		if !errors.Is(err, storage.ErrPrecondition) || attempt == expiryAttempts-1 {
+			return err
+		}
 	}
-	return warehouse.WriteJSON(ctx, b, key, e, storage.Cond{})
 }
+
+// expiryAttempts bounds the merges a record's writer retries while other
+// gc runs write it too.
+const expiryAttempts = 20
 
 // expiryRemedy is what to do with an expiry record that does not decode.
 const expiryRemedy = "the expiry record is damaged: restore it from a backup, or move it out of pointer-expiry/ " +

@@ -22,6 +22,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 )
 
 var (
@@ -341,6 +342,55 @@ func TestRecordExpiryMerges(t *testing.T) {
 		if got := exitcode.Code(history.CheckRecords(t.Context(), w.bucket, id)); got != code {
 			t.Errorf("job id %s: exit %d, want %d", id, got, code)
 		}
+	}
+}
+
+// TestRecordExpiryConcurrent: gc runs at once (cron overlapping on an S3
+// warehouse, which has no lock) merging into one record each keep their
+// job ids: an unconditional read-merge-write lost one run's, and those
+// ids, their last trace deleted, published again. A run that expired no
+// generation records an empty list, never null.
+func TestRecordExpiryConcurrent(t *testing.T) {
+	for name, newBucket := range map[string]func(t *testing.T) storage.Bucket{
+		"local": func(t *testing.T) storage.Bucket { return local.New(t.TempDir(), local.Options{}) },
+		"s3":    func(t *testing.T) storage.Bucket { return s3test.Bucket(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newBucket(t)
+			const runs = 6
+			var want []string
+			errs := make(chan error, runs)
+			start := make(chan struct{})
+			for i := range runs {
+				id := fmt.Sprintf("crashed-%d", i)
+				want = append(want, id)
+				go func() {
+					<-start
+					errs <- history.RecordExpiry(t.Context(), b, history.Expiry{RecordJobIDs: []string{id}, At: at, Reason: "idle"}, 7)
+				}()
+			}
+			close(start)
+			for range runs {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, _, err := b.Get(t.Context(), "pointer-expiry/7.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(data, []byte(`"generations": []`)) {
+				t.Errorf("record %s: want \"generations\": [] for a run that expired none", data)
+			}
+			exps, err := history.Expiries(t.Context(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(want)
+			if len(exps) != 1 || !slices.Equal(exps[0].RecordJobIDs, want) {
+				t.Fatalf("records %+v, want one listing %v", exps, want)
+			}
+		})
 	}
 }
 
