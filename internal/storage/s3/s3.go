@@ -290,6 +290,10 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := storage.CheckKey(key); err != nil {
 		return err
 	}
+	return b.delete(ctx, key)
+}
+
+func (b *Bucket) delete(ctx context.Context, key string) error {
 	if _, err := b.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key))}); err != nil {
 		if err := b.wrap("delete", key, err); !storage.IsNotExist(err) {
 			return err
@@ -311,6 +315,15 @@ func (b *Bucket) DeletePrefix(ctx context.Context, prefix string) error {
 		return err
 	}
 	for _, o := range objs {
+		// A "directory marker" (a key ending in "/": the S3 console's
+		// "Create folder", s3fs, Hadoop's S3A) is no key Delete accepts;
+		// refused, it stopped every later gc at this prefix, exit 1.
+		if dirKey, ok := strings.CutSuffix(o.Key, "/"); ok && storage.CheckKey(dirKey) == nil {
+			if err := b.delete(ctx, o.Key); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := b.Delete(ctx, o.Key); err != nil {
 			return err
 		}
@@ -337,8 +350,17 @@ func (b *Bucket) Seal(ctx context.Context, prefix string) ([]storage.Object, err
 // naming the URL before anything else is tried. A listing, not
 // HeadBucket: a HEAD answer has no body, so its error has no code, and a
 // wrong region or an unknown access key read as a missing bucket.
+//
+// The listing is of the location's own prefix: a least-privilege policy
+// grants s3:ListBucket under some prefixes only (a condition on
+// s3:prefix), and a listing of the bucket's root was refused there, so
+// every command failed as "access denied".
 func (b *Bucket) Check(ctx context.Context) error {
-	_, err := b.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: aws.String(b.loc.Bucket), MaxKeys: aws.Int32(1)})
+	in := &awss3.ListObjectsV2Input{Bucket: aws.String(b.loc.Bucket), MaxKeys: aws.Int32(1)}
+	if b.loc.Key != "" {
+		in.Prefix = aws.String(b.loc.Key + "/")
+	}
+	_, err := b.client.ListObjectsV2(ctx, in)
 	if err == nil {
 		return nil
 	}

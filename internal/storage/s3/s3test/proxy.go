@@ -27,10 +27,11 @@ const (
 	NotImplemented                // reply 501 NotImplemented without forwarding (a server without conditional writes)
 	IgnoreConditions              // forward it without If-None-Match and If-Match, re-signed (a server that ignores them)
 	Frozen                        // never answer: hold the request until the client gives up (a frozen endpoint)
+	Denied                        // reply 403 AccessDenied without forwarding (a policy that does not grant it)
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "500", "503", "slow", "reset", "reply-lost", "501", "ignore-conditions", "frozen"}[f]
+	return [...]string{"pass", "500", "503", "slow", "reset", "reply-lost", "501", "ignore-conditions", "frozen", "403"}[f]
 }
 
 // Request is what a rule sees of a request.
@@ -129,9 +130,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Frozen:
 		<-r.Context().Done()
 		return
-	case Status500, Status503, NotImplemented:
+	case Status500, Status503, NotImplemented, Denied:
 		code, name := http.StatusInternalServerError, "InternalError"
 		switch f {
+		case Denied:
+			code, name = http.StatusForbidden, "AccessDenied"
 		case Status503:
 			code, name = http.StatusServiceUnavailable, "SlowDown"
 		case NotImplemented:
