@@ -25,7 +25,8 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 			settings[k] = v
 		}
 		// DuckDB spills an in-memory database to ./.tmp by default; keep
-		// spill files out of the user's working directory.
+		// spill files out of the user's working directory (the engine
+		// spills into a directory of its own under this one).
 		if _, ok := settings["temp_directory"]; !ok && j.Warehouse != "" {
 			settings["temp_directory"] = filepath.Join(os.TempDir(), "engagement-duckdb-spill")
 		}

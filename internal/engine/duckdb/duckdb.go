@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,8 +22,11 @@ import (
 // connection because temporary tables and session settings are per
 // connection.
 type Engine struct {
-	db       *sql.DB
-	conn     *sql.Conn
+	db   *sql.DB
+	conn *sql.Conn
+	// spill is this engine's own directory under temp_directory, removed
+	// by Close.
+	spill    string
 	progress progress.Reporter
 	// sink holds the hashes a uniqueness check hands to Go (keyset.go).
 	sink *hashSink
@@ -163,6 +167,14 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		return nil, err
 	}
 	settings = withDefaults(settings)
+	if parent := settings["temp_directory"]; parent != "" {
+		dir, err := spillDir(parent)
+		if err != nil {
+			e.Close()
+			return nil, &SettingError{Key: "temp_directory", Msg: fmt.Sprintf(" = %q: %v", parent, err)}
+		}
+		settings["temp_directory"], e.spill = dir, dir
+	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
 		keys = append(keys, k)
@@ -234,7 +246,23 @@ func (e *Engine) Close() error {
 	if e.db != nil {
 		errs = append(errs, e.db.Close())
 	}
+	if e.spill != "" {
+		errs = append(errs, os.RemoveAll(e.spill))
+	}
 	return errors.Join(errs...)
+}
+
+// spillDir makes this process its own directory under parent (the
+// configured temp_directory). DuckDB names its spill files by size class
+// and index, not by process, and deletes every one of them in its
+// directory when it closes: two publishes spilling into one directory at
+// once overwrote and deleted each other's blocks, and one published wrong
+// enrolled_event_count figures with exit 0.
+func spillDir(parent string) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(parent, fmt.Sprintf("run-%d-", os.Getpid()))
 }
 
 // DB exposes the connection for readers that share the engine's settings.

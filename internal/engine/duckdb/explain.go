@@ -32,7 +32,10 @@ const (
 func (e *Engine) Plan(ctx context.Context, spec engine.Spec) (*PlanNode, error) {
 	s := resolve(spec)
 	var kind, text string
-	if err := e.conn.QueryRowContext(ctx, "EXPLAIN (FORMAT json) "+factQuery(spec, s)).Scan(&kind, &text); err != nil {
+	err := e.asWritten(ctx, func() error {
+		return e.conn.QueryRowContext(ctx, "EXPLAIN (FORMAT json) "+factQuery(spec, s)).Scan(&kind, &text)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("explain: %w", firstLine(err))
 	}
 	var roots []*PlanNode

@@ -217,7 +217,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%s AND %s, false) AS requested
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %s AS ingest_date
 		      FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s))`,
-		utcDayRanges("ts", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays),
+		utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays),
 		ingestDateOf(sourceFileColumn), FileList(rawFiles), quote(sourceFileColumn))
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
@@ -231,8 +231,8 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		count(*) FILTER (WHERE requested AND event_id IS NULL)`
 	// One instant range per date, as utcDayRanges: no per-row date.
 	for _, d := range spec.Dates {
-		q += ",\n\t\tcount(*) FILTER (WHERE requested AND " + utcDayRanges("ts", []dates.Date{d}) + ")"
-		day := utcDayRanges("ts", []dates.Date{d})
+		q += ",\n\t\tcount(*) FILTER (WHERE requested AND " + utcDayRanges("epoch_us(ts)", []dates.Date{d}) + ")"
+		day := utcDayRanges("epoch_us(ts)", []dates.Date{d})
 		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date > DATE %s)", day, quote(d.AddDays(spec.LatenessDays).String()))
 		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date < DATE %s)", day, quote(d.String()))
 		q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date = DATE %s)", day, quote(d.String()))

@@ -3,7 +3,12 @@ package duckdb_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
@@ -64,5 +69,71 @@ func TestMemoryErrorNamesKeys(t *testing.T) {
 		if !errors.Is(err, duck) {
 			t.Errorf("limit %q: the DuckDB error is not wrapped", tc.limit)
 		}
+	}
+}
+
+// TestSpillDirPerEngine: engines given one temp_directory (two publishes
+// on a machine, one config) each spill into their own directory under it,
+// which Close removes. DuckDB names spill files by size class, not by
+// process, and removes them all when it closes: in one shared directory a
+// publish read another's blocks and published wrong figures with exit 0.
+func TestSpillDirPerEngine(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "spill") // created when missing
+	const rows = 1_500_000
+	var engines [2]*duckdb.Engine
+	var dirs [2]string
+	for i := range engines {
+		e, err := duckdb.Open(t.Context(), map[string]string{"temp_directory": parent, "memory_limit": "40MB", "threads": "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines[i] = e
+		if err := e.DB().QueryRowContext(t.Context(), "SELECT current_setting('temp_directory')").Scan(&dirs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Dir(dirs[i]) != parent {
+			t.Fatalf("engine %d spills to %s, want a directory of its own in %s", i, dirs[i], parent)
+		}
+	}
+	if dirs[0] == dirs[1] {
+		t.Fatalf("both engines spill to %s", dirs[0])
+	}
+	// Both at once, each with more than its memory limit in a temp table.
+	var wg sync.WaitGroup
+	errs := make([]error, len(engines))
+	for i, e := range engines {
+		wg.Go(func() {
+			_, errs[i] = e.DB().ExecContext(t.Context(), fmt.Sprintf(
+				"CREATE TEMP TABLE t AS SELECT x + %d AS x, repeat('p', 60) AS pad FROM range(%d) r(x) ORDER BY hash(x)", i, rows))
+		})
+	}
+	wg.Wait()
+	for i, e := range engines {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if files, _ := os.ReadDir(dirs[i]); len(files) == 0 {
+			t.Errorf("engine %d wrote nothing to %s: the test no longer spills", i, dirs[i])
+		}
+		var n, sum int64
+		if err := e.DB().QueryRowContext(t.Context(), "SELECT count(*), sum(x) FROM t").Scan(&n, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(rows)*(rows-1)/2 + int64(i*rows); n != rows || sum != want {
+			t.Errorf("engine %d read back %d rows summing %d, want %d summing %d", i, n, sum, rows, want)
+		}
+	}
+	if err := engines[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dirs[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("closed engine's %s: %v, want it removed", dirs[0], err)
+	}
+	var n int64
+	if err := engines[1].DB().QueryRowContext(t.Context(), "SELECT count(*) FROM t").Scan(&n); err != nil || n != rows {
+		t.Errorf("the other engine after the first closed: %d rows (%v), want %d", n, err, rows)
+	}
+	if err := engines[1].Close(); err != nil {
+		t.Fatal(err)
 	}
 }

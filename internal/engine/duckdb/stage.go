@@ -3,6 +3,7 @@ package duckdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -52,7 +53,7 @@ WHERE ingest_date BETWEEN DATE %s AND DATE %s
   AND %s
   AND %s`,
 		eventDateExpr, ingestDateOf(sourceFileColumn), FileList(raw), quote(sourceFileColumn), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
-		utcDayRanges("event_time", spec.Dates), ownWindow("event_time", "ingest_date", spec.LatenessDays))
+		utcDayRanges("epoch_us(event_time)", spec.Dates), ownWindow("event_time", "ingest_date", spec.LatenessDays))
 }
 
 // factQuery is the staging plan. It aggregates the events to the fact grain
@@ -211,7 +212,9 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Da
 	e := r.e
 	release := func() { e.exec(context.WithoutCancel(ctx), "drop fact_stage", "DROP TABLE IF EXISTS fact_stage") }
 	r.steps.next("aggregate to the fact grain, join manifest and enrollments")
-	err := e.exec(ctx, "build fact_lesson_engagement", "CREATE OR REPLACE TEMP TABLE fact_stage AS "+factQuery(spec, r.s))
+	err := e.asWritten(ctx, func() error {
+		return e.exec(ctx, "build fact_lesson_engagement", "CREATE OR REPLACE TEMP TABLE fact_stage AS "+factQuery(spec, r.s))
+	})
 	if err != nil {
 		return nil, release, e.namedDamage(ctx, spec, err)
 	}
@@ -225,6 +228,37 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Da
 	figs, err := r.countFigures(ctx)
 	r.figs = figs
 	return figs, release, err
+}
+
+// asWritten runs f, a statement of the staging query, with DuckDB's swap
+// of a hash join's build and probe sides off, so that each join builds its
+// right child as factQuery writes it: the enrollment join builds from the
+// snapshot. The day ranges' filter, which DuckDB cannot push into the scan
+// (utcDayRanges), makes it guess the events at a fifth and swap; built
+// from the events, the join would push their key range into the
+// enrollment scan, which then skips row groups by footer statistics that
+// no CRC covers, and a lying footer would drop enrollments silently.
+func (e *Engine) asWritten(ctx context.Context, f func() error) error {
+	const swap = "build_side_probe_side"
+	var was string
+	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('disabled_optimizers')").Scan(&was); err != nil {
+		return fmt.Errorf("read duckdb disabled_optimizers: %w", err)
+	}
+	if slices.Contains(strings.Split(was, ","), swap) {
+		return f()
+	}
+	set := swap
+	if was != "" {
+		set = was + "," + swap
+	}
+	if err := e.exec(ctx, "keep the joins' build sides", "SET disabled_optimizers = "+quote(set)); err != nil {
+		return err
+	}
+	err := f()
+	if rerr := e.exec(context.WithoutCancel(ctx), "restore disabled_optimizers", "SET disabled_optimizers = "+quote(was)); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // mergeConflictRows replaces the rows of each key that has several
