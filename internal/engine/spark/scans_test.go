@@ -24,6 +24,10 @@ func TestScans(t *testing.T) {
 		{"object store", []string{"s3a://b/raw/d=1/x", "s3a://b/raw/d=1/y"}, []string{"parquet.`s3a://b/raw/d=1/{x,y}`"}},
 		{"a colon in the directory: file by file", []string{"s3a://b/t:1/d=1/x", "s3a://b/t:1/d=1/y", "/l/a:b/z"},
 			[]string{"parquet.`s3a://b/t:1/d=1/x`", "parquet.`s3a://b/t:1/d=1/y`", "parquet.`/l/a:b/z`"}},
+		// An object store allows a colon in a name; in a brace list Hadoop
+		// refused it (UNSUPPORTED_DATASOURCE_FOR_DIRECT_QUERY, no file named).
+		{"a colon in a name: that file alone", []string{"s3a://b/d=1/x", "s3a://b/d=1/b:c", "s3a://b/d=1/y,z", "s3a://b/d=2/p", "s3a://b/d=2/q:r"},
+			[]string{"parquet.`s3a://b/d=1/b:c`", "parquet.`s3a://b/d=1/{x,y\\,z}`", "parquet.`s3a://b/d=2/q:r`", "parquet.`s3a://b/d=2/p`"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

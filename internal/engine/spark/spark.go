@@ -412,11 +412,28 @@ func scans(files []string) []string {
 			}
 			continue
 		}
-		esc := make([]string, len(ns))
-		for j, n := range ns {
-			esc[j] = strings.ReplaceAll(literalPath(n), ",", `\,`)
+		// A name holding a colon breaks the brace list the same way (an
+		// object store allows it; on disk checkColumns refuses it first):
+		// such files go one by one, the others in the list.
+		var plain []string
+		for _, n := range ns {
+			if strings.Contains(n, ":") {
+				out = append(out, pathRef(d+n))
+			} else {
+				plain = append(plain, n)
+			}
 		}
-		out = append(out, parquetRef(literalPath(d)+"{"+strings.Join(esc, ",")+"}"))
+		switch len(plain) {
+		case 0:
+		case 1:
+			out = append(out, pathRef(d+plain[0]))
+		default:
+			esc := make([]string, len(plain))
+			for j, n := range plain {
+				esc[j] = strings.ReplaceAll(literalPath(n), ",", `\,`)
+			}
+			out = append(out, parquetRef(literalPath(d)+"{"+strings.Join(esc, ",")+"}"))
+		}
 	}
 	return out
 }
