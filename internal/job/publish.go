@@ -216,6 +216,13 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		p.Log.Warn("engagement.latenessDays is below engagement.restatementHorizonDays - 1: a date restated inside the horizon counts events at most latenessDays late, so the newest partitions' late events of its oldest dates are not counted",
 			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
 	}
+	if job.LatenessDays > job.RestatementHorizonDays-1 {
+		// The other way round: a date leaves the horizon before its last
+		// lateness partition has landed, so the events that land there
+		// after its last restatement are never counted.
+		p.Log.Warn("engagement.latenessDays is above engagement.restatementHorizonDays - 1: a date leaves the horizon before its last lateness partition has landed, so its events that land later are never counted (unless it is restated with --allow-outside-horizon)",
+			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
+	}
 	spec := Spec(job)
 	req := request(locs, spec)
 	endInspect := p.phase("inspect")
