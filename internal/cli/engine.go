@@ -56,6 +56,13 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 		// (docs/spark.md), and the job moves the pointer itself.
 		// A server that is down or refuses a setting is an error (exit 1),
 		// not a usage error: the same command works once the server is up.
+		if k, msg := spark.ForcedConflict(j.Spark); k != "" {
+			where := j.Where[k]
+			if where == "" {
+				where = "the config"
+			}
+			return nil, exitcode.UsageError(fmt.Errorf("%s (%s)%s", k, where, msg))
+		}
 		e, err := spark.Open(ctx, j.SparkRemote, j.Spark)
 		if err != nil {
 			return nil, err

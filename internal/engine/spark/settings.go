@@ -6,6 +6,7 @@ package spark
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -31,6 +32,26 @@ var forced = [][2]string{
 	// string, as on DuckDB.
 	{"parquet.page.verify-checksum.enabled", "true"},
 	{"spark.sql.parquet.binaryAsString", "false"},
+}
+
+// ForcedConflict returns the first setting (in key order) that sets one of
+// forced to another value, with what follows the key in its error: the
+// engine applies its own value after the config's, so the config's was
+// dropped in silence (DuckDB's engine refuses its time zone alike).
+func ForcedConflict(settings map[string]string) (key, msg string) {
+	var keys []string
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, kv := range forced {
+			if k == kv[0] && !strings.EqualFold(strings.TrimSpace(settings[k]), kv[1]) {
+				return k, fmt.Sprintf(" = %q: not settable: the engine forces %s (event dates are UTC dates, timestamps are written as UTC instants, an unreadable input fails the run); remove the line", settings[k], kv[1])
+			}
+		}
+	}
+	return "", ""
 }
 
 // defaults are settings the engine chooses unless the config names them.
