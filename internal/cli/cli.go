@@ -50,6 +50,10 @@ type Env struct {
 	// Lookup reads an environment variable (ENGAGEMENT_<FLAG>); nil means
 	// os.LookupEnv. Tests inject their own.
 	Lookup func(name string) (string, bool)
+	// Environ lists the environment, for the warning about ENGAGEMENT_*
+	// variables nothing reads; nil means os.Environ, or none when Lookup
+	// is given (a test's variables are its Lookup's).
+	Environ func() []string
 
 	// outcome is what publish --output json reports, shared by every copy.
 	outcome *outcome
@@ -61,6 +65,12 @@ func (e Env) withDefaults() Env {
 	}
 	if e.Log == nil {
 		e.Log = e.Console.Logger()
+	}
+	if e.Environ == nil && e.Lookup == nil {
+		e.Environ = os.Environ
+	}
+	if e.Environ == nil {
+		e.Environ = func() []string { return nil }
 	}
 	if e.Lookup == nil {
 		e.Lookup = os.LookupEnv
@@ -173,6 +183,7 @@ safe), 2 usage, 3 gate rejected, 4 job id already published, 5 date not publishe
 			if lerr := setupLog(c, env.Console); err == nil {
 				err = lerr
 			}
+			warnStrayEnv(c.Root(), env.Environ(), env.Log)
 			return err
 		},
 	}
