@@ -23,7 +23,8 @@ Settings are Airflow Variables (or AIRFLOW_VAR_<NAME> environment variables):
 engagement_bin (default `engagement` on PATH), engagement_config (required),
 engagement_warehouse (required), engagement_restate_days (default 3), and the
 pins engagement_manifest_id and engagement_enrollment_snapshot_id (passed as
---manifest-id and --enrollment-snapshot-id when set; else the config's). Any
+--manifest-id and --enrollment-snapshot-id when set; else the config's, and
+config/production.conf sets none, so set both there or every run is exit 2). Any
 other flag can be set on the worker as ENGAGEMENT_<FLAG>, which engagement
 reads itself (ENGAGEMENT_RAW, ENGAGEMENT_ENGINE, ...).
 """

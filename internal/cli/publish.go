@@ -50,7 +50,7 @@ the pointer so readers see them. Every job id must be new: put the try number in
 Each input and override flag can also be set in the config file; the flag wins.`,
 		Example: `  engagement publish --config config/fixture.conf --job-id fixture-1 --dates 2026-03-02,2026-03-03
   engagement publish --config config/production.conf --job-id 20260303T0600Z-try2 --dates 2026-03-02 \
-    --warehouse s3://curated/engagement --manifest-id m-2026-03`,
+    --warehouse s3://curated/engagement --manifest-id dim-2026-03-03 --enrollment-snapshot-id enr-2026-03-03`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runPublish(c.Context(), *env, o) },
 	}
