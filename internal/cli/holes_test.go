@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -428,6 +429,19 @@ func TestStatusDateChecksFiles(t *testing.T) {
 	}{
 		{"missing", os.Remove, "is missing"},
 		{"cut short", func(p string) error { return os.Truncate(p, 10) }, "holds 10 bytes, the pointer recorded"},
+		// Another table's file in its place: DuckDB's read failed on a
+		// missing column, naming no file.
+		{"replaced by a fact file", func(p string) error {
+			facts, err := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(p))), "fact_lesson_engagement", "event_date=2026-03-02", "*.parquet"))
+			if err != nil || len(facts) == 0 {
+				return fmt.Errorf("no fact file beside %s: %v", p, err)
+			}
+			b, err := os.ReadFile(facts[0])
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(p, b, 0o644)
+		}, "bytes, the pointer recorded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := biNewWS(t)
@@ -445,6 +459,14 @@ func TestStatusDateChecksFiles(t *testing.T) {
 			}
 			if r := biRun(t, "status", "--warehouse", w.warehouse, "--date", "2026-03-03"); r.code != 0 {
 				t.Errorf("status --date 2026-03-03: exit %d, want 0\n%s", r.code, r.stderr)
+			}
+			// A reader of the date gets the same words, not the engine's.
+			r = biRun(t, "read", "course_day", "--warehouse", w.warehouse, "--date", "2026-03-02")
+			if r.code != exitcode.Error || !strings.Contains(r.errLine(t), tc.says) || !strings.Contains(r.errLine(t), filepath.Base(files[0])) {
+				t.Errorf("read course_day --date 2026-03-02: exit %d, %q; want 1 saying the file %s", r.code, r.errLine(t), tc.says)
+			}
+			if r := biRun(t, "read", "course_day", "--warehouse", w.warehouse, "--date", "2026-03-03"); r.code != 0 {
+				t.Errorf("read course_day --date 2026-03-03: exit %d, want 0\n%s", r.code, r.stderr)
 			}
 		})
 	}

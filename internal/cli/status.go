@@ -89,12 +89,8 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 			return fmt.Errorf("status: %w", err)
 		}
 		if len(bad) > 0 {
-			why := fmt.Sprintf("holds %d bytes, the pointer recorded %d", bad[0].Size, bad[0].File.Bytes)
-			if bad[0].Missing {
-				why = "is missing"
-			}
 			return fmt.Errorf("status: %s in %s (generation %d): its file %s %s: readers of the date fail; republish it with a new job id",
-				only, o.warehouse, p.Generation, wh.Location().Join(bad[0].File.Path), why)
+				only, o.warehouse, p.Generation, wh.Location().Join(bad[0].File.Path), bad[0].Why())
 		}
 		rows = one
 	}

@@ -16,6 +16,15 @@ type FileMismatch struct {
 	Size    int64 // the size found, when not Missing
 }
 
+// Why says how the file differs: "is missing", or its size against the
+// recorded one.
+func (m FileMismatch) Why() string {
+	if m.Missing {
+		return "is missing"
+	}
+	return fmt.Sprintf("holds %d bytes, the pointer recorded %d", m.Size, m.File.Bytes)
+}
+
 // CheckFiles stats each of files and returns those not as recorded, in
 // order. A stat that fails otherwise is the error, naming the file.
 func CheckFiles(ctx context.Context, b storage.Bucket, files []pointer.File) ([]FileMismatch, error) {
