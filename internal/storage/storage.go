@@ -353,7 +353,12 @@ func (l Location) Dir() Location {
 
 // CheckKey refuses a key that is not relative, slash-separated and clean.
 func CheckKey(key string) error {
-	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") || strings.ContainsRune(key, 0) {
+	if strings.Contains(key, "\\") {
+		// A listed input may hold one (S3 and Linux allow it): say what
+		// to do, not that the key is malformed.
+		return fmt.Errorf("object key %q: holds a backslash, which engagement refuses in a file or object name: rename it", key)
+	}
+	if key == "" || strings.HasPrefix(key, "/") || strings.ContainsRune(key, 0) {
 		return fmt.Errorf("object key %q: want a relative, slash-separated key", key)
 	}
 	for _, elem := range strings.Split(key, "/") {

@@ -79,3 +79,20 @@ func TestJoinDirBase(t *testing.T) {
 		t.Errorf("local Join/Dir: %s %s", l.Join("a/b"), MustParse("x/y.parquet").Dir())
 	}
 }
+
+// TestCheckKey: a backslash in a name (a raw file an S3 tool or a Linux
+// disk allows) is refused saying what to do, not as a malformed key.
+func TestCheckKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"raw/ingest_date=2026-03-02/part-0.parquet":     "",
+		`raw/ingest_date=2026-03-02/back\slash.parquet`: "holds a backslash, which engagement refuses in a file or object name: rename it",
+		"/abs":   "want a relative, slash-separated key",
+		"a//b":   `has an empty, "." or ".." element`,
+		"a/../b": `has an empty, "." or ".." element`,
+	} {
+		err := CheckKey(key)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("CheckKey(%q): %v, want %q", key, err, want)
+		}
+	}
+}
