@@ -5,11 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/techlearningpro/engagement/internal/storage"
-	"github.com/techlearningpro/engagement/internal/storage/open"
 	"github.com/techlearningpro/engagement/internal/storage/s3"
 	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 )
@@ -33,20 +29,14 @@ func TestProbe(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			proxy := s3test.StartProxy(t)
 			// The process's one client, pointed at the proxy.
-			_, c, err := open.S3(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := c.Options()
-			opts.BaseEndpoint = aws.String(proxy.URL)
-			b := s3.New(awss3.New(opts), s3test.Location(t))
+			b := s3.New(client(t, proxy.URL), s3test.Location(t))
 			proxy.SetRule(func(r s3test.Request) s3test.Fault {
 				if r.Method == "PUT" && tc.ignored(r.Key) {
 					return s3test.IgnoreConditions
 				}
 				return s3test.Pass
 			})
-			err = b.Probe(t.Context(), key)
+			err := b.Probe(t.Context(), key)
 			switch {
 			case tc.refused && !errors.Is(err, storage.ErrRefused):
 				t.Fatalf("probe: %v, want a refusal", err)
