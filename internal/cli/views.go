@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	internalreader "github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 	"github.com/techlearningpro/engagement/reader"
 )
 
@@ -82,11 +84,12 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	}
 	// Open through the reader package, as an outside program would; the
 	// usage error for a missing warehouse is the one status and read give.
-	_, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
+	wh, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := loadPublished(ctx, "views", o.ref("warehouse"), o.warehouse, store); err != nil {
+	p, err := loadPublished(ctx, "views", o.ref("warehouse"), o.warehouse, store)
+	if err != nil {
 		return err
 	}
 	w, err := reader.Open(ctx, o.warehouse)
@@ -104,6 +107,20 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	sql, err := Views(w.Location(), snap, o.dialect, o.catalog, o.schema)
 	if err != nil {
 		return exitcode.UsageError(fmt.Errorf("views: %w", err))
+	}
+	// A view over a file that is gone fails every query on DuckDB and
+	// Spark and read as no rows on Trino: refuse to write one (a stat a
+	// file, as status --date).
+	for _, d := range slices.Sorted(maps.Keys(p.Dates)) {
+		e := p.Dates[d]
+		bad, err := warehouse.CheckFiles(ctx, wh, slices.Concat(e.FactFiles, e.CourseDayFiles))
+		if err != nil {
+			return fmt.Errorf("views: %w", err)
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("views: %s of generation %d: its file %s %s: a view over it would fail; republish the date with a new job id",
+				d, p.Generation, wh.Location().Join(bad[0].File.Path), bad[0].Why())
+		}
 	}
 	_, err = fmt.Fprint(env.Stdout, sql)
 	return err
@@ -303,17 +320,24 @@ func trinoView(location string, snap *reader.Snapshot, table string, cols []stri
 	staging := location + "/staging/"
 	lit := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	defs := make([]string, len(cols))
+	nulls := make([]string, 0, len(cols)+1) // the guard's row, below
 	for i, c := range cols {
 		typ, err := columnType("trino", table, c)
 		if err != nil {
 			return "", err
 		}
 		defs[i] = "  " + ident(c) + " " + typ
+		nulls = append(nulls, fmt.Sprintf("CAST(NULL AS %s)", typ))
 	}
+	nulls = append(nulls, "CAST(NULL AS date)")
 	var paths []string
+	withRows := 0
 	for _, d := range snap.Dates() {
 		files, _ := d.Files(table)
 		for _, f := range files {
+			if f.Rows > 0 {
+				withRows++
+			}
 			rel, ok := strings.CutPrefix(f.URI, staging)
 			// The view takes event_date from the path: a file outside its
 			// date's directory would be given another date, or none.
@@ -327,8 +351,17 @@ func trinoView(location string, snap *reader.Snapshot, table string, cols []stri
 		return emptyView("trino", table, cols, prefix+ident(table), ident)
 	}
 	ext := prefix + ident(TrinoStagingTable(location, table))
+	// The guard: Trino reads a listed file that is gone (gc after the
+	// view was made, or a damaged warehouse) as no rows, where DuckDB and
+	// Spark fail; a dashboard showed zeros. The second branch is one row
+	// of an aggregate, so its filter runs even when no file is left, and
+	// fails unless every listed file that holds rows shows its path.
+	msg := fmt.Sprintf("engagement %s view of generation %d: a file it lists is gone (gc ran since the view was made, or the warehouse was damaged): run engagement views again", table, snap.Generation())
+	in := strings.Join(paths, ",\n")
 	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n%s\n) WITH (external_location = %s, format = 'PARQUET');\n"+
-		"CREATE OR REPLACE VIEW %s%s AS\nSELECT %s, %s AS event_date\nFROM %s\nWHERE \"$path\" IN (\n%s\n);\n",
+		"CREATE OR REPLACE VIEW %s%s AS\nSELECT %s, %s AS event_date\nFROM %s\nWHERE \"$path\" IN (\n%s\n)\n"+
+		"UNION ALL\nSELECT %s\nFROM (SELECT count(DISTINCT \"$path\") AS files FROM %s WHERE \"$path\" IN (\n%s\n))\nWHERE IF(files = %d, false, fail(%s));\n",
 		ext, strings.Join(defs, ",\n"), lit(root+"/staging"),
-		prefix, ident(table), strings.Join(cols, ", "), trinoEventDate, ext, strings.Join(paths, ",\n")), nil
+		prefix, ident(table), strings.Join(cols, ", "), trinoEventDate, ext, in,
+		strings.Join(nulls, ", "), ext, in, withRows, lit(msg)), nil
 }

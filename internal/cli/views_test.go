@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -322,6 +323,32 @@ func viewsTrino(t *testing.T, server trinotest.Server, warehouse string) {
 	run()
 	if jobs := check(); fmt.Sprint(jobs) != "map[2026-03-02:views-1 2026-03-03:views-2]" {
 		t.Errorf("after publishing views-2 for %s: jobs shown %v", ds[1], jobs)
+	}
+
+	// A file the views list gone (gc since they were made, or damage):
+	// Trino reads a missing listed file as no rows, and the date showed
+	// as empty; the view fails instead, and views refuses to write one
+	// over the warehouse, naming the file.
+	d, err := snap.Date(ds[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := d.Files(reader.CourseDayTable)
+	gone := strings.TrimPrefix(files[0].URI, warehouse+"/")
+	if err := publishtest.Bucket(t, warehouse).Delete(context.Background(), gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Query(fmt.Sprintf("SELECT count(*) FROM %s.%s", schema, reader.CourseDayTable)); err == nil || !strings.Contains(err.Error(), "a file it lists is gone") {
+		t.Errorf("the course_day view with %s gone: %v, want it to fail saying a file it lists is gone", gone, err)
+	}
+	if r := q(fmt.Sprintf("SELECT count(*) FROM %s.%s", schema, reader.FactTable)); fmt.Sprint(r.Rows) == "[[0]]" {
+		t.Errorf("the fact view, its files all there, shows no rows")
+	}
+	out.Reset()
+	errb.Reset()
+	code := cli.Main(context.Background(), []string{"views", "--warehouse", warehouse, "--dialect", "trino", "--catalog", server.Catalog, "--schema", schema}, &out, &errb)
+	if code != exitcode.Error || out.Len() != 0 || !strings.Contains(errb.String(), path.Base(gone)) || !strings.Contains(errb.String(), "is missing") {
+		t.Errorf("views with %s gone: exit %d, stdout %d bytes, stderr %q; want exit 1 naming the file", gone, code, out.Len(), errb.String())
 	}
 }
 
