@@ -75,7 +75,7 @@ func TestHeldLockGivesUp(t *testing.T) {
 	w.goodPublish()
 	before := w.pointerBytes()
 	_, store := publishtest.Warehouse(w.warehouse)
-	unlock, err := store.Lock(context.Background())
+	_, unlock, err := store.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

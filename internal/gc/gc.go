@@ -53,7 +53,7 @@ const (
 // and re-reads the history after deleting, reporting a publisher that
 // raced it.
 type Locker interface {
-	Lock(ctx context.Context) (unlock func(), err error)
+	Lock(ctx context.Context) (held context.Context, unlock func(), err error)
 }
 
 // Options are one gc run. Now is read once by the caller.
@@ -143,11 +143,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, exitcode.UsageError(fmt.Errorf("gc: %s has no pointer.json: refusing to collect a warehouse nothing was published to; check --warehouse", root))
 	}
 	if l, ok := o.Store.(Locker); ok && !o.DryRun {
-		unlock, err := l.Lock(ctx)
+		held, unlock, err := l.Lock(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("gc: %w", err)
 		}
 		defer unlock()
+		// Its writes (the expiry record's conditional merge) are under it.
+		ctx = held
 	}
 	// Retention and the staging verdicts are judged against pointer.json:
 	// one that cannot be shown unedited (its copy missing or different),

@@ -494,7 +494,7 @@ func TestGCHoldsThePointerLock(t *testing.T) {
 	w.prefix("pub-1", old, old)
 	w.publish("pub-1")
 	w.prefix("failed-old", old, old)
-	unlock, err := w.store.Lock(context.Background())
+	_, unlock, err := w.store.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,4 +733,34 @@ func checkStagingRecorded(t *testing.T, b storage.Bucket, jobID string) {
 		}
 	}
 	t.Errorf("no expiry record lists %s, whose staging gc deleted: %+v", jobID, exps)
+}
+
+// TestGCAgainMergesItsRecord: a second gc that frees job ids while the
+// current generation is the same merges them into the first run's expiry
+// record, under the pointer lock it holds. The merge's conditional write
+// took that lock again and waited on its own holder until the lock
+// timeout (exit 1 on every gc until the next publish).
+func TestGCAgainMergesItsRecord(t *testing.T) {
+	w := newWH(t)
+	w.bucket = local.New(w.dir, local.Options{LockTimeout: 2 * time.Second})
+	w.store = objstore.New(w.bucket)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	for _, id := range []string{"crashed-a", "crashed-b"} {
+		w.prefix(id, old, old)
+		if _, err := w.run(gc.Options{}); err != nil {
+			t.Fatalf("gc after %s: %v", id, err)
+		}
+	}
+	exps, err := history.Expiries(context.Background(), w.bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range exps {
+		ids = append(ids, e.RecordJobIDs...)
+	}
+	if len(exps) != 1 || !slices.Contains(ids, "crashed-a") || !slices.Contains(ids, "crashed-b") {
+		t.Errorf("expiry records %+v, want one listing crashed-a and crashed-b", exps)
+	}
 }

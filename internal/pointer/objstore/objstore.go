@@ -415,11 +415,12 @@ func (s *Store) Expire(ctx context.Context, generation int64) error {
 // Lock holds the bucket's conditional writers still where the bucket can
 // (a local directory's flock): gc deciding what nothing names takes it. On
 // a bucket without a lock it returns a no-op, and gc relies on its minimum
-// age and its re-read after deleting.
-func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
+// age and its re-read after deleting. The context it returns says the
+// lock is held: a conditional write under it must not take it again (a
+// local bucket's would wait on its own holder until --lock-timeout).
+func (s *Store) Lock(ctx context.Context) (held context.Context, unlock func(), err error) {
 	if l, ok := s.b.(storage.Locker); ok {
-		_, unlock, err := l.Lock(ctx)
-		return unlock, err
+		return l.Lock(ctx)
 	}
-	return func() {}, nil
+	return ctx, func() {}, nil
 }

@@ -274,7 +274,7 @@ func TestSymlinksRefused(t *testing.T) {
 func TestLockTimeout(t *testing.T) {
 	dir := t.TempDir()
 	publish(t, newLocal(dir), "job-a", pointertest.Day0)
-	unlock, err := newLocal(dir).Lock(t.Context())
+	_, unlock, err := newLocal(dir).Lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
