@@ -145,7 +145,9 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	}
 	in.Figures.RawColumns = union
 	in.PerDate()
-	if err := e.eventIdentity(ctx, spec, rawFiles, &in); err != nil {
+	// The input count folds the day ranges as the stage does, so it runs
+	// without statistics propagation too (asWritten).
+	if err := e.withOptimizersOff(ctx, []string{rawStats}, func() error { return e.eventIdentity(ctx, spec, rawFiles, &in) }); err != nil {
 		return in, err
 	}
 

@@ -230,28 +230,46 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Da
 	return figs, release, err
 }
 
-// asWritten runs f, a statement of the staging query, with DuckDB's swap
-// of a hash join's build and probe sides off, so that each join builds its
-// right child as factQuery writes it: the enrollment join builds from the
+// asWritten runs f, a statement of the staging query, with two of
+// DuckDB's optimizers off (withOptimizersOff).
+//
+// The swap of a hash join's build and probe sides: each join builds its
+// right child as factQuery writes it, the enrollment join from the
 // snapshot. The day ranges' filter, which DuckDB cannot push into the scan
 // (utcDayRanges), makes it guess the events at a fifth and swap; built
 // from the events, the join would push their key range into the
 // enrollment scan, which then skips row groups by footer statistics that
 // no CRC covers, and a lying footer would drop enrollments silently.
+//
+// Statistics propagation: it reads the raw files' footer statistics of
+// event_time and folds the day ranges against them; a lone file whose
+// footer lied folded its date's range to false, in this statement and in
+// the input count alike (rawStats), and the date was published with 0
+// events, exit 0.
 func (e *Engine) asWritten(ctx context.Context, f func() error) error {
-	const swap = "build_side_probe_side"
+	return e.withOptimizersOff(ctx, []string{"build_side_probe_side", rawStats}, f)
+}
+
+// rawStats is the optimizer every statement reading raw runs without.
+const rawStats = "statistics_propagation"
+
+// withOptimizersOff runs f with the named DuckDB optimizers added to
+// disabled_optimizers (a config's own list kept), then restores the list.
+func (e *Engine) withOptimizersOff(ctx context.Context, off []string, f func() error) error {
 	var was string
 	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('disabled_optimizers')").Scan(&was); err != nil {
 		return fmt.Errorf("read duckdb disabled_optimizers: %w", err)
 	}
-	if slices.Contains(strings.Split(was, ","), swap) {
-		return f()
-	}
-	set := swap
+	set := []string{}
 	if was != "" {
-		set = was + "," + swap
+		set = strings.Split(was, ",")
 	}
-	if err := e.exec(ctx, "keep the joins' build sides", "SET disabled_optimizers = "+quote(set)); err != nil {
+	for _, o := range off {
+		if !slices.Contains(set, o) {
+			set = append(set, o)
+		}
+	}
+	if err := e.exec(ctx, "set disabled_optimizers", "SET disabled_optimizers = "+quote(strings.Join(set, ","))); err != nil {
 		return err
 	}
 	err := f()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // forced are settings the engine owns whatever the config says: event dates
@@ -32,6 +33,10 @@ var forced = [][2]string{
 	// string, as on DuckDB.
 	{"parquet.page.verify-checksum.enabled", "true"},
 	{"spark.sql.parquet.binaryAsString", "false"},
+	// Row groups are never skipped by their footer statistics, which no
+	// CRC covers: a raw file whose event_time statistics lied lost its
+	// date (0 fact files), the pins' filters theirs likewise.
+	{"spark.sql.parquet.filterPushdown", "false"},
 }
 
 // ForcedConflict returns the first setting (in key order) that sets one of
@@ -46,12 +51,33 @@ func ForcedConflict(settings map[string]string) (key, msg string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		for _, kv := range forced {
-			if k == kv[0] && !strings.EqualFold(strings.TrimSpace(settings[k]), kv[1]) {
-				return k, fmt.Sprintf(" = %q: not settable: the engine forces %s (event dates are UTC dates, timestamps are written as UTC instants, an unreadable input fails the run); remove the line", settings[k], kv[1])
+			if k == kv[0] && !strings.EqualFold(strings.TrimSpace(settings[k]), kv[1]) && !(k == "spark.sql.session.timeZone" && isUTC(settings[k])) {
+				return k, fmt.Sprintf(" = %q: not settable: the engine forces %s (event dates are UTC dates, timestamps are written as UTC instants, an unreadable input fails the run, no row group is skipped by its footer statistics); remove the line", settings[k], kv[1])
 			}
 		}
 	}
 	return "", ""
+}
+
+// isUTC reports whether a time zone setting names UTC under another
+// spelling (Etc/UTC, GMT, Z, +00:00): a config that ran when the value
+// was silently replaced must not fail now that another value is refused.
+func isUTC(v string) bool {
+	v = strings.TrimSpace(v)
+	switch strings.ToUpper(v) {
+	case "Z", "+00:00", "-00:00", "+00", "UTC+0", "GMT+0":
+		return true
+	}
+	loc, err := time.LoadLocation(v)
+	if err != nil {
+		return false
+	}
+	for _, m := range []time.Month{time.January, time.July} {
+		if _, off := time.Date(2026, m, 1, 0, 0, 0, 0, loc).Zone(); off != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // defaults are settings the engine chooses unless the config names them.
