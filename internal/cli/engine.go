@@ -28,7 +28,8 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 		// spill files out of the user's working directory (the engine
 		// spills into a directory of its own under this one).
 		if _, ok := settings["temp_directory"]; !ok && j.Warehouse != "" {
-			settings["temp_directory"] = filepath.Join(os.TempDir(), "engagement-duckdb-spill")
+			// One a user: another user's, made first, is not writable.
+			settings["temp_directory"] = filepath.Join(os.TempDir(), fmt.Sprintf("engagement-duckdb-spill-%d", os.Getuid()))
 		}
 		e, err := duckdb.Open(ctx, settings)
 		if err != nil {

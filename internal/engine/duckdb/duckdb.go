@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
@@ -168,11 +172,7 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	}
 	settings = withDefaults(settings)
 	if parent := settings["temp_directory"]; parent != "" {
-		dir, err := spillDir(parent)
-		if err != nil {
-			e.Close()
-			return nil, &SettingError{Key: "temp_directory", Msg: fmt.Sprintf(" = %q: %v", parent, err)}
-		}
+		dir := spillDir(parent)
 		settings["temp_directory"], e.spill = dir, dir
 	}
 	keys := make([]string, 0, len(settings))
@@ -252,17 +252,54 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
-// spillDir makes this process its own directory under parent (the
+// spillDir names this engine's own directory under parent (the
 // configured temp_directory). DuckDB names its spill files by size class
 // and index, not by process, and deletes every one of them in its
 // directory when it closes: two publishes spilling into one directory at
 // once overwrote and deleted each other's blocks, and one published wrong
 // enrolled_event_count figures with exit 0.
-func spillDir(parent string) (string, error) {
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
+//
+// Nothing is created here: DuckDB creates the directory when it first
+// spills (and removes it on close), so a run that never spills needs no
+// writable parent; the parent is made if it can be, and a failure is left
+// to the first spill, which DuckDB reports. The name holds the host and
+// the process: directories of this host's processes that are gone (a run
+// killed while spilling) are removed first, so they do not pile up.
+func spillDir(parent string) string {
+	host, _ := os.Hostname()
+	host = strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(host)
+	_ = os.MkdirAll(parent, 0o755)
+	sweepSpill(parent, host)
+	dir := filepath.Join(parent, fmt.Sprintf("run-%s-%d-%d", host, os.Getpid(), spillSeq.Add(1)))
+	// A directory of this name is a dead process's of the same pid.
+	_ = os.RemoveAll(dir)
+	return dir
+}
+
+var spillSeq atomic.Int64
+
+// sweepSpill removes parent's run-<host>-<pid>-<n> directories of host
+// whose process is gone. Another host's (a shared disk) are left alone:
+// its processes cannot be asked.
+func sweepSpill(parent, host string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
 	}
-	return os.MkdirTemp(parent, fmt.Sprintf("run-%d-", os.Getpid()))
+	for _, en := range entries {
+		rest, ok := strings.CutPrefix(en.Name(), "run-"+host+"-")
+		if !ok || !en.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(parent, en.Name()))
+		}
+	}
 }
 
 // DB exposes the connection for readers that share the engine's settings.

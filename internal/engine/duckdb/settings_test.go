@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -135,5 +136,56 @@ func TestSpillDirPerEngine(t *testing.T) {
 	}
 	if err := engines[1].Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSpillDirSwept: a run killed while spilling leaves its directory;
+// the next engine on the host removes those of processes that are gone,
+// and leaves a live process's and another host's. A parent that cannot
+// be made fails no engine that never spills.
+func TestSpillDirSwept(t *testing.T) {
+	parent := t.TempDir()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := osexec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{ // name: swept
+		fmt.Sprintf("run-%s-%d-1", host, gone.Process.Pid):   true,
+		fmt.Sprintf("run-%s-%d-1", host, os.Getppid()):       false,
+		fmt.Sprintf("run-other-host-%d-1", gone.Process.Pid): false,
+		"notes": false,
+	}
+	for name := range dirs {
+		if err := os.MkdirAll(filepath.Join(parent, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(parent, name, "duckdb_temp_storage_DEFAULT-0.tmp"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := duckdb.Open(t.Context(), map[string]string{"temp_directory": parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	for name, swept := range dirs {
+		if _, err := os.Stat(filepath.Join(parent, name)); swept != errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: stat %v, want swept %v", name, err, swept)
+		}
+	}
+
+	// Under a file: no directory can be made there.
+	e, err = duckdb.Open(t.Context(), map[string]string{"temp_directory": "/dev/null/spill"})
+	if err != nil {
+		t.Fatalf("open with an unmakeable temp_directory, nothing spilled: %v", err)
+	}
+	defer e.Close()
+	var n int
+	if err := e.DB().QueryRowContext(t.Context(), "SELECT count(*) FROM range(1000)").Scan(&n); err != nil || n != 1000 {
+		t.Errorf("a query that does not spill: %d, %v", n, err)
 	}
 }
