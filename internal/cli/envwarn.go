@@ -48,10 +48,20 @@ func strayEnv(root *cobra.Command, environ []string) [][2]string {
 			continue
 		}
 		if key := configKeyNamed(name); key != "" {
-			out = append(out, [2]string{name, key + " has no variable (no flag sets it); set it in the config file"})
+			if flag := flagOfKey(key); flag != "" {
+				out = append(out, [2]string{name, key + " is set by --" + flag + ": did you mean " + EnvName(flag) + "?"})
+			} else {
+				out = append(out, [2]string{name, key + " has no variable (no flag sets it); set it in the config file"})
+			}
 			continue
 		}
-		best, bestD := "", 3
+		// Two edits on a long name, one on a short one: ENGAGEMENT_TAG is
+		// no misspelt ENGAGEMENT_RAW.
+		suffix := strings.TrimPrefix(name, EnvPrefix)
+		best, bestD := "", 2
+		if len(suffix) >= 8 {
+			bestD = 3
+		}
 		for _, v := range flagVars {
 			if d := config.EditDistance(name, v); d < bestD {
 				best, bestD = v, d
@@ -71,6 +81,16 @@ func configKeyNamed(name string) string {
 		short, ok := strings.CutPrefix(k, "engagement.")
 		if ok && EnvPrefix+snake(short) == name {
 			return k
+		}
+	}
+	return ""
+}
+
+// flagOfKey is the flag that sets config key key, or "".
+func flagOfKey(key string) string {
+	for _, fk := range flagKeys {
+		if fk.key == key {
+			return fk.flag
 		}
 	}
 	return ""

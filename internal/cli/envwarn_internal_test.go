@@ -21,6 +21,10 @@ func TestStrayEnv(t *testing.T) {
 		{"ENGAGEMENT_JOBID=j", "did you mean ENGAGEMENT_JOB_ID?"},
 		{"ENGAGEMENT_LATENESS_DAYS=0", "engagement.latenessDays has no variable"},
 		{"ENGAGEMENT_RESTATEMENT_HORIZON_DAYS=9", "engagement.restatementHorizonDays has no variable"},
+		// A key whose flag has another name: its variable is the flag's.
+		{"ENGAGEMENT_AS_OF_DATE=2026-03-04", "engagement.asOfDate is set by --as-of: did you mean ENGAGEMENT_AS_OF?"},
+		// Short names far from any flag's in proportion.
+		{"ENGAGEMENT_TAG=x", ""},
 		{"ENGAGEMENT_WAREHOUSE=/tmp/w", ""},
 		{"ENGAGEMENT_FAILPOINT_DELAY=x:1s", ""},
 		{"WAREHOSE=/tmp/w", ""},
