@@ -25,7 +25,7 @@ install() {
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "chromium.sh: installing Debian's chromium package with apt-get" >&2
   $sudo apt-get update -qq >&2 || die "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >&2 ||
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >&2 ||
     die "apt-get install chromium failed"
   [ -x "$bin" ] || die "apt-get installed chromium, but $bin is not there"
   echo "$bin"

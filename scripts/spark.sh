@@ -67,7 +67,7 @@ install_spark() {
     echo "spark.sh: installing Java 17 (openjdk-17-jre-headless)" >&2
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq openjdk-17-jre-headless >&2 ||
+    $sudo apt-get update -qq >&2 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >&2 ||
       die "no Java 17 and apt-get could not install openjdk-17-jre-headless"
     java17 || die "Java 17 installed but not found under /usr/lib/jvm"
   fi
