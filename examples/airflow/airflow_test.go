@@ -205,7 +205,7 @@ func TestDAG(t *testing.T) {
 		// is let go when Airflow marks the try up for retry; try 2 starts
 		// after the retry delay and publishes.
 		_, store := publishtest.Warehouse(wh)
-		unlock, err := store.Lock(context.Background())
+		_, unlock, err := store.Lock(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
