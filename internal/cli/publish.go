@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
@@ -151,6 +152,10 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		e := res.Entries[d]
 		fmt.Fprintf(&out, "  %s event_count=%d unknown_lesson_count=%d unknown_lesson_rate=%.4f fact_files=%d course_day_files=%d\n",
 			d, e.EventCount, e.UnknownLessonCount, e.UnknownLessonRate, len(e.FactFiles), len(e.CourseDayFiles))
+	}
+	if len(res.Superseded) > 0 {
+		fmt.Fprintf(&out, "  superseded_dates=%s: a concurrent job's later generation replaced them; readers see its files\n",
+			strings.Join(dates.Strings(res.Superseded), ","))
 	}
 	// The pointer has moved: what the exit code reports is the publish, so a
 	// closed stdout (a scheduler that stopped reading) only costs the

@@ -177,7 +177,10 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	}})
 	visible := res.Pointer
 	var unread error // what readers see could not be read after a failure
-	if !res.Published && m.store != nil {
+	// A concurrent job's later generation replaced some of its dates
+	// before it confirmed: readers see that job for them, so the monitors
+	// judge what pointer.json shows, as after a failure.
+	if (!res.Published || len(res.Superseded) > 0) && m.store != nil {
 		// What readers see now is what the on-call needs after a failure;
 		// bounded, as a store that failed the publish may hang this read
 		// too (a frozen endpoint doubled the time to exit).
@@ -206,6 +209,9 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		status = monitor.Page
 	}
 	dfig := map[string]any{"requested": requested, "published_by_this_job": inPointer, "missing": missing}
+	if len(res.Superseded) > 0 {
+		dfig["superseded"] = dates.Strings(res.Superseded)
+	}
 	if unread != nil {
 		dfig["pointer_unread"] = unread.Error()
 	}
