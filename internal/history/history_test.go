@@ -619,3 +619,29 @@ func TestRollbackWrittenAt(t *testing.T) {
 		t.Errorf("rollback record %s (%v), want started_at %s", b, err, at.UTC().Format(time.RFC3339Nano))
 	}
 }
+
+// TestRollbackAgainAfterItsCommit: a rollback killed after its history
+// copy and before pointer.json, run again with a new job id as the
+// runbook says, makes the rolled-back entries visible (rolling the
+// interrupted write forward): it was refused as "nothing to roll back"
+// while readers still saw the data being rolled back.
+func TestRollbackAgainAfterItsCommit(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	diesAfterTheCommit(func() { _ = w.rollback("back", 1, mon) })
+	if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 2 || cur.Dates[mon].JobID != "b" {
+		t.Fatalf("pointer.json at generation %d naming %s, want 2 naming b (the rollback not visible yet)", cur.Generation, cur.Dates[mon].JobID)
+	}
+	if err := w.rollback("back-2", 1, mon); err != nil {
+		t.Fatalf("the rollback run again: %v", err)
+	}
+	cur, _, _ := w.store.Load(t.Context())
+	if cur.Dates[mon].JobID != "a" || cur.Dates[tue].JobID != "a" || cur.Generation != 4 {
+		t.Errorf("generation %d: mon %s, tue %s; want 4 (3 rolled forward, then the rerun): a, a", cur.Generation, cur.Dates[mon].JobID, cur.Dates[tue].JobID)
+	}
+	// Visible and the same already: nothing to do, as before.
+	if err := w.rollback("back-3", 1, mon); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "nothing to roll back") {
+		t.Errorf("a third rollback to the visible entries: %v, want exit 2, nothing to roll back", err)
+	}
+}

@@ -83,6 +83,7 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	}
 	// A write interrupted after its history copy (the commit) has happened:
 	// the rollback starts from it, as the swap will once it rolls it forward.
+	visible := cur.Generation
 	if g := pointer.Committed(ctx, r.Store, cur); g != cur.Generation {
 		if cur, err = r.Store.LoadGeneration(ctx, g); err != nil {
 			return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
@@ -104,7 +105,11 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 			same++
 		}
 	}
-	if same == len(r.Dates) {
+	// Readers still see the generation before an interrupted write that
+	// holds these entries (a killed rollback, run again as the runbook
+	// says): going on rolls it forward and writes the same entries again,
+	// where "nothing to roll back" left readers on the old data.
+	if same == len(r.Dates) && visible == cur.Generation {
 		return pointer.Outcome{}, exitcode.UsageError(fmt.Errorf("rollback: dates %s already hold generation %d's entries in the current generation %d: nothing to roll back",
 			strings.Join(dates.Strings(r.Dates), ","), r.To, cur.Generation))
 	}
