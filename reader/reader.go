@@ -54,6 +54,13 @@ var ErrNoWarehouse = errors.New("no warehouse (no pointer.json)")
 // check the location.
 var ErrLost = pointer.ErrLost
 
+// ErrPending: the location has no pointer.json and its history holds only
+// generation 1: a first publish stopped after committing it (or
+// pointer.json was deleted since). Readers see nothing until the next
+// publish rolls it forward; it is not ErrNoWarehouse, whose advice (check
+// the location) would be wrong.
+var ErrPending = errors.New("first generation committed, not visible yet")
+
 // ErrNotPublished: the pointer has no entry for the date (or none in the
 // range) asked for.
 var ErrNotPublished = errors.New("date not published")
@@ -98,8 +105,8 @@ func Open(ctx context.Context, location string) (*Warehouse, error) {
 func (w *Warehouse) Location() string { return w.loc.String() }
 
 // Current loads the current pointer. Its error wraps ErrNoWarehouse when
-// the location holds no pointer.json and no history, ErrLost when it holds
-// history without pointer.json.
+// the location holds no pointer.json and no history, ErrPending when the
+// history holds generation 1 alone, ErrLost when it holds more.
 func (w *Warehouse) Current(ctx context.Context) (*Snapshot, error) {
 	p, v, err := w.store.Load(ctx)
 	if err != nil {
@@ -110,6 +117,8 @@ func (w *Warehouse) Current(ctx context.Context) (*Snapshot, error) {
 			return nil, fmt.Errorf("load pointer of %s: %w", w.loc, err)
 		} else if lost {
 			return nil, pointer.LostError(w.loc.String(), newest)
+		} else if newest > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrPending, pointer.LoneFirst(w.loc.String()))
 		}
 		return nil, fmt.Errorf("%s: %w", w.loc, ErrNoWarehouse)
 	}

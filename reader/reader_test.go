@@ -166,3 +166,25 @@ func TestLostPointer(t *testing.T) {
 		t.Fatalf("Current = %v, want ErrLost saying how to restore generation 2", err)
 	}
 }
+
+// TestPendingFirstGeneration: generation 1 committed without pointer.json
+// (a first publish stopped there) is ErrPending, saying the next publish
+// rolls it forward, not ErrNoWarehouse, which sends a reader to check a
+// location that is right.
+func TestPendingFirstGeneration(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "warehouse")
+	if code := publish(wh, "first-1"); code != 0 {
+		t.Fatalf("publish: exit %d", code)
+	}
+	if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := reader.Open(context.Background(), wh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Current(context.Background())
+	if !errors.Is(err, reader.ErrPending) || errors.Is(err, reader.ErrNoWarehouse) || errors.Is(err, reader.ErrLost) || !strings.Contains(err.Error(), "rolls generation 1 forward") {
+		t.Fatalf("Current = %v, want ErrPending saying the next publish rolls generation 1 forward", err)
+	}
+}
