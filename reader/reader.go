@@ -140,7 +140,7 @@ func (s *Snapshot) WrittenAt() time.Time { return s.p.WrittenAt }
 
 // File is one Parquet file a reader must read.
 type File struct {
-	URI   string // absolute local path or s3:// URI
+	URI   string // absolute local path or s3:// URI, literal: never URL-parse it (a key may hold % # ?)
 	Bytes int64
 	Rows  int64
 }
