@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,47 +145,38 @@ func expectedInt(t *testing.T, date, key string) int64 {
 	return v
 }
 
-// TestLostPointer: history without pointer.json is a damaged warehouse
-// (ErrLost, saying how to restore it), not a mistyped location
-// (ErrNoWarehouse), which would send a reader to check the path or wait.
-func TestLostPointer(t *testing.T) {
-	wh := filepath.Join(t.TempDir(), "warehouse")
-	for _, job := range []string{"lost-1", "lost-2"} {
-		if code := publish(wh, job); code != 0 {
-			t.Fatalf("publish %s: exit %d", job, code)
-		}
-	}
-	if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
-		t.Fatal(err)
-	}
-	w, err := reader.Open(context.Background(), wh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = w.Current(context.Background())
-	if !errors.Is(err, reader.ErrLost) || errors.Is(err, reader.ErrNoWarehouse) || !strings.Contains(err.Error(), "copy pointer-history/2.json over pointer.json") {
-		t.Fatalf("Current = %v, want ErrLost saying how to restore generation 2", err)
-	}
-}
-
-// TestPendingFirstGeneration: generation 1 committed without pointer.json
-// (a first publish stopped there) is ErrPending, saying the next publish
-// rolls it forward, not ErrNoWarehouse, which sends a reader to check a
-// location that is right.
-func TestPendingFirstGeneration(t *testing.T) {
-	wh := filepath.Join(t.TempDir(), "warehouse")
-	if code := publish(wh, "first-1"); code != 0 {
-		t.Fatalf("publish: exit %d", code)
-	}
-	if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
-		t.Fatal(err)
-	}
-	w, err := reader.Open(context.Background(), wh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = w.Current(context.Background())
-	if !errors.Is(err, reader.ErrPending) || errors.Is(err, reader.ErrNoWarehouse) || errors.Is(err, reader.ErrLost) || !strings.Contains(err.Error(), "rolls generation 1 forward") {
-		t.Fatalf("Current = %v, want ErrPending saying the next publish rolls generation 1 forward", err)
+// TestMissingPointer: history without pointer.json is no mistyped
+// location (ErrNoWarehouse, which would send a reader to check the path).
+// Generation 1 alone is a first publish stopped after its commit
+// (ErrPending: the next publish rolls it forward); more is a damaged
+// warehouse (ErrLost, saying which copy restores it).
+func TestMissingPointer(t *testing.T) {
+	for _, tc := range []struct {
+		publishes int
+		want      error
+		says      string
+	}{
+		{1, reader.ErrPending, "rolls generation 1 forward"},
+		{2, reader.ErrLost, "copy pointer-history/2.json over pointer.json"},
+	} {
+		t.Run(fmt.Sprint(tc.publishes), func(t *testing.T) {
+			wh := filepath.Join(t.TempDir(), "warehouse")
+			for i := 1; i <= tc.publishes; i++ {
+				if code := publish(wh, fmt.Sprintf("missing-%d", i)); code != 0 {
+					t.Fatalf("publish %d: exit %d", i, code)
+				}
+			}
+			if err := os.Remove(filepath.Join(wh, "pointer.json")); err != nil {
+				t.Fatal(err)
+			}
+			w, err := reader.Open(context.Background(), wh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.Current(context.Background())
+			if !errors.Is(err, tc.want) || errors.Is(err, reader.ErrNoWarehouse) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("Current = %v, want %v saying %q", err, tc.want, tc.says)
+			}
+		})
 	}
 }
