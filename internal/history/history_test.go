@@ -644,4 +644,18 @@ func TestRollbackAgainAfterItsCommit(t *testing.T) {
 	if err := w.rollback("back-3", 1, mon); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "nothing to roll back") {
 		t.Errorf("a third rollback to the visible entries: %v, want exit 2, nothing to roll back", err)
 	}
+
+	// Readers see the entries already, and the interrupted write (another
+	// date's publish) keeps them: still nothing to roll back, and no
+	// generation written.
+	w = newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", tue)
+	diesAfterTheCommit(func() { w.publish("c", tue) })
+	if err := w.rollback("r", 1, mon); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "nothing to roll back") {
+		t.Errorf("rollback of a date readers see at the target already: %v, want exit 2, nothing to roll back", err)
+	}
+	if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 2 {
+		t.Errorf("pointer.json at generation %d, want 2 (nothing written)", cur.Generation)
+	}
 }

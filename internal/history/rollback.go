@@ -83,7 +83,7 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	}
 	// A write interrupted after its history copy (the commit) has happened:
 	// the rollback starts from it, as the swap will once it rolls it forward.
-	visible := cur.Generation
+	visible := cur
 	if g := pointer.Committed(ctx, r.Store, cur); g != cur.Generation {
 		if cur, err = r.Store.LoadGeneration(ctx, g); err != nil {
 			return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
@@ -101,15 +101,18 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 			return pointer.Outcome{}, exitcode.UsageError(fmt.Errorf("rollback: generation %d does not hold date %s (it holds %s)", r.To, d, heldDates(src)))
 		}
 		entries[d] = e
-		if ce, ok := cur.Dates[d]; ok && pointer.SameEntry(ce, e) {
+		ce, inCur := cur.Dates[d]
+		ve, inVisible := visible.Dates[d]
+		if inCur && inVisible && pointer.SameEntry(ce, e) && pointer.SameEntry(ve, e) {
 			same++
 		}
 	}
-	// Readers still see the generation before an interrupted write that
-	// holds these entries (a killed rollback, run again as the runbook
-	// says): going on rolls it forward and writes the same entries again,
-	// where "nothing to roll back" left readers on the old data.
-	if same == len(r.Dates) && visible == cur.Generation {
+	// Nothing to do only when readers see these entries and an
+	// interrupted write, once rolled forward, keeps them. A killed
+	// rollback run again (the runbook's remedy) goes on: readers still see
+	// the old data, and its write rolls the committed one forward, where
+	// "nothing to roll back" left them there.
+	if same == len(r.Dates) {
 		return pointer.Outcome{}, exitcode.UsageError(fmt.Errorf("rollback: dates %s already hold generation %d's entries in the current generation %d: nothing to roll back",
 			strings.Join(dates.Strings(r.Dates), ","), r.To, cur.Generation))
 	}
