@@ -207,6 +207,12 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	status := monitor.OK
 	if len(missing) > 0 {
 		status = monitor.Page
+		// Missing only because a concurrent job's later generation
+		// replaced them (exit 0): readers see whole dates, and nothing
+		// is to be done but know it.
+		if res.Published && len(missing) == len(res.Superseded) {
+			status = monitor.Warn
+		}
 	}
 	dfig := map[string]any{"requested": requested, "published_by_this_job": inPointer, "missing": missing}
 	if len(res.Superseded) > 0 {
@@ -221,6 +227,14 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		result, status = "failed", monitor.Page
 	}
 	fig := map[string]any{"result": result, "job_id": m.job.JobID, "generation": visible.Generation}
+	if res.Published {
+		// The generation this job wrote, as stdout says; a later one
+		// readers see instead is current_generation.
+		fig["generation"] = res.Pointer.Generation
+		if visible.Generation != res.Pointer.Generation {
+			fig["current_generation"] = visible.Generation
+		}
+	}
 	if err != nil {
 		fig["error"] = err.Error()
 	}

@@ -59,11 +59,12 @@ func TestMonitorsSuperseded(t *testing.T) {
 	}
 	d := seen[monitor.DatesInPointer]
 	if d == nil || !slices.Equal(strs(d["published_by_this_job"]), []string{"2026-03-02"}) || !slices.Equal(strs(d["missing"]), []string{"2026-03-03"}) ||
-		!slices.Equal(strs(d["superseded"]), []string{"2026-03-03"}) || d["status"] != string(monitor.Page) {
-		t.Errorf("dates_in_pointer %v, want 2026-03-02 this job's, 2026-03-03 missing and superseded, page", d)
+		!slices.Equal(strs(d["superseded"]), []string{"2026-03-03"}) || d["status"] != string(monitor.Warn) {
+		t.Errorf("dates_in_pointer %v, want 2026-03-02 this job's, 2026-03-03 missing and superseded, warn", d)
 	}
 	r := seen[monitor.JobResult]
-	if ids, _ := r["pointer_job_ids"].(map[string]any); ids["2026-03-03"] != "v2" || ids["2026-03-02"] != "v1" || r["result"] != "published" {
-		t.Errorf("job_result %v, want published, with pointer job ids v1 and v2", r)
+	if ids, _ := r["pointer_job_ids"].(map[string]any); ids["2026-03-03"] != "v2" || ids["2026-03-02"] != "v1" || r["result"] != "published" ||
+		r["generation"] != float64(1) || r["current_generation"] != float64(2) {
+		t.Errorf("job_result %v, want published at generation 1, current generation 2, with pointer job ids v1 and v2", r)
 	}
 }
