@@ -11,10 +11,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
+	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // registers the "duckdb" driver
 
@@ -29,9 +28,10 @@ type Engine struct {
 	db   *sql.DB
 	conn *sql.Conn
 	// spill is this engine's own directory under temp_directory, removed
-	// by Close.
-	spill    string
-	progress progress.Reporter
+	// by Close; spillLock is the lock it holds in it (spillDir).
+	spill     string
+	spillLock *os.File
+	progress  progress.Reporter
 	// sink holds the hashes a uniqueness check hands to Go (keyset.go).
 	sink *hashSink
 	// keyHash is the 64-bit hash the uniqueness checks count distinct
@@ -172,8 +172,8 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	}
 	settings = withDefaults(settings)
 	if parent := settings["temp_directory"]; parent != "" {
-		dir := spillDir(parent)
-		settings["temp_directory"], e.spill = dir, dir
+		dir, lock := spillDir(parent)
+		settings["temp_directory"], e.spill, e.spillLock = dir, dir, lock
 	}
 	keys := make([]string, 0, len(settings))
 	for k := range settings {
@@ -249,56 +249,76 @@ func (e *Engine) Close() error {
 	if e.spill != "" {
 		errs = append(errs, os.RemoveAll(e.spill))
 	}
+	if e.spillLock != nil {
+		e.spillLock.Close()
+	}
 	return errors.Join(errs...)
 }
 
-// spillDir names this engine's own directory under parent (the
-// configured temp_directory). DuckDB names its spill files by size class
-// and index, not by process, and deletes every one of them in its
-// directory when it closes: two publishes spilling into one directory at
-// once overwrote and deleted each other's blocks, and one published wrong
-// enrolled_event_count figures with exit 0.
+// spillDir makes this engine's own directory under parent (the
+// configured temp_directory) and locks it for the engine's life. DuckDB
+// names its spill files by size class and index, not by process, and
+// deletes every one of them in its directory when it closes: two
+// publishes spilling into one directory at once overwrote and deleted
+// each other's blocks, and one published wrong enrolled_event_count
+// figures with exit 0. The name is random (os.MkdirTemp), not the pid: a
+// pid is not unique among containers sharing a disk.
 //
-// Nothing is created here: DuckDB creates the directory when it first
-// spills (and removes it on close), so a run that never spills needs no
-// writable parent; the parent is made if it can be, and a failure is left
-// to the first spill, which DuckDB reports. The name holds the host and
-// the process: directories of this host's processes that are gone (a run
-// killed while spilling) are removed first, so they do not pile up.
-func spillDir(parent string) string {
-	host, _ := os.Hostname()
-	host = strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(host)
+// A parent that cannot be written fails nothing here: a run that never
+// spills needs no directory, and DuckDB reports a spill there as its own
+// error. The directories of runs that are gone (killed while spilling)
+// are swept first, so they do not pile up.
+func spillDir(parent string) (dir string, lock *os.File) {
 	_ = os.MkdirAll(parent, 0o755)
-	sweepSpill(parent, host)
-	dir := filepath.Join(parent, fmt.Sprintf("run-%s-%d-%d", host, os.Getpid(), spillSeq.Add(1)))
-	// A directory of this name is a dead process's of the same pid.
-	_ = os.RemoveAll(dir)
-	return dir
+	sweepSpill(parent)
+	dir, err := os.MkdirTemp(parent, "run-")
+	if err != nil {
+		return filepath.Join(parent, fmt.Sprintf("run-unmade-%d", os.Getpid())), nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, spillLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return dir, nil
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		f.Close()
+		return dir, nil
+	}
+	return dir, f
 }
 
-var spillSeq atomic.Int64
+// spillLock is the file in a spill directory whose lock its engine holds
+// while it lives: the kernel lets go of it when the process ends, in any
+// pid namespace.
+const spillLock = "engagement.lock"
 
-// sweepSpill removes parent's run-<host>-<pid>-<n> directories of host
-// whose process is gone. Another host's (a shared disk) are left alone:
-// its processes cannot be asked.
-func sweepSpill(parent, host string) {
+// spillSweepAge is how old a spill directory must be before it is swept:
+// a new one may not hold its lock yet.
+const spillSweepAge = time.Minute
+
+// sweepSpill removes parent's run-* directories whose lock no process
+// holds. One without the lock file (another user's, unreadable, or of an
+// older build) is left alone.
+func sweepSpill(parent string) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, en := range entries {
-		rest, ok := strings.CutPrefix(en.Name(), "run-"+host+"-")
-		if !ok || !en.IsDir() {
+		if !en.IsDir() || !strings.HasPrefix(en.Name(), "run-") {
 			continue
 		}
-		pidText, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+		dir := filepath.Join(parent, en.Name())
+		if info, err := en.Info(); err != nil || time.Since(info.ModTime()) < spillSweepAge {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			_ = os.RemoveAll(filepath.Join(parent, en.Name()))
+		f, err := os.Open(filepath.Join(dir, spillLock))
+		if err != nil {
+			continue
 		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(dir)
+		}
+		f.Close()
 	}
 }
 

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 )
@@ -113,7 +114,7 @@ func TestSpillDirPerEngine(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
-		if files, _ := os.ReadDir(dirs[i]); len(files) == 0 {
+		if files, _ := filepath.Glob(filepath.Join(dirs[i], "duckdb_temp_*")); len(files) == 0 {
 			t.Errorf("engine %d wrote nothing to %s: the test no longer spills", i, dirs[i])
 		}
 		var n, sum int64
@@ -140,33 +141,45 @@ func TestSpillDirPerEngine(t *testing.T) {
 }
 
 // TestSpillDirSwept: a run killed while spilling leaves its directory;
-// the next engine on the host removes those of processes that are gone,
-// and leaves a live process's and another host's. A parent that cannot
-// be made fails no engine that never spills.
+// the next engine removes those whose lock no process holds (the kernel
+// lets go of a dead process's, whatever its pid namespace), and leaves a
+// live engine's, a new one's, one without the lock file and other names.
+// A parent that cannot be made fails no engine that never spills.
 func TestSpillDirSwept(t *testing.T) {
 	parent := t.TempDir()
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := osexec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dirs := map[string]bool{ // name: swept
-		fmt.Sprintf("run-%s-%d-1", host, gone.Process.Pid):   true,
-		fmt.Sprintf("run-%s-%d-1", host, os.Getppid()):       false,
-		fmt.Sprintf("run-other-host-%d-1", gone.Process.Pid): false,
-		"notes": false,
-	}
+	old := time.Now().Add(-time.Hour)
+	dirs := map[string]bool{"run-dead": true, "run-live": false, "run-new": false, "run-nolock": false, "notes": false}
+	var held *os.File
 	for name := range dirs {
-		if err := os.MkdirAll(filepath.Join(parent, name), 0o755); err != nil {
+		dir := filepath.Join(parent, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(parent, name, "duckdb_temp_storage_DEFAULT-0.tmp"), []byte("x"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "duckdb_temp_storage_DEFAULT-0.tmp"), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if name != "run-nolock" {
+			if err := os.WriteFile(filepath.Join(dir, "engagement.lock"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if name == "run-live" {
+			f, err := os.Open(filepath.Join(dir, "engagement.lock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+			held = f
+		}
+		if name != "run-new" {
+			if err := os.Chtimes(dir, old, old); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	defer held.Close()
 	e, err := duckdb.Open(t.Context(), map[string]string{"temp_directory": parent})
 	if err != nil {
 		t.Fatal(err)
