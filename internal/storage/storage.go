@@ -208,12 +208,12 @@ func Parse(s string) (Location, error) {
 			// ~ while DuckDB, which expands it, read and wrote $HOME.
 			return Location{}, fmt.Errorf("%s: a leading ~ is not expanded here (no shell did it): write the path in full; a local directory named ~ is written ./%s", s, s)
 		}
-		return Location{Scheme: File, Path: s}, nil
+		return localPath(s)
 	}
 	switch strings.ToLower(scheme) {
 	case "s3", "s3a":
 	case "file":
-		return Location{Scheme: File, Path: rest}, nil
+		return localPath(rest)
 	default:
 		return Location{}, fmt.Errorf("%s: unsupported URL scheme %q (want a local path or s3://bucket/prefix)", s, scheme)
 	}
@@ -349,6 +349,18 @@ func (l Location) Dir() Location {
 	}
 	l.Path = filepath.Dir(l.Path)
 	return l
+}
+
+// localPath is the location of local path p. A path holding both a
+// backslash and a glob character is refused: DuckDB reads a path with a
+// glob character as a pattern, where a backslash is an escape that no
+// spelling turns back into itself, so every read of it (the gate's read-
+// back, read, the views) failed with "no files found".
+func localPath(p string) (Location, error) {
+	if strings.Contains(p, `\`) && strings.ContainsAny(p, "[*?") {
+		return Location{}, fmt.Errorf("%s: holds both a backslash and a glob character ([, * or ?), which DuckDB cannot read as one path: rename the directory", p)
+	}
+	return Location{Scheme: File, Path: p}, nil
 }
 
 // CheckKey refuses a key that is not relative, slash-separated and clean.
