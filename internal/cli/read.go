@@ -3,19 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
 	"github.com/techlearningpro/engagement/internal/storage"
-	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // readOptions are read's table argument and flags.
@@ -54,28 +49,6 @@ A warehouse with no pointer.json is refused (exit 2), never shown as empty.`,
 	fs.StringVar(&o.format, "format", "table", "table, csv or json")
 	o.s3 = addS3Flags(fs, true)
 	return c
-}
-
-// changedFile is the first file of table (of date only, or of every
-// date) not as the pointer recorded it, with how it differs; "" if none
-// is, or a stat fails (the read's own error then stands).
-func changedFile(ctx context.Context, b storage.Bucket, p pointer.Pointer, table string, only *dates.Date) (string, string) {
-	ds := slices.Sorted(maps.Keys(p.Dates))
-	for _, d := range ds {
-		if only != nil && d != *only {
-			continue
-		}
-		files := p.Dates[d].FactFiles
-		if table == engine.CourseDayTable {
-			files = p.Dates[d].CourseDayFiles
-		}
-		bad, err := warehouse.CheckFiles(ctx, b, files)
-		if err != nil || len(bad) == 0 {
-			continue
-		}
-		return b.Location().Join(bad[0].File.Path).String(), bad[0].Why()
-	}
-	return "", ""
 }
 
 func runRead(ctx context.Context, env Env, o *readOptions) error {
@@ -129,8 +102,9 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		// A file changed or removed since it was published fails the
 		// read with DuckDB's words (a missing column, a bad footer),
 		// naming no file: name it, as status --date does.
-		if f, why := changedFile(ctx, b, p, o.table, only); f != "" {
-			return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", f, why)
+		// A stat that fails leaves the read's own error standing.
+		if c, ok, _ := firstChanged(ctx, b, p, only, o.table); ok {
+			return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", c.where, c.why)
 		}
 		return err
 	}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/reader"
-	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // statusOptions are status's flags.
@@ -83,14 +81,13 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		}
 		// What a sensor waits on: that readers can read the date, so its
 		// files are there as the pointer recorded them (a stat each).
-		e := p.Dates[*d]
-		bad, err := warehouse.CheckFiles(ctx, wh, slices.Concat(e.FactFiles, e.CourseDayFiles))
+		c, bad, err := firstChanged(ctx, wh, p, d, "")
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
-		if len(bad) > 0 {
+		if bad {
 			return fmt.Errorf("status: %s in %s (generation %d): its file %s %s: readers of the date fail; republish it with a new job id",
-				only, o.warehouse, p.Generation, wh.Location().Join(bad[0].File.Path), bad[0].Why())
+				only, o.warehouse, p.Generation, c.where, c.why)
 		}
 		rows = one
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	internalreader "github.com/techlearningpro/engagement/internal/reader"
-	"github.com/techlearningpro/engagement/internal/warehouse"
 	"github.com/techlearningpro/engagement/reader"
 )
 
@@ -111,16 +109,13 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	// A view over a file that is gone fails every query on DuckDB and
 	// Spark and read as no rows on Trino: refuse to write one (a stat a
 	// file, as status --date).
-	for _, d := range slices.Sorted(maps.Keys(p.Dates)) {
-		e := p.Dates[d]
-		bad, err := warehouse.CheckFiles(ctx, wh, slices.Concat(e.FactFiles, e.CourseDayFiles))
-		if err != nil {
-			return fmt.Errorf("views: %w", err)
-		}
-		if len(bad) > 0 {
-			return fmt.Errorf("views: %s of generation %d: its file %s %s: a view over it would fail; republish the date with a new job id",
-				d, p.Generation, wh.Location().Join(bad[0].File.Path), bad[0].Why())
-		}
+	c, bad, err := firstChanged(ctx, wh, p, nil, "")
+	if err != nil {
+		return fmt.Errorf("views: %w", err)
+	}
+	if bad {
+		return fmt.Errorf("views: %s of generation %d: its file %s %s: a view over it would fail; republish the date with a new job id",
+			c.date, p.Generation, c.where, c.why)
 	}
 	_, err = fmt.Fprint(env.Stdout, sql)
 	return err
