@@ -110,10 +110,13 @@ func TestGCRacesPublishAndRollback(t *testing.T) {
 	// In the second trial the publish also waits 5 s before it moves the
 	// pointer (failpoint.DelayEnv), so the rollback lands first however
 	// loaded the machine is (a CI run where the other packages' tests slowed
-	// the rollback saw it land after the publish in every trial).
+	// the rollback saw it land after the publish in every trial). In the
+	// third, started when the gate ends, the publish waits half a second
+	// before its pointer move: without it a loaded rehearsal saw the
+	// publish exit before the rollback had started, and nothing raced.
 	trials := []struct {
 		retain, after, delay string
-	}{{"1", "", ""}, {"4", "inspect", failpoint.BeforePointer + ":5s"}, {"4", "gate", ""}, {"1", "inspect", ""}}
+	}{{"1", "", ""}, {"4", "inspect", failpoint.BeforePointer + ":5s"}, {"4", "gate", failpoint.BeforePointer + ":500ms"}, {"1", "inspect", ""}}
 	wins := map[string]int{}
 	for trial, tc := range trials {
 		w := newWorld(t, publishtest.LoadFixture(t, ""), db)
