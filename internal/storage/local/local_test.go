@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
@@ -93,5 +96,58 @@ func TestDirectoryInAnObjectsPlace(t *testing.T) {
 	_, err := b.Put(ctx, key, []byte("{}"), storage.Cond{IfAbsent: true})
 	if !errors.Is(err, storage.ErrRefused) || !errors.Is(err, storage.ErrNotObject) || errors.Is(err, storage.ErrPrecondition) {
 		t.Errorf("create: %v, want refused (ErrNotObject), not a precondition failure", err)
+	}
+}
+
+// A temp file a killed writer left (older than an hour) goes with the next
+// write in its directory; a fresh one, maybe a live writer's, stays.
+func TestStaleTempsSwept(t *testing.T) {
+	root := t.TempDir()
+	b := local.New(root, local.Options{})
+	stale, fresh := filepath.Join(root, ".tmp-111"), filepath.Join(root, ".tmp-222")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(t.Context(), "pointer.json", []byte("{}"), storage.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temp: stat err %v, want it removed", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh temp: %v, want it kept", err)
+	}
+}
+
+// A lock a foreign flock holds is not blamed on the last engagement
+// process that held it: that one cleared its pid on unlock.
+func TestLockHolderClearedOnUnlock(t *testing.T) {
+	root := t.TempDir()
+	b := local.New(root, local.Options{LockTimeout: 50 * time.Millisecond})
+	_, unlock, err := b.Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	f, err := os.Open(filepath.Join(root, local.LockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = b.Lock(t.Context())
+	if !errors.Is(err, local.ErrLockTimeout) {
+		t.Fatalf("lock held by a foreign flock: err %v, want ErrLockTimeout", err)
+	}
+	if !strings.Contains(err.Error(), "no pid recorded") || strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("err %q: want the holder unknown, not this process", err)
 	}
 }

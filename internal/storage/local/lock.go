@@ -94,9 +94,11 @@ func (b *Bucket) Lock(ctx context.Context) (held context.Context, unlock func(),
 	if !lastLog.IsZero() {
 		b.opts.Log.Info("got the pointer lock", "lock", p, "waited", time.Since(start).Round(time.Millisecond).String())
 	}
+	// The pid is cleared while the lock is still held, so a waiter on a lock
+	// some other tool's flock holds is not told of this process, long gone.
 	// Closing the descriptor releases the lock; an error from Close cannot
 	// undo a write that already happened, so it is not reported.
-	return context.WithValue(ctx, heldKey{}, b), func() { f.Close() }, nil
+	return context.WithValue(ctx, heldKey{}, b), func() { _ = f.Truncate(0); f.Close() }, nil
 }
 
 // heldKey marks a context whose caller holds a bucket's lock.

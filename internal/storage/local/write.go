@@ -9,7 +9,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -62,6 +64,36 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, c storage.Con
 // tempPrefix starts every temp file, so a later writer can recognise and
 // remove the leftovers of one that crashed; the dot hides it from listings.
 const tempPrefix = ".tmp-"
+
+// staleTemp is the age past which a temp file is a crashed writer's: a live
+// one lives for the milliseconds of one small write and fsync.
+const staleTemp = time.Hour
+
+// swept holds the directories whose stale temp files this process removed
+// already: a directory is listed once per process, not once per write
+// (pointer-history grows by a record per publish).
+var swept sync.Map
+
+// sweepTemps removes temp files in dir older than staleTemp, left by a
+// writer killed between its temp and its rename or link (SIGKILL, power).
+// Best effort: a file that cannot be removed stays for the next process.
+func sweepTemps(dir string) {
+	if _, done := swept.LoadOrStore(dir, true); done {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) >= staleTemp {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
 
 // replace durably replaces p with data: temp file, fsync, rename, fsync of
 // the directory so the rename itself survives a power loss.
@@ -121,6 +153,7 @@ func (b *Bucket) statAfterWrite(p string) (storage.Attrs, error) {
 // is created exclusively (never through an existing name or link) and is
 // readable by all: readers of a warehouse may run as other users.
 func writeTemp(dir string, data []byte) (p string, err error) {
+	sweepTemps(dir)
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return "", fmt.Errorf("create temp in %s: %w", dir, err)
