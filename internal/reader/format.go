@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Write prints t as table, csv or json.
@@ -20,6 +23,9 @@ func Write(w io.Writer, t Table, format string) error {
 			cells := make([]string, len(r))
 			for i, v := range r {
 				cells[i] = cell(t.Columns[i], v)
+				if sv, ok := v.(string); ok && ambiguous(sv) {
+					cells[i] = strconv.Quote(sv)
+				}
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
@@ -59,6 +65,23 @@ func Write(w io.Writer, t Table, format string) error {
 		return nil
 	}
 	return fmt.Errorf("--format %q: want table, csv or json", format)
+}
+
+// ambiguous reports whether a string printed bare in the table would read
+// as something else: NULL, no value, a shorter key (trailing space), or
+// other columns and rows (a tab, a newline). Such a string is printed
+// quoted, as is one that starts with a quote, so quoting itself is
+// unambiguous. csv and json need none of it: they are exact.
+func ambiguous(s string) bool {
+	if s == "" || s == "NULL" || s[0] == '"' || strings.TrimSpace(s) != s {
+		return true
+	}
+	for _, r := range s {
+		if r != ' ' && !unicode.IsGraphic(r) || r == utf8.RuneError {
+			return true
+		}
+	}
+	return false
 }
 
 // cell formats one value; the driver returns DATE and TIMESTAMP alike as

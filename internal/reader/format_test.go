@@ -34,3 +34,37 @@ func TestWrite(t *testing.T) {
 		t.Errorf("xml accepted")
 	}
 }
+
+// In the table a key that would read as NULL, as nothing, as a shorter key
+// or as more columns or rows is printed quoted; a plain key is not.
+func TestWriteTableQuotesAmbiguousKeys(t *testing.T) {
+	cases := []struct{ key, want string }{
+		{"course-k8s", "course-k8s"},
+		{"", `""`},
+		{"NULL", `"NULL"`},
+		{"a\tb", `"a\tb"`},
+		{"a\nb", `"a\nb"`},
+		{"trailing ", `"trailing "`},
+		{" leading", `" leading"`},
+		{`"quoted"`, `"\"quoted\""`},
+		{"zero\u200bwidth", `"zero\u200bwidth"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{"naïve café", "naïve café"},
+	}
+	for _, tc := range cases {
+		var b bytes.Buffer
+		tab := Table{Columns: []string{"course_id", "manifest_id"}, Rows: [][]any{{tc.key, nil}}}
+		if err := Write(&b, tab, "table"); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		if len(lines) != 2 {
+			t.Errorf("key %q: %d lines %q, want a header and one row", tc.key, len(lines), b.String())
+			continue
+		}
+		rest, ok := strings.CutPrefix(lines[1], tc.want)
+		if !ok || !strings.HasSuffix(rest, "NULL") || strings.Trim(strings.TrimSuffix(rest, "NULL"), " ") != "" {
+			t.Errorf("key %q: row %q, want %s then NULL", tc.key, lines[1], tc.want)
+		}
+	}
+}
