@@ -74,6 +74,10 @@ def filesystem(warehouse):
     if not sep:
         return pyarrow.fs.LocalFileSystem(), os.path.abspath(warehouse)
     if scheme.lower() == "file":
+        if rest.startswith("localhost/"):
+            rest = rest[len("localhost"):]
+        if not rest.startswith("/"):
+            raise BadArgument(f"{warehouse}: a file URL names an absolute path, file:///dir (three slashes); a relative directory is written without file://")
         return pyarrow.fs.LocalFileSystem(), os.path.abspath(rest)
     if scheme.lower() not in ("s3", "s3a"):
         raise BadArgument(f"{warehouse}: unsupported URL scheme {scheme!r}: want a local path or s3://bucket/prefix")

@@ -59,8 +59,10 @@ func TestReadDate(t *testing.T) {
 	days := readDates(t, python, script, wh, "course_day", ds)
 	// As a file:// URL the path is still literal ('%20', '#', '?' and all),
 	// as engagement takes it: pyarrow's parser read a sibling warehouse.
-	if got := readDates(t, python, script, "file://"+wh, "course_day", ds); !reflect.DeepEqual(got, days) {
-		t.Errorf("through file://: %+v, want %+v", got, days)
+	for _, u := range []string{"file://" + wh, "file://localhost" + wh} {
+		if got := readDates(t, python, script, u, "course_day", ds); !reflect.DeepEqual(got, days) {
+			t.Errorf("through %s: %+v, want %+v", u, got, days)
+		}
 	}
 	for i, d := range fx.Expected.Dates {
 		want := fx.Expected.ByDate[d]
@@ -97,23 +99,29 @@ func TestReadDate(t *testing.T) {
 	// A date the pointer does not hold is refused, not read as empty (exit
 	// 1: it may be published later); a bad table or date is a usage error.
 	for _, tc := range []struct {
-		args []string
-		code int
-		says string
+		warehouse string // wh when empty
+		args      []string
+		code      int
+		says      string
 	}{
-		{[]string{"course_day", "2026-03-05"}, 1, "2026-03-05 is not published"},
-		{[]string{"Course_Day", "2026-03-02"}, 2, "unknown table 'Course_Day'"},
-		{[]string{"course_day", "2026-3-2"}, 2, "date '2026-3-2': want YYYY-MM-DD"},
-		{[]string{"course_day", "20260302"}, 2, "date '20260302': want YYYY-MM-DD"},
+		{"", []string{"course_day", "2026-03-05"}, 1, "2026-03-05 is not published"},
+		{"", []string{"Course_Day", "2026-03-02"}, 2, "unknown table 'Course_Day'"},
+		{"", []string{"course_day", "2026-3-2"}, 2, "date '2026-3-2': want YYYY-MM-DD"},
+		{"", []string{"course_day", "20260302"}, 2, "date '20260302': want YYYY-MM-DD"},
 		// Checked before anything is read or printed.
-		{[]string{"course_day", "2026-03-02", "2026-13-01"}, 2, "date '2026-13-01': month must be in 1..12"},
+		{"", []string{"course_day", "2026-03-02", "2026-13-01"}, 2, "date '2026-13-01': month must be in 1..12"},
 		// The warehouse's parent: the wrong place, as engagement read says.
-		{[]string{"..", "course_day", "2026-03-02"}, 2, "(no pointer.json): nothing was published there"},
+		{filepath.Dir(wh), []string{"course_day", "2026-03-02"}, 2, "(no pointer.json): nothing was published there"},
+		// A host or a relative path, as engagement refuses it: it was
+		// read as ./localhost/...
+		{"file://localhost", []string{"course_day", "2026-03-02"}, 2, "a file URL names an absolute path"},
+		{"file://w", []string{"course_day", "2026-03-02"}, 2, "a file URL names an absolute path"},
 	} {
-		args := append([]string{script, wh}, tc.args...)
-		if tc.args[0] == ".." {
-			args = append([]string{script, filepath.Dir(wh)}, tc.args[1:]...)
+		w := tc.warehouse
+		if w == "" {
+			w = wh
 		}
+		args := append([]string{script, w}, tc.args...)
 		cmd := exec.Command(python, args...)
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != tc.code || !strings.Contains(string(out), tc.says) {

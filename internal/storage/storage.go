@@ -213,6 +213,15 @@ func Parse(s string) (Location, error) {
 	switch strings.ToLower(scheme) {
 	case "s3", "s3a":
 	case "file":
+		// A file URL's path is absolute: file://wh/x names host wh, and
+		// file://localhost/x was taken as the relative ./localhost/x,
+		// published into beside the command with exit 0.
+		if after, ok := strings.CutPrefix(rest, "localhost/"); ok {
+			rest = "/" + after
+		}
+		if !strings.HasPrefix(rest, "/") {
+			return Location{}, fmt.Errorf("%s: a file URL names an absolute path, file:///dir (three slashes); a relative directory is written without file://", s)
+		}
 		return localPath(rest)
 	default:
 		return Location{}, fmt.Errorf("%s: unsupported URL scheme %q (want a local path or s3://bucket/prefix)", s, scheme)

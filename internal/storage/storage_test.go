@@ -20,6 +20,7 @@ func TestParse(t *testing.T) {
 		{`/tmp/a\b`, Location{Scheme: File, Path: `/tmp/a\b`}, `/tmp/a\b`},
 		{"/s3:/x", Location{Scheme: File, Path: "/s3:/x"}, "/s3:/x"},
 		{"file:///tmp/w", Location{Scheme: File, Path: "/tmp/w"}, "/tmp/w"},
+		{"file://localhost/tmp/w", Location{Scheme: File, Path: "/tmp/w"}, "/tmp/w"},
 		{"s3://bucket", Location{Scheme: S3, Bucket: "bucket"}, "s3://bucket"},
 		{"s3://bucket/wh/", Location{Scheme: S3, Bucket: "bucket", Key: "wh"}, "s3://bucket/wh"},
 		{"s3a://my.bucket-1/a/b", Location{Scheme: S3, Bucket: "my.bucket-1", Key: "a/b"}, "s3://my.bucket-1/a/b"},
@@ -59,6 +60,10 @@ func TestParse(t *testing.T) {
 		// DuckDB cannot read such a path: the gate's read-back failed.
 		{`/tmp/mv\w[1]`, "holds both a backslash and a glob character"},
 		{`file:///tmp/a\b*`, "holds both a backslash and a glob character"},
+		// A host, or a relative path: it was published into ./localhost/...
+		{"file://wh", "names an absolute path"},
+		{"file://localhost", "names an absolute path"},
+		{"file://host/tmp/w", "names an absolute path"},
 	} {
 		if _, err := Parse(tc.in); err == nil || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("Parse(%q) error %v, want one mentioning %q", tc.in, err, tc.mention)
