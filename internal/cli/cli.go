@@ -18,6 +18,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -91,6 +92,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // also reports it on stdout.
 func MainEnv(ctx context.Context, env Env, args []string) int {
 	env = env.withDefaults()
+	started := time.Now()
 	pre := readPreParse(args, env.Lookup)
 	env.Console.preset(pre)
 	err := Run(ctx, env, args)
@@ -106,6 +108,7 @@ func MainEnv(ctx context.Context, env Env, args []string) int {
 		// signal's 128+signo, which main applies after this returns.
 		env.Console.fail(err, signals.ExitCode(ctx, code, io.Discard))
 	}
+	reportRefused(ctx, env, pre, started, err)
 	env.outcome.print(ctx, env, pre, err)
 	return code
 }

@@ -185,9 +185,11 @@ func setupLog(c *cobra.Command, con *Console) error {
 
 // preParse is what a command line says about logging and output, read
 // before cobra parses it, so that a command line cobra refuses is still
-// reported in the format it asked for, with its command and job id.
+// reported in the format it asked for, with its command and job id, and
+// to publish's metrics sinks.
 type preParse struct {
 	command, logFormat, output, jobID string
+	metricsFile, pushgateway          string
 }
 
 func readPreParse(args []string, lookup func(string) (string, bool)) preParse {
@@ -199,13 +201,16 @@ func readPreParse(args []string, lookup func(string) (string, bool)) preParse {
 	fs.StringVar(&p.logFormat, "log-format", "", "")
 	fs.StringVar(&p.output, "output", "", "")
 	fs.StringVar(&p.jobID, "job-id", "", "")
+	fs.StringVar(&p.metricsFile, "metrics-file", "", "")
+	fs.StringVar(&p.pushgateway, "pushgateway", "", "")
 	// pflag stops at an undefined -h, and reads a one-dash long flag
 	// (-warehouse) as shorthands, one of them h: the --log-format after it
 	// was never read, and the refusal came out as JSON on a terminal.
 	fs.BoolP("help", "h", false, "")
 	_ = fs.Parse(args)
 	p.command = fs.Arg(0)
-	for name, v := range map[string]*string{"log-format": &p.logFormat, "output": &p.output, "job-id": &p.jobID} {
+	for name, v := range map[string]*string{"log-format": &p.logFormat, "output": &p.output, "job-id": &p.jobID,
+		"metrics-file": &p.metricsFile, "pushgateway": &p.pushgateway} {
 		if *v == "" {
 			*v, _ = lookup(EnvName(name))
 		}

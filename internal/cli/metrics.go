@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -69,7 +70,13 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 		cancel()
 		if perr != nil {
 			run.ExportFailures["pushgateway"]++
-			env.Log.Warn("metrics were not pushed; the run's outcome stands", "exit_code", run.Code, "error", perr.Error(), "metrics_failures", len(run.ExportFailures))
+			msg := "metrics were not pushed; the run's outcome stands"
+			if errors.Is(perr, metrics.ErrSuccessNotPushed) {
+				// An alert on the last success may fire although this run
+				// succeeded: the on-call must be told which group is stale.
+				msg = "the last-success group was not pushed (the run's metrics were); the run's outcome stands"
+			}
+			env.Log.Warn(msg, "exit_code", run.Code, "error", perr.Error(), "metrics_failures", len(run.ExportFailures))
 		}
 	}
 	if f.file != "" {
@@ -78,4 +85,24 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 			env.Log.Warn("the metrics file was not written; the run's outcome stands", "exit_code", run.Code, "error", werr.Error(), "metrics_failures", len(run.ExportFailures))
 		}
 	}
+}
+
+// reportRefused reports a publish whose command line was refused before
+// publish ran (a flag given twice, an unknown flag), to the sinks the
+// command line or the environment names: without it the sinks kept the
+// last run's exit code 0 and no failure alert fired. The places the
+// textfile must stay out of are not known, so it is written only over one
+// an earlier run wrote.
+func reportRefused(ctx context.Context, env Env, pre preParse, started time.Time, err error) {
+	if pre.command != "publish" || env.outcome.ran || err == nil {
+		return
+	}
+	f := &metricsFlags{pushgateway: pre.pushgateway}
+	if ownTextfile(pre.metricsFile) {
+		f.file = pre.metricsFile
+	}
+	if sinkURL("--pushgateway", &f.pushgateway, false) != nil || !f.enabled() {
+		return
+	}
+	f.export(ctx, env, metrics.Run{Started: started, Ended: time.Now()}, err)
 }

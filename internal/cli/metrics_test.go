@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,6 +256,72 @@ func TestMetricsFailedRuns(t *testing.T) {
 	// The push replaced the group: the rejected run's checks are gone.
 	if _, ok := metrics.Value(pushed(t, pgw), metrics.GateCheck, engagementJob); ok {
 		t.Error("errored: the Pushgateway still serves the rejected run's gate checks beside this run's exit code")
+	}
+
+	// Refused before the places the textfile must stay out of are known: a
+	// config that does not resolve, a command line the parser refuses. The
+	// textfile an earlier run wrote is still replaced and the push sent
+	// (both kept the last run's exit code: no failure alert fired).
+	good := fx.Args(filepath.Join(t.TempDir(), "wh"), "metrics-refused", ds...)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"config missing", publishtest.WithFlag(good, "--config", filepath.Join(t.TempDir(), "nope.conf"))},
+		{"flag given twice", append(slices.Clone(good), "--dates", ds[0])},
+	} {
+		for _, env := range [][]string{nil, {"ENGAGEMENT_METRICS_FILE=" + file, "ENGAGEMENT_PUSHGATEWAY=" + pgw}} {
+			args := tc.args
+			if env == nil {
+				args = append(slices.Clone(args), "--metrics-file", file, "--pushgateway", pgw)
+			}
+			// Moved off 2 first, so that each case's own 2 is seen.
+			stderr.Reset()
+			if code := cli.Main(context.Background(), append(slices.Clone(over.Args(filepath.Join(t.TempDir(), "wh"), "metrics-reset", ds...)),
+				"--metrics-file", file, "--pushgateway", pgw), &stdout, &stderr); code != exitcode.GateRejected {
+				t.Fatalf("reset: exit %d\n%s", code, stderr.String())
+			}
+			stderr.Reset()
+			code := cli.MainEnv(context.Background(), cli.Env{Stdout: &stdout, Stderr: &stderr, Lookup: lookupIn(env)}, args)
+			if code != exitcode.Usage {
+				t.Fatalf("%s (env %v): exit %d, want %d\n%s", tc.name, env != nil, code, exitcode.Usage, stderr.String())
+			}
+			for name, fams := range map[string]map[string]*dto.MetricFamily{"textfile": readTextfile(t, file), "pushgateway": pushed(t, pgw)} {
+				if v := mustValue(t, fams, metrics.LastExitCode, nil); v != exitcode.Usage {
+					t.Errorf("%s (env %v), %s: exit code %v, want %d", tc.name, env != nil, name, v, exitcode.Usage)
+				}
+			}
+			if v := mustValue(t, readTextfile(t, file), metrics.LastSuccess, nil); v != earlier {
+				t.Errorf("%s: last success %v, want the earlier %d", tc.name, v, earlier)
+			}
+		}
+	}
+
+	// A file no run wrote is not replaced when the places are not known:
+	// it may be pointer.json or an input under another name.
+	stranger := filepath.Join(t.TempDir(), "pointer.json")
+	if err := os.WriteFile(stranger, []byte(`{"generation":7}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := cli.Main(context.Background(), append(publishtest.WithFlag(good, "--config", filepath.Join(t.TempDir(), "nope.conf")),
+		"--metrics-file", stranger), &stdout, &stderr); code != exitcode.Usage {
+		t.Fatalf("stranger: exit %d\n%s", code, stderr.String())
+	}
+	if b, err := os.ReadFile(stranger); err != nil || string(b) != `{"generation":7}` {
+		t.Errorf("a file no run wrote was replaced: %q %v", b, err)
+	}
+}
+
+// lookupIn is an environment lookup over KEY=VALUE pairs alone.
+func lookupIn(env []string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		for _, kv := range env {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v, true
+			}
+		}
+		return "", false
 	}
 }
 

@@ -37,6 +37,7 @@ func addOutputFlag(fs *pflag.FlagSet, o *string) {
 // outcome is what publish leaves for its --output json document, which
 // MainEnv prints once the error, if any, is known.
 type outcome struct {
+	ran    bool   // publish's own code ran (and reported to its sinks)
 	output string // the checked --output; "" when publish did not get that far
 	jobID  string
 	dates  []dates.Date

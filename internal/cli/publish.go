@@ -66,6 +66,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	// The command's clock, read around the run for the metrics; the phases
 	// are timed by a recorder between the job and the progress printer.
 	run := metrics.Run{Started: time.Now()}
+	env.outcome.ran = true
 	phases := &metrics.Phases{Next: progress.Discard, Now: time.Now}
 	if o.metrics.enabled() {
 		defer func() {
@@ -222,11 +223,16 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 	if err != nil || j.Warehouse == "" {
 		// The places a sink must stay out of are not known (a config that
 		// did not resolve, a bad location, which the run's own error
-		// names): nothing is written where it could not be checked.
+		// names): nothing is written where it could not be checked, but
+		// for a textfile an earlier run wrote, which holds no one's data,
+		// so that its exit code 0 does not outlive this failed run.
 		for _, s := range []struct {
 			flag string
 			path *string
 		}{{"--metrics-file", &m.file}, {"--lineage-file", &l.file}} {
+			if s.path == &m.file && ownTextfile(m.file) {
+				continue
+			}
 			if *s.path != "" && first == nil {
 				first = exitcode.UsageError(fmt.Errorf("%s %s: not written: the warehouse and inputs it must stay out of are not known", s.flag, *s.path))
 			}
@@ -311,6 +317,26 @@ func sinkURL(flag string, raw *string, query bool) error {
 		want += " without a query or a fragment (the push appends /metrics/job/engagement to it)"
 	}
 	return exitcode.UsageError(fmt.Errorf("%s %s: want %s", flag, shown, want))
+}
+
+// ownTextfile reports whether p is a metrics textfile an earlier publish
+// wrote: a plain file that parses and holds engagement_last_exit_code.
+// Replacing it cannot replace a warehouse's or an input's file.
+func ownTextfile(p string) bool {
+	if p == "" || plainFile(p) != nil {
+		return false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fams, err := metrics.Parse(f)
+	if err != nil {
+		return false
+	}
+	_, ok := metrics.Value(fams, metrics.LastExitCode, nil)
+	return ok
 }
 
 // plainFile refuses a sink path that exists as anything but a regular file

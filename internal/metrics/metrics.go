@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -194,10 +195,14 @@ func Push(ctx context.Context, url string, run Run) error {
 		p = p.Grouping(k, v)
 	}
 	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push the last success to %s: %w", url, err)
+		return fmt.Errorf("push the last success to %s: %w: %w", redact.URL(url), ErrSuccessNotPushed, redact.Error(err, url))
 	}
 	return nil
 }
+
+// ErrSuccessNotPushed: the run's group was pushed, the last-success group
+// was not; the Pushgateway's last success is then older than the run's.
+var ErrSuccessNotPushed = errors.New("the run's metrics were pushed, its success time was not")
 
 // PreviousSuccess reads the last-success gauge from an earlier textfile at
 // path; zero when there is none or it does not parse.

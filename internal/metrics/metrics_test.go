@@ -1,8 +1,12 @@
 package metrics_test
 
 import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +129,33 @@ func TestPhases(t *testing.T) {
 	want := []metrics.Phase{{Name: "gate", Duration: time.Second}, {Name: "stage", Duration: 5 * time.Second}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("Done = %v, want %v", got, want)
+	}
+}
+
+// TestPushSuccessGroupRefused: a Pushgateway that takes the run's group
+// and refuses the last-success group (a proxy's rule, a full disk) gives
+// an error that says which was not pushed and masks the URL's password.
+func TestPushSuccessGroupRefused(t *testing.T) {
+	var runGroup int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/outcome/success") {
+			http.Error(w, "refused", http.StatusInternalServerError)
+			return
+		}
+		runGroup++
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://ops:Sup3rSecret@", 1)
+	at := time.Date(2026, 3, 3, 6, 0, 0, 0, time.UTC)
+	err := metrics.Push(t.Context(), u, metrics.Run{Code: exitcode.OK, Started: at, Ended: at.Add(time.Minute)})
+	if !errors.Is(err, metrics.ErrSuccessNotPushed) {
+		t.Fatalf("err %v, want ErrSuccessNotPushed", err)
+	}
+	if strings.Contains(err.Error(), "Sup3rSecret") {
+		t.Errorf("err %q shows the password", err)
+	}
+	if runGroup != 1 {
+		t.Errorf("the run's group was pushed %d times, want 1", runGroup)
 	}
 }
