@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/storage/open"
@@ -38,7 +39,7 @@ func runExplain(ctx context.Context, env Env, o *explainOptions) error {
 		return err
 	}
 	defer eng.Close()
-	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j)
+	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j, dates.FromTime(time.Now().UTC()))
 	if err != nil {
 		return err
 	}

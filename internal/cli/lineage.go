@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/techlearningpro/engagement/internal/config"
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/lineage"
@@ -85,7 +86,7 @@ func (r *lineageRun) send(ctx context.Context, e lineage.Event) {
 // lineagePlan is what the events say of j. A location that does not parse
 // is left empty: the publish itself refuses it, and FAIL says why.
 func lineagePlan(j config.Job, now time.Time) lineage.Plan {
-	spec := job.Spec(j)
+	spec := job.Spec(j, dates.FromTime(now.UTC()))
 	p := lineage.Plan{
 		JobID: j.JobID, Dates: j.Dates, IngestFrom: spec.IngestFrom, IngestTo: spec.IngestTo,
 		ManifestID: j.ManifestID, EnrollmentSnapshotID: j.EnrollmentSnapshotID,

@@ -223,7 +223,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		p.Log.Warn("engagement.latenessDays is above engagement.restatementHorizonDays - 1: a date leaves the horizon before its last lateness partition has landed, so its events that land later are never counted (unless it is restated with --allow-outside-horizon)",
 			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
 	}
-	spec := Spec(job)
+	spec := Spec(job, dates.FromTime(p.Clock().UTC()))
 	req := request(locs, spec)
 	endInspect := p.phase("inspect")
 	defer endInspect()
@@ -236,10 +236,14 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	now := p.Clock().UTC()
 	run, landed, err := checkDates(job, ingest, dates.FromTime(now), p.Log)
-	if err != nil {
-		return res, err
+	if landed != nil {
+		// Before a missing partition's error: stale raw is its likelier
+		// cause, and the freshness monitor is ingestion's page.
+		if ferr := mon.freshness(ctx, job, landed, run); ferr != nil {
+			return res, ferr
+		}
 	}
-	if err := mon.freshness(ctx, job, landed, run); err != nil {
+	if err != nil {
 		return res, err
 	}
 	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {
@@ -433,10 +437,10 @@ func request(l Places, spec engine.Spec) inputs.Request {
 	return inputs.Request{Raw: l.Raw, Lessons: l.Lessons, Enrollments: l.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
 }
 
-// ListedSpec is the engine's view of job with the inputs listed, for a
-// command that reads them without publishing (explain).
-func ListedSpec(ctx context.Context, src *inputs.Source, job config.Job) (engine.Spec, error) {
-	spec := Spec(job)
+// ListedSpec is the engine's view of job on today with the inputs listed,
+// for a command that reads them without publishing (explain).
+func ListedSpec(ctx context.Context, src *inputs.Source, job config.Job, today dates.Date) (engine.Spec, error) {
+	spec := Spec(job, today)
 	locs, err := Locations(job)
 	if err != nil {
 		return spec, err
@@ -467,10 +471,16 @@ func pointerError(job config.Job, stagingRel string, err error) error {
 	return fmt.Errorf("move pointer for job %s: not published; staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
 }
 
-// Spec turns a job into the engine's view of it. The ingest read window is
-// [min(dates), max(dates) + latenessDays]: wide enough for events that land
-// after their event date, and no wider.
-func Spec(job config.Job) engine.Spec {
+// Spec turns a job into the engine's view of it on the clock's UTC date
+// today. The ingest read window is [min(dates), max(dates) + latenessDays]:
+// wide enough for events that land after their event date, and no wider;
+// and it ends by yesterday (or the last date, never before it). Today's
+// partition is still being written: a file landing in it during the run
+// failed the attempt's second listing (exit 1, on every retry while
+// ingestion streams), and a rerun read other events. Its late events are
+// counted by the next day's run, which restates the date again inside the
+// horizon (latenessDays <= H-1), as for every lateness partition.
+func Spec(job config.Job, today dates.Date) engine.Spec {
 	s := engine.Spec{
 		JobID:                job.JobID,
 		Dates:                job.Dates,
@@ -489,8 +499,12 @@ func Spec(job config.Job) engine.Spec {
 		s.Settings = job.Spark
 	}
 	if len(job.Dates) > 0 {
+		last := job.Dates[len(job.Dates)-1]
 		s.IngestFrom = job.Dates[0]
-		s.IngestTo = job.Dates[len(job.Dates)-1].AddDays(job.LatenessDays)
+		s.IngestTo = last.AddDays(job.LatenessDays)
+		if ended := max(today.AddDays(-1), last); s.IngestTo > ended {
+			s.IngestTo = ended
+		}
 		s.LatenessDays = job.LatenessDays
 	}
 	return s

@@ -77,7 +77,8 @@ func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report, s
 // an input is listed: there is no read window to list.
 func (p *Publisher) rejectNoDates(ctx context.Context, job config.Job, base pointer.Pointer, stagingURI string) (Result, error) {
 	res := Result{JobID: job.JobID}
-	if err := p.claim(ctx, job, Spec(job), base, p.Clock().UTC(), stagingURI); err != nil {
+	now := p.Clock().UTC()
+	if err := p.claim(ctx, job, Spec(job, dates.FromTime(now)), base, now, stagingURI); err != nil {
 		return res, err
 	}
 	res.Report = gate.Report{JobID: job.JobID, Dates: []string{}, UnknownCap: job.UnknownCap}

@@ -26,7 +26,9 @@ import (
 // a day be over: a local date east of UTC, a scheduler's clock ahead), each
 // requested date over by then, the horizon on the partitions landed so far,
 // each date's own partition. It returns the run date and those partitions,
-// which freshness is judged on.
+// which freshness is judged on; the partitions also with the error of a
+// date whose own partition has not landed, since stale raw is then the
+// likelier cause and ingestion's page.
 func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog.Logger) (run dates.Date, landed []dates.Date, err error) {
 	run = today
 	switch {
@@ -47,7 +49,7 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 	if err := checkHorizon(job, landed, today, log); err != nil {
 		return run, nil, err
 	}
-	return run, landed, checkLanded(job, ingest)
+	return run, landed, checkLanded(job, landed)
 }
 
 // DatesRefused is why a publish of job would refuse its dates on the
@@ -57,16 +59,21 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 // would take.
 func DatesRefused(job config.Job, ingest []dates.Date, now time.Time) error {
 	run, landed, err := checkDates(job, ingest, dates.FromTime(now.UTC()), slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
+	if landed != nil {
+		if serr := stale(job, landed, run); serr != nil {
+			return serr
+		}
 	}
-	return stale(job, landed, run)
+	return err
 }
 
 // checkHorizon refuses dates outside the restatement horizon: with N the
 // newest ingest date and H the horizon, d is inside when N-(H-1) <= d <= N.
-// Outside it a date has settled (or has not happened yet), and restating it
-// needs a human's explicit override, which is logged.
+// Before it a date has settled, and restating it needs a human's explicit
+// override, which is logged. A date after N (and over by the run date) is
+// one whose own partition has not landed yet: checkLanded's exit 1, which
+// a scheduler retries, not a usage error it gives up on (a late
+// ingestion made the day's run fail fast, advising the override).
 //
 // N is never today (UTC): today's partition is still being written, and
 // counting back from it would close the horizon on a date while its last
@@ -89,7 +96,7 @@ func checkHorizon(job config.Job, ingest []dates.Date, today dates.Date, log *sl
 	oldest := newest.AddDays(-(job.RestatementHorizonDays - 1))
 	var outside []string
 	for _, d := range job.Dates {
-		if d < oldest || d > newest {
+		if d < oldest {
 			outside = append(outside, d.String())
 		}
 	}
@@ -128,7 +135,7 @@ func checkEnded(job config.Job, run dates.Date) error {
 // landedSoFar drops the ingest partitions dated after today (UTC), which
 // no ingestion can have landed yet: a producer's mis-dated partition would
 // move the horizon days ahead and refuse every correct run. Each is
-// logged; its files, if the read window reaches them, are still read.
+// logged; the read window, which ends by yesterday, never reaches them.
 func landedSoFar(ingest []dates.Date, today dates.Date, log *slog.Logger) []dates.Date {
 	i := len(ingest)
 	for i > 0 && ingest[i-1] > today {

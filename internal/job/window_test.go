@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -31,27 +32,35 @@ func TestHorizonEndsYesterday(t *testing.T) {
 		horizon int
 		dates   []dates.Date
 		refused string // "" when the dates are inside
+		code    int    // the refusal's exit code: usage unless given
 	}{
 		// Counted from today's open partition, the horizon would be
 		// today-1..today and the oldest date refused.
-		{"today landed: the H dates before it", span(-5, 0), 2, span(-2, -1), ""},
-		{"today landed: production's three", span(-5, 0), 3, span(-3, -1), ""},
-		{"today landed: one past", span(-5, 0), 2, span(-3, -1), "[2026-03-07] outside the restatement horizon 2026-03-08..2026-03-09 (newest ended ingest_date 2026-03-09: today's is still being written"},
-		{"yesterday newest", span(-5, -1), 2, span(-2, -1), ""},
-		{"yesterday newest: one past", span(-5, -1), 2, span(-3, -1), "[2026-03-07] outside the restatement horizon 2026-03-08..2026-03-09 (newest ingest_date 2026-03-09,"},
-		{"a date after the newest", span(-5, -2), 2, span(-2, -1), "[2026-03-09] outside the restatement horizon 2026-03-07..2026-03-08 (newest ingest_date 2026-03-08,"},
+		{"today landed: the H dates before it", span(-5, 0), 2, span(-2, -1), "", 0},
+		{"today landed: production's three", span(-5, 0), 3, span(-3, -1), "", 0},
+		{"today landed: one past", span(-5, 0), 2, span(-3, -1), "[2026-03-07] outside the restatement horizon 2026-03-08..2026-03-09 (newest ended ingest_date 2026-03-09: today's is still being written", 0},
+		{"yesterday newest", span(-5, -1), 2, span(-2, -1), "", 0},
+		{"yesterday newest: one past", span(-5, -1), 2, span(-3, -1), "[2026-03-07] outside the restatement horizon 2026-03-08..2026-03-09 (newest ingest_date 2026-03-09,", 0},
+		// Not outside: not landed yet, which a retry may cure (it was exit
+		// 2, and the DAG failed fast on a late ingestion).
+		{"a date after the newest", span(-5, -2), 2, span(-2, -1), "ingest_date=2026-03-09 has not landed", exitcode.Error},
+		{"a date after the newest, one before the horizon", span(-5, -2), 2, span(-4, -1), "[2026-03-06] outside the restatement horizon 2026-03-07..2026-03-08", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			job := config.Job{Raw: "raw", Dates: tc.dates, RestatementHorizonDays: tc.horizon}
 			_, _, err := checkDates(job, tc.landed, today, slog.New(slog.DiscardHandler))
+			code := tc.code
+			if code == 0 {
+				code = exitcode.Usage
+			}
 			switch {
 			case tc.refused == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case tc.refused != "" && err == nil:
 				t.Fatalf("accepted; want %q", tc.refused)
-			case tc.refused != "" && (!strings.Contains(err.Error(), tc.refused) || exitcode.Code(err) != exitcode.Usage):
-				t.Fatalf("refused with %v (exit %d); want exit 2 with %q", err, exitcode.Code(err), tc.refused)
+			case tc.refused != "" && (!strings.Contains(err.Error(), tc.refused) || exitcode.Code(err) != code):
+				t.Fatalf("refused with %v (exit %d); want exit %d with %q", err, exitcode.Code(err), code, tc.refused)
 			}
 		})
 	}
@@ -86,5 +95,46 @@ func TestAsOfAfterToday(t *testing.T) {
 				t.Errorf("warned %v, want %v: %s", warned, tc.warned, logs.String())
 			}
 		})
+	}
+}
+
+// TestStaleBeforeNotLanded: when yesterday's partition has not landed
+// because ingestion stopped, the answer is stale raw (exit 1, ingestion's
+// page), not the missing partition nor, as it was, the horizon (exit 2).
+func TestStaleBeforeNotLanded(t *testing.T) {
+	now := time.Date(2026, 3, 10, 6, 0, 0, 0, time.UTC)
+	today := dates.FromTime(now)
+	job := config.Job{Raw: "raw", Dates: []dates.Date{today.AddDays(-2), today.AddDays(-1)}, RestatementHorizonDays: 3, FreshnessMaxDays: 1}
+	landed := []dates.Date{today.AddDays(-4), today.AddDays(-3)}
+	err := DatesRefused(job, landed, now)
+	if err == nil || exitcode.Code(err) != exitcode.Error || !strings.Contains(err.Error(), "stale") {
+		t.Errorf("ingestion two days behind: %v (exit %d), want stale raw, exit 1", err, exitcode.Code(err))
+	}
+	job.FreshnessMaxDays = 5
+	err = DatesRefused(job, landed, now)
+	if err == nil || exitcode.Code(err) != exitcode.Error || !strings.Contains(err.Error(), "ingest_date=2026-03-08, ingest_date=2026-03-09 has not landed") {
+		t.Errorf("within freshness: %v (exit %d), want both not landed, exit 1", err, exitcode.Code(err))
+	}
+}
+
+// TestWindowEndsByYesterday: the read window stops at yesterday, whose
+// partition has ended, and never before the last requested date.
+func TestWindowEndsByYesterday(t *testing.T) {
+	today := dates.MustParse("2026-03-10")
+	for _, tc := range []struct {
+		name     string
+		last     dates.Date
+		lateness int
+		want     dates.Date
+	}{
+		{"the DAG's yesterday: today's partition left out", today.AddDays(-1), 2, today.AddDays(-1)},
+		{"an older date: its lateness window whole", today.AddDays(-5), 2, today.AddDays(-3)},
+		{"lateness up to yesterday", today.AddDays(-3), 2, today.AddDays(-1)},
+		{"no lateness", today.AddDays(-1), 0, today.AddDays(-1)},
+	} {
+		spec := Spec(config.Job{Dates: []dates.Date{tc.last.AddDays(-1), tc.last}, LatenessDays: tc.lateness}, today)
+		if spec.IngestFrom != tc.last.AddDays(-1) || spec.IngestTo != tc.want {
+			t.Errorf("%s: window %s..%s, want %s..%s", tc.name, spec.IngestFrom, spec.IngestTo, tc.last.AddDays(-1), tc.want)
+		}
 	}
 }

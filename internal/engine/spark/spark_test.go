@@ -482,7 +482,7 @@ func TestHeldSchemaRequestFails(t *testing.T) {
 	defer func(old time.Duration) { spark.RequestTimeout = old }(spark.RequestTimeout)
 	spark.RequestTimeout = 2 * time.Second
 	fx := publishtest.LoadFixture(t, "")
-	spec := publishtest.WithInputs(t, job.Spec(fx.Job(t, t.TempDir(), "held-1", mon, tue)))
+	spec := publishtest.WithInputs(t, job.Spec(fx.Job(t, t.TempDir(), "held-1", mon, tue), dates.FromTime(publishtest.Now)))
 	_, err = e.Inspect(ctx, spec)
 	if ctx.Err() != nil {
 		t.Fatalf("inspect held the command past the guard: %v", err)

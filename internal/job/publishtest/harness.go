@@ -151,7 +151,7 @@ func WithFlag(args []string, flag, value string) []string {
 // explain hand it to an engine.
 func Listed(t *testing.T, j config.Job) engine.Spec {
 	t.Helper()
-	spec, err := job.ListedSpec(context.Background(), Source(), j)
+	spec, err := job.ListedSpec(context.Background(), Source(), j, dates.FromTime(Now))
 	if err != nil {
 		t.Fatal(err)
 	}

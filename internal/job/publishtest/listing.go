@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
@@ -158,5 +159,46 @@ func testInputsChangedDuringAttempt(t *testing.T, h Harness) {
 				t.Errorf("staged %s sum %d, want %d: the engine read a file the attempt did not list", tue, sum, want)
 			}
 		})
+	}
+}
+
+// testTodaysPartitionNotRead: the read window ends by yesterday. Today's
+// partition is still being written (an ingestion streams into it): a file
+// in it at the listing, and one landing in it during the attempt, are
+// neither read nor a change of the attempt's inputs. Both hold tue's
+// events again (redelivered ids), so a read of either would show (exit 3
+// on the ids, exit 1 on the change, or tue's sum off).
+func testTodaysPartitionNotRead(t *testing.T, h Harness) {
+	fx := h.LoadFixture(t, "")
+	today := dates.FromTime(Now).String()
+	if today != dates.MustParse(tue).AddDays(1).String() {
+		t.Fatalf("the harness's today %s is not the day after %s: the case tests nothing", today, tue)
+	}
+	redelivery := func() []byte {
+		tmp := filepath.Join(t.TempDir(), "part.parquet")
+		RedeliveryFile(t, DBFor(t, fx.In()), fx, tmp)
+		data, err := os.ReadFile(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	data := redelivery()
+	Put(t, fx.In(), "raw/ingest_date="+today+"/part-0.parquet", data)
+	wh := h.NewWarehouse(t)
+	j := fx.Job(t, wh, "streaming-today", mon, tue)
+	if j.LatenessDays < 1 {
+		t.Fatalf("lateness %d: the window would not reach today anyway", j.LatenessDays)
+	}
+	_, err := h.PublishWith(t, j, func(e engine.Engine) engine.Engine {
+		return aroundStage{Engine: e, before: func() { Put(t, fx.In(), "raw/ingest_date="+today+"/part-1.parquet", data) }}
+	})
+	if err != nil {
+		t.Fatalf("publish with today's partition being written: %v", err)
+	}
+	for _, day := range []string{mon, tue} {
+		if got, want := FactSum(t, wh)[dates.MustParse(day)], fx.Expected.ByDate[dates.MustParse(day)].Events; got != want {
+			t.Errorf("%s: %d events, want %d: today's partition was read", day, got, want)
+		}
 	}
 }

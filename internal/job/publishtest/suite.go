@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 		{"EmptyDatePublishesZeros", testEmptyDate},
 		{"FileCountFollowsBytes", testFileCountFollowsBytes},
 		{"InputsChangedDuringAttempt", testInputsChangedDuringAttempt},
+		{"TodaysPartitionNotRead", testTodaysPartitionNotRead},
 	}
 	// These cases judge what the driver does after (or instead of) the
 	// engine's work, which is the same whichever engine staged: a rollback
