@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,6 +52,10 @@ type Engine struct {
 	// memoryLimit and threads are the config's DuckDB settings (Open),
 	// for outOfMemory.
 	memoryLimit, threads string
+	// eventTimeTypes are raw files' event_time types as Inspect read them,
+	// by path, for rawScan.
+	typesMu        sync.Mutex
+	eventTimeTypes map[string]string
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).
@@ -165,7 +170,7 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("open duckdb connection: %w", err)
 	}
-	e := &Engine{db: db, conn: conn, sink: &hashSink{}}
+	e := &Engine{db: db, conn: conn, sink: &hashSink{}, eventTimeTypes: map[string]string{}}
 	if err := registerKeepHash(conn, e.sink); err != nil {
 		e.Close()
 		return nil, err

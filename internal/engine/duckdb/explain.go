@@ -31,8 +31,12 @@ const (
 // Plan returns the physical plan of the staging query.
 func (e *Engine) Plan(ctx context.Context, spec engine.Spec) (*PlanNode, error) {
 	s := resolve(spec)
+	var err error
+	if s.nanos, err = e.nanosFiles(ctx, s.raw); err != nil {
+		return nil, err
+	}
 	var kind, text string
-	err := e.asWritten(ctx, func() error {
+	err = e.asWritten(ctx, func() error {
 		return e.conn.QueryRowContext(ctx, "EXPLAIN (FORMAT json) "+factQuery(spec, s)).Scan(&kind, &text)
 	})
 	if err != nil {

@@ -41,6 +41,11 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 		typ, _ := vals[1].(string)
 		types[name] = typ
 		names = append(names, name)
+		if what == "raw" && name == "event_time" {
+			e.typesMu.Lock()
+			e.eventTimeTypes[file] = typ
+			e.typesMu.Unlock()
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%s file %s: %s: %w", what, file, readFault(err), firstLine(err))
@@ -216,11 +221,15 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		return nil
 	}
 	f := &in.Figures
+	nanos, err := e.nanosFiles(ctx, rawFiles)
+	if err != nil {
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
+	}
 	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%s AND %s, false) AS requested
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %s AS ingest_date
-		      FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s))`,
+		      FROM %s)`,
 		utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays),
-		ingestDateOf(sourceFileColumn), FileList(rawFiles), quote(sourceFileColumn))
+		ingestDateOf(sourceFileColumn), rawScan(rawFiles, nanos))
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)

@@ -15,6 +15,8 @@ import (
 // sources resolves the file lists of the three inputs for spec.
 type sources struct {
 	raw, lessons, enrollments []string
+	// nanos are the raw files read apart (rawScan); filled by the engine.
+	nanos map[string]bool
 }
 
 // resolve takes the attempt's listing: the engine reads exactly those files.
@@ -35,7 +37,7 @@ func resolve(spec engine.Spec) sources {
 // name is reserved, and a raw file holding it refused up front.
 const sourceFileColumn = inputs.ReservedColumn
 
-func eventsQuery(spec engine.Spec, raw []string) string {
+func eventsQuery(spec engine.Spec, raw []string, nanos map[string]bool) string {
 	if len(raw) == 0 {
 		return `SELECT NULL::VARCHAR AS event_id, NULL::VARCHAR AS learner_key, NULL::VARCHAR AS lesson_id,
 			NULL::VARCHAR AS course_id, NULL::TIMESTAMPTZ AS event_time, NULL::DATE AS event_date WHERE false`
@@ -46,12 +48,12 @@ FROM (
          CAST(event_time AS TIMESTAMPTZ) AS event_time,
          %s AS event_date,
          %s AS ingest_date
-  FROM read_parquet(%s, union_by_name=true, hive_partitioning=false, filename=%s)
+  FROM %s
 )
 WHERE ingest_date BETWEEN DATE %s AND DATE %s
   AND %s
   AND %s`,
-		eventDateExpr, ingestDateOf(sourceFileColumn), FileList(raw), quote(sourceFileColumn), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
+		eventDateExpr, ingestDateOf(sourceFileColumn), rawScan(raw, nanos), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
 		utcDayRanges("epoch_us(event_time)", spec.Dates), ownWindow("event_time", "ingest_date", spec.LatenessDays))
 }
 
@@ -108,7 +110,7 @@ SELECT g.learner_key, g.lesson_id, g.event_date, g.course_id,
 FROM grain g
 LEFT JOIN manifest m ON g.lesson_id = m.lesson_id
 LEFT JOIN enrollments en ON g.learner_key = en.learner_key AND g.course_id = en.course_id`,
-		eventsQuery(spec, s.raw), dimensions(spec, s))
+		eventsQuery(spec, s.raw, s.nanos), dimensions(spec, s))
 }
 
 // dimensions are the two pins as CTEs, filtered before any join.
@@ -184,6 +186,10 @@ GROUP BY f.learner_key, f.lesson_id, f.event_date`
 // decides the order and the files; runner runs DuckDB's SQL.
 func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
 	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
+	var err error
+	if r.s.nanos, err = e.nanosFiles(ctx, r.s.raw); err != nil {
+		return engine.Staged{}, err
+	}
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
 	r.steps.next("")
