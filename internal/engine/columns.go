@@ -96,17 +96,21 @@ func NoPinError(flag, pin, col, path string, present []string) error {
 	more := len(present) > PinsShown
 	present = slices.Clone(present[:min(len(present), PinsShown)])
 	slices.Reverse(present)
-	// Quoted: a pin with a trailing space must not read as the one asked.
+	// Quoted, non-ASCII escaped: a pin with a trailing space, or spelt
+	// in NFD beside the NFC asked, must not read as the one asked.
 	quoted := make([]string, len(present))
 	for i, p := range present {
-		quoted[i] = strconv.Quote(p)
+		quoted[i] = strconv.QuoteToASCII(p)
 	}
 	list := strings.Join(quoted, ", ")
-	if more {
+	switch {
+	case more:
 		list = "the last " + fmt.Sprint(PinsShown) + " in sort order, after others: " + list
+	case len(list) == 0:
+		list = "none: the input holds no row with a " + col
 	}
-	return exitcode.UsageError(fmt.Errorf("%s %q: no rows with %s = %q in %s (present: %s)",
-		flag, pin, col, pin, path, list))
+	return exitcode.UsageError(fmt.Errorf("%s %s: no rows with %s = %s in %s (present: %s)",
+		flag, strconv.QuoteToASCII(pin), col, strconv.QuoteToASCII(pin), path, list))
 }
 
 // PinsShown is how many present pins a NoPinError lists; an engine asks

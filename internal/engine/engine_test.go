@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
 func TestTargetFiles(t *testing.T) {
@@ -120,5 +123,25 @@ func TestPlannedFiles(t *testing.T) {
 func TestStageWantsInspectedCounts(t *testing.T) {
 	if _, err := RunStage(context.Background(), nil, Spec{JobID: "j"}, nil, "staging/job_id=j", nil); !errors.Is(err, ErrNotInspected) {
 		t.Fatalf("RunStage without InputEvents: %v, want ErrNotInspected", err)
+	}
+}
+
+// TestNoPinErrorTellsPinsApart: a present pin that differs from the one
+// asked only by a trailing space or by Unicode normalization reads apart
+// from it; an input with no pins at all says so.
+func TestNoPinErrorTellsPinsApart(t *testing.T) {
+	for _, tc := range []struct {
+		pin     string
+		present []string
+		want    string
+	}{
+		{"dim-été", []string{"dim-e\u0301te\u0301"}, `--manifest-id "dim-\u00e9t\u00e9": no rows with manifest_id = "dim-\u00e9t\u00e9" in L (present: "dim-e\u0301te\u0301")`},
+		{"dim-1", []string{"dim-1 "}, `(present: "dim-1 ")`},
+		{"dim-1", nil, `(present: none: the input holds no row with a manifest_id)`},
+	} {
+		err := NoPinError("--manifest-id", tc.pin, "manifest_id", "L", tc.present)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != exitcode.Usage {
+			t.Errorf("pin %q, present %q: %v (exit %d), want exit 2 with %s", tc.pin, tc.present, err, exitcode.Code(err), tc.want)
+		}
 	}
 }

@@ -153,7 +153,7 @@ func InputChecks(in InputFigures) []Check {
 		{
 			Name:    CheckManifestUniqueLesson,
 			Passed:  len(in.DuplicateLessonIDs) == 0,
-			Detail:  listDetail("lesson_id duplicated inside the manifest pin", in.DuplicateLessonIDs),
+			Detail:  listDetail("lesson_id duplicated inside the manifest pin", shownKeys(in.DuplicateLessonIDs)),
 			Figures: map[string]any{"manifest_rows": in.ManifestRows, "duplicated": nonNil(in.DuplicateLessonIDs)},
 		},
 		{
@@ -287,6 +287,15 @@ func quoteAll(items []string) []string {
 	return out
 }
 
+// shownKeys is shownKey of each.
+func shownKeys(items []string) []string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = shownKey(s)
+	}
+	return out
+}
+
 func listDetail(what string, items []string) string {
 	if len(items) == 0 {
 		return "none: " + what
@@ -304,7 +313,7 @@ func sample(items []string) string {
 	}
 	shown := make([]string, len(items))
 	for i, s := range items {
-		shown[i] = shortened(oneLine(s))
+		shown[i] = shortened(shownKey(s))
 	}
 	return " (e.g. " + strings.Join(shown, ", ") + ")"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"unicode"
@@ -87,7 +88,7 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
 		for _, l := range lessons {
-			fmt.Fprintf(tw, "  %s\t%d\n", shortened(oneLine(l.Lesson())), l.EventCount)
+			fmt.Fprintf(tw, "  %s\t%d\n", shortened(shownKey(l.Lesson())), l.EventCount)
 		}
 		tw.Flush()
 	}
@@ -118,6 +119,23 @@ func oneLine(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// shownKey is a key from an input as a row shows it: quoted, every
+// non-ASCII character escaped, when it would read as another key (empty,
+// a space at an edge, a space other than ' ', a combining mark: NFD
+// "é" beside NFC), since keys compare by bytes and the operator must see
+// which bytes; else as oneLine shows it.
+func shownKey(s string) string {
+	if s == "" || strings.TrimSpace(s) != s {
+		return strconv.QuoteToASCII(s)
+	}
+	for _, r := range s {
+		if unicode.Is(unicode.Mn, r) || unicode.IsSpace(r) && r != ' ' || r == utf8.RuneError {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return oneLine(s)
 }
 
 // shownRunes is the most of a lesson id the table shows: one 100 KB id

@@ -108,3 +108,23 @@ func TestSampleShownSafely(t *testing.T) {
 		t.Errorf("sample\n got %.200q\nwant %.200q", got, want)
 	}
 }
+
+// TestShownKeyTellsKeysApart: keys compare by bytes, so a key that would
+// read as another (a trailing space, NFD beside NFC, a no-break space) is
+// shown quoted with its non-ASCII bytes escaped; a plain one as it is.
+func TestShownKeyTellsKeysApart(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"lesson-ml-01", "lesson-ml-01"},
+		{"café", "café"},
+		{"lesson-ml-01 ", `"lesson-ml-01 "`},
+		{" lesson-ml-01", `" lesson-ml-01"`},
+		{"", `""`},
+		{"cafe\u0301", `"cafe\u0301"`},
+		{"a\u00a0b", `"a\u00a0b"`},
+		{"esc\x1b[31m", `esc\x1b[31m`},
+	} {
+		if got := shownKey(tc.in); got != tc.want {
+			t.Errorf("shownKey(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

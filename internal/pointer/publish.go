@@ -229,9 +229,12 @@ func OwnCopy(ctx context.Context, s Store, cur Pointer) error {
 	}
 	h, err := s.LoadGeneration(ctx, cur.Generation)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: pointer-history/%d.json, the copy written with pointer.json (generation %d), is missing: it was removed by hand, and pointer.json cannot be shown unedited; "+
-			"nothing was changed: restore the copy from a backup, or, once pointer.json is checked good, copy it to pointer-history/%d.json",
-			ErrBrokenChain, cur.Generation, cur.Generation, cur.Generation)
+		// The store's words too: on a local warehouse they tell a stray
+		// file named pointer-history (the copy's path runs through it)
+		// from a removed copy, whose remedy would fail.
+		return fmt.Errorf("%w: pointer-history/%d.json, the copy written with pointer.json (generation %d), is missing (%v): it was removed by hand, or a file stands where its directory should, and pointer.json cannot be shown unedited; "+
+			"nothing was changed: move any such file away, restore the copy from a backup, or, once pointer.json is checked good, copy it to pointer-history/%d.json",
+			ErrBrokenChain, cur.Generation, cur.Generation, err, cur.Generation)
 	}
 	if err != nil {
 		return err
