@@ -101,7 +101,12 @@ func reportRefused(ctx context.Context, env Env, pre preParse, started time.Time
 	if ownTextfile(pre.metricsFile) {
 		f.file = pre.metricsFile
 	}
-	if sinkURL("--pushgateway", &f.pushgateway, false) != nil || !f.enabled() {
+	// A URL the push would refuse is dropped (sinkURL empties it); the
+	// textfile is still written.
+	if uerr := sinkURL("--pushgateway", &f.pushgateway, false); uerr != nil {
+		env.Log.Warn("metrics were not pushed; the run's outcome stands", "error", uerr.Error())
+	}
+	if !f.enabled() {
 		return
 	}
 	f.export(ctx, env, metrics.Run{Started: started, Ended: time.Now()}, err)

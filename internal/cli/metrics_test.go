@@ -297,6 +297,20 @@ func TestMetricsFailedRuns(t *testing.T) {
 		}
 	}
 
+	// A Pushgateway URL the push refuses drops the push, not the textfile.
+	stderr.Reset()
+	if code := cli.Main(context.Background(), append(over.Args(filepath.Join(t.TempDir(), "wh"), "metrics-reset-2", ds...),
+		"--metrics-file", file), &stdout, &stderr); code != exitcode.GateRejected {
+		t.Fatalf("reset: exit %d\n%s", code, stderr.String())
+	}
+	if code := cli.Main(context.Background(), append(slices.Clone(good), "--dates", ds[0], "--metrics-file", file, "--pushgateway", "http://127.0.0.1:1/x?y=1"),
+		&stdout, &stderr); code != exitcode.Usage {
+		t.Fatalf("bad URL and a flag twice: exit %d\n%s", code, stderr.String())
+	}
+	if v := mustValue(t, readTextfile(t, file), metrics.LastExitCode, nil); v != exitcode.Usage {
+		t.Errorf("bad URL and a flag twice: textfile exit code %v, want %d", v, exitcode.Usage)
+	}
+
 	// A file no run wrote is not replaced when the places are not known:
 	// it may be pointer.json or an input under another name.
 	stranger := filepath.Join(t.TempDir(), "pointer.json")

@@ -223,7 +223,11 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		p.Log.Warn("engagement.latenessDays is above engagement.restatementHorizonDays - 1: a date leaves the horizon before its last lateness partition has landed, so its events that land later are never counted (unless it is restated with --allow-outside-horizon)",
 			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
 	}
-	spec := Spec(job, dates.FromTime(p.Clock().UTC()))
+	// One reading of the clock for the window's end and the date checks:
+	// two, across midnight, would judge the dates on a later day than the
+	// window was cut for.
+	now := p.Clock().UTC()
+	spec := Spec(job, dates.FromTime(now))
 	req := request(locs, spec)
 	endInspect := p.phase("inspect")
 	defer endInspect()
@@ -234,7 +238,6 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, err // "read raw …", naming the location
 	}
-	now := p.Clock().UTC()
 	run, landed, err := checkDates(job, ingest, dates.FromTime(now), p.Log)
 	if landed != nil {
 		// Before a missing partition's error: stale raw is its likelier
@@ -264,7 +267,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events
-	if err := p.checkOwnRows(ctx, job, raw, in, committed); err != nil {
+	if err := p.checkOwnRows(ctx, job, spec, ingest, raw, in, committed); err != nil {
 		return res, err
 	}
 	warnUncounted(p.Log, job, in)

@@ -184,7 +184,13 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 // without events, and publishes zeros. The footers word it: a partition
 // of no rows, or rows of other dates only (another day's redelivered
 // events).
-func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
+//
+// A date whose lateness window reaches past the read window's end (today's
+// partition, still being written, which is not read) cannot tell a day
+// without events from one whose events are all landing there (a backlog
+// after an outage, which was published as an empty day, exit 0): with such
+// a partition landed it is refused too, until a run reads it.
+func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engine.Spec, landed []dates.Date, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
 	if in.Figures.NullEventTimes > 0 {
 		// Events without a time may be of any date, the partition's own
 		// included: the gate rejects them (raw_event_time_present), naming
@@ -197,17 +203,28 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inpu
 			continue
 		}
 		elsewhere := in.Events[d] + in.Late[d] + in.Early[d]
+		var unread []string
 		if elsewhere == 0 && base.Dates[d].EventCount == 0 {
-			continue
+			for _, l := range landed {
+				if l > spec.IngestTo && l <= d.AddDays(job.LatenessDays) {
+					unread = append(unread, inputs.PartitionPrefix+l.String())
+				}
+			}
+			if len(unread) == 0 {
+				continue
+			}
 		}
 		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
 		if err != nil {
 			return fmt.Errorf("read raw %s: %w", job.Raw, err)
 		}
 		part := inputs.PartitionPrefix + d.String()
-		if elsewhere > 0 {
+		switch {
+		case elsewhere > 0:
 			part += fmt.Sprintf(" (%d of its events arrived in other partitions)", elsewhere)
-		} else {
+		case len(unread) > 0:
+			part += fmt.Sprintf(" (its lateness partition %s is still being written and not read: its events may be there; a run after it has ended reads it)", strings.Join(unread, ", "))
+		default:
 			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
 		}
 		if rows {

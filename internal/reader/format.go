@@ -24,7 +24,7 @@ func Write(w io.Writer, t Table, format string) error {
 			for i, v := range r {
 				cells[i] = cell(t.Columns[i], v)
 				if sv, ok := v.(string); ok && ambiguous(sv) {
-					cells[i] = strconv.Quote(sv)
+					cells[i] = strconv.QuoteToASCII(sv)
 				}
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -77,7 +77,10 @@ func ambiguous(s string) bool {
 		return true
 	}
 	for _, r := range s {
-		if r != ' ' && !unicode.IsGraphic(r) || r == utf8.RuneError {
+		// A space other than ' ' and a combining mark (NFD "é" beside
+		// NFC) are graphic but read as other keys; such a key is printed
+		// with its non-ASCII escaped.
+		if r != ' ' && (!unicode.IsGraphic(r) || unicode.IsSpace(r)) || unicode.Is(unicode.Mn, r) || r == utf8.RuneError {
 			return true
 		}
 	}

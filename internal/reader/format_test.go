@@ -50,6 +50,9 @@ func TestWriteTableQuotesAmbiguousKeys(t *testing.T) {
 		{"zero\u200bwidth", `"zero\u200bwidth"`},
 		{"bad\xffutf8", `"bad\xffutf8"`},
 		{"naïve café", "naïve café"},
+		{"cafe\u0301", `"cafe\u0301"`},
+		{"a\u00a0b", `"a\u00a0b"`},
+		{"ideographic\u3000space", `"ideographic\u3000space"`},
 	}
 	for _, tc := range cases {
 		var b bytes.Buffer

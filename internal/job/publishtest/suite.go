@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"FileCountFollowsBytes", testFileCountFollowsBytes},
 		{"InputsChangedDuringAttempt", testInputsChangedDuringAttempt},
 		{"TodaysPartitionNotRead", testTodaysPartitionNotRead},
+		{"BacklogInTodaysPartition", testBacklogInTodaysPartition},
 	}
 	// These cases judge what the driver does after (or instead of) the
 	// engine's work, which is the same whichever engine staged: a rollback

@@ -291,7 +291,7 @@ func (s *Store) edited(ctx context.Context, cur pointer.Pointer, ver pointer.Ver
 	}
 	return fmt.Errorf("%w: %w: pointer.json holds generation %d but was written at %s, after pointer-history/%d.json (job %s, written %s): "+
 		"it was put back by hand, not left by an interrupted write, so it is not rolled forward over; nothing was changed. "+
-		"First copy pointer-history/%d.json back over pointer.json (every command refuses until then); then, to return dates to generation %d, use `engagement rollback --to-generation %d`, which records the change",
+		"First copy pointer-history/%d.json back over pointer.json (publish and rollback refuse until then; readers see this pointer.json); then, to return dates to generation %d, use `engagement rollback --to-generation %d`, which records the change",
 		pointer.ErrBrokenChain, pointer.ErrHandEdited, cur.Generation, pw.UTC().Format(time.RFC3339Nano), orphan.Generation, orphan.UpdatedByJobID,
 		hw.UTC().Format(time.RFC3339Nano), orphan.Generation, cur.Generation, cur.Generation)
 }

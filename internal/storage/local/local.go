@@ -41,6 +41,11 @@ type Options struct {
 	// root, for inputs that a human laid out with links. A warehouse is
 	// opened without it: a symlink there is an error.
 	FollowLinks bool
+	// SweepTemps lets a write remove the temp files a killed writer left
+	// in its directory (sweepTemps): a warehouse's, whose .tmp-* names are
+	// all the tool's. Off for any other directory (report's --out, often
+	// shared), where such a name may be another program's file.
+	SweepTemps bool
 }
 
 // Bucket is a storage.Bucket on a local directory. It is safe for

@@ -103,7 +103,7 @@ func TestDirectoryInAnObjectsPlace(t *testing.T) {
 // write in its directory; a fresh one, maybe a live writer's, stays.
 func TestStaleTempsSwept(t *testing.T) {
 	root := t.TempDir()
-	b := local.New(root, local.Options{})
+	b := local.New(root, local.Options{SweepTemps: true})
 	stale, fresh := filepath.Join(root, ".tmp-111"), filepath.Join(root, ".tmp-222")
 	for _, p := range []string{stale, fresh} {
 		if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {

@@ -98,7 +98,7 @@ func sweepTemps(dir string) {
 // replace durably replaces p with data: temp file, fsync, rename, fsync of
 // the directory so the rename itself survives a power loss.
 func (b *Bucket) replace(dir, p string, data []byte) (storage.Attrs, error) {
-	tmp, err := writeTemp(dir, data)
+	tmp, err := b.writeTemp(dir, data)
 	if err != nil {
 		return storage.Attrs{}, err
 	}
@@ -116,7 +116,7 @@ func (b *Bucket) replace(dir, p string, data []byte) (storage.Attrs, error) {
 // file, then linked into place, since link(2) fails with EEXIST instead of
 // replacing and the final name never shows a partial file.
 func (b *Bucket) create(dir, p string, data []byte) (storage.Attrs, error) {
-	tmp, err := writeTemp(dir, data)
+	tmp, err := b.writeTemp(dir, data)
 	if err != nil {
 		return storage.Attrs{}, err
 	}
@@ -152,8 +152,10 @@ func (b *Bucket) statAfterWrite(p string) (storage.Attrs, error) {
 // writeTemp writes data to a new temp file in dir, fsyncs and closes it. It
 // is created exclusively (never through an existing name or link) and is
 // readable by all: readers of a warehouse may run as other users.
-func writeTemp(dir string, data []byte) (p string, err error) {
-	sweepTemps(dir)
+func (b *Bucket) writeTemp(dir string, data []byte) (p string, err error) {
+	if b.opts.SweepTemps {
+		sweepTemps(dir)
+	}
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return "", fmt.Errorf("create temp in %s: %w", dir, err)

@@ -22,7 +22,7 @@ type Options struct {
 // Warehouse opens the bucket of a warehouse: writes never go through a
 // symlink below its root.
 func Warehouse(ctx context.Context, loc storage.Location, o Options) (storage.Bucket, error) {
-	return bucket(ctx, loc, local.Options{LockTimeout: o.LockTimeout, Log: o.Log})
+	return bucket(ctx, loc, local.Options{LockTimeout: o.LockTimeout, Log: o.Log, SweepTemps: true})
 }
 
 // Input opens the bucket of an input for reading; a local input may be laid
