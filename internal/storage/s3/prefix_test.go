@@ -86,3 +86,44 @@ func TestCheckListsOwnPrefix(t *testing.T) {
 		t.Errorf("check of the bucket's root, its listing denied: %v, want access denied", err)
 	}
 }
+
+// TestDeletePrefixAbortsUploads: a writer stopped mid-upload (DuckDB's
+// httpfs on a SIGTERM) leaves a multipart upload, with a stored part,
+// under the staging prefix. No object listing shows it; deleting the
+// prefix aborts it (gc left it, and its parts, for ever). An upload under
+// another prefix is left alone.
+func TestDeletePrefixAbortsUploads(t *testing.T) {
+	loc := s3test.Location(t)
+	c := client(t, "")
+	b := s3.New(c, loc)
+	if _, err := b.Put(t.Context(), "staging/job_id=a/_attempt.json", []byte("{}"), storage.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	start := func(key string) {
+		up, err := c.CreateMultipartUpload(t.Context(), &awss3.CreateMultipartUploadInput{Bucket: aws.String(loc.Bucket), Key: aws.String(loc.Key + "/" + key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.UploadPart(t.Context(), &awss3.UploadPartInput{Bucket: aws.String(loc.Bucket), Key: aws.String(loc.Key + "/" + key),
+			UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader([]byte("PAR1 part of a file"))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet")
+	start("staging/job_id=a/course_day/event_date=2026-03-02/part-00000.parquet")
+	start("staging/job_id=b/course_day/event_date=2026-03-02/part-00000.parquet")
+	if err := b.DeletePrefix(t.Context(), "staging/job_id=a"); err != nil {
+		t.Fatalf("delete a prefix holding uploads: %v", err)
+	}
+	out, err := c.ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(loc.Bucket), Prefix: aws.String(loc.Key + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, u := range out.Uploads {
+		left = append(left, strings.TrimPrefix(aws.ToString(u.Key), loc.Key+"/"))
+	}
+	if want := []string{"staging/job_id=b/course_day/event_date=2026-03-02/part-00000.parquet"}; strings.Join(left, ",") != strings.Join(want, ",") {
+		t.Errorf("uploads left %q, want %q", left, want)
+	}
+}

@@ -328,7 +328,38 @@ func (b *Bucket) DeletePrefix(ctx context.Context, prefix string) error {
 			return err
 		}
 	}
-	return nil
+	return b.abortUploads(ctx, dir+"/")
+}
+
+// abortUploads aborts the multipart uploads under prefix. A writer stopped
+// while it uploaded a file (DuckDB's httpfs, a SIGTERM mid-write) leaves
+// its upload open: no listing of objects shows it, its parts are stored
+// and billed, and deleting the prefix's objects leaves it for ever. A
+// server or a policy that does not allow listing or aborting them is no
+// failure of the delete: docs/s3.md asks for a lifecycle rule as well.
+func (b *Bucket) abortUploads(ctx context.Context, prefix string) error {
+	in := &awss3.ListMultipartUploadsInput{Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.full(prefix))}
+	for {
+		out, err := b.client.ListMultipartUploads(ctx, in)
+		if err != nil {
+			if errors.Is(b.wrap("list uploads", prefix, err), permanent) {
+				return nil
+			}
+			return b.wrap("list uploads", prefix, err)
+		}
+		for _, u := range out.Uploads {
+			_, err := b.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String(b.loc.Bucket), Key: u.Key, UploadId: u.UploadId})
+			if err != nil {
+				if werr := b.wrap("abort upload", prefix, err); !storage.IsNotExist(werr) && !errors.Is(werr, permanent) {
+					return werr
+				}
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
 }
 
 // WriteURI implements storage.Bucket: nothing to prepare on S3.
