@@ -38,16 +38,12 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("open duckdb: %w", ctx.Err())
 			}
-			var se *duckdb.SettingError
-			if errors.As(err, &se) && j.Where["duckdb."+se.Key] != "" {
-				err = errors.New(se.In(j.Where["duckdb."+se.Key]))
-			}
-			return nil, exitcode.UsageError(err)
+			return nil, exitcode.UsageError(settingWhere(j, err))
 		}
 		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
 			if err := enableS3(ctx, e, url, j.DuckDBExtensions); err != nil {
 				e.Close()
-				return nil, err
+				return nil, settingWhere(j, err)
 			}
 		}
 		return e, nil
@@ -93,4 +89,15 @@ func jobAndEngine(ctx context.Context, log *slog.Logger, jf *jobFlags, check fun
 	open.PathStyle = j.S3PathStyle
 	eng, err := openEngine(ctx, log, j)
 	return j, eng, err
+}
+
+// settingWhere is err with the config's FILE:LINE of the duckdb.* key a
+// *duckdb.SettingError names, when the key came from a file; the code
+// stays err's.
+func settingWhere(j config.Job, err error) error {
+	var se *duckdb.SettingError
+	if errors.As(err, &se) && j.Where["duckdb."+se.Key] != "" {
+		return exitcode.UsageError(errors.New(se.In(j.Where["duckdb."+se.Key])))
+	}
+	return err
 }

@@ -56,6 +56,9 @@ type Engine struct {
 	// by path, for rawScan.
 	typesMu        sync.Mutex
 	eventTimeTypes map[string]string
+	// extSettings are the config's settings of the httpfs extension, set
+	// once EnableAWS has loaded it.
+	extSettings [][2]string
 }
 
 // hashOf is the uniqueness checks' hash of cols (a comma-separated list).
@@ -191,6 +194,15 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 			return nil, err
 		}
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", k, quote(settings[k]))); err != nil {
+			if strings.Contains(err.Error(), "Extension Autoloading Error") {
+				// httpfs's own (http_timeout, s3_uploader_max_filesize):
+				// DuckDB would fetch httpfs from the network to set it;
+				// it is set once the engine loads httpfs from the
+				// configured directory (EnableAWS), and is of no use
+				// before: only s3:// locations need httpfs.
+				e.extSettings = append(e.extSettings, [2]string{k, settings[k]})
+				continue
+			}
 			e.Close()
 			return nil, &SettingError{Key: k, Msg: fmt.Sprintf(" = %q: %v", settings[k], err)}
 		}

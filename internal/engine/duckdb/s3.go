@@ -65,9 +65,18 @@ func EnableAWS(ctx context.Context, exec func(q string) error, extDir string) er
 	return EnableS3(ctx, exec, s)
 }
 
-// EnableAWS is EnableAWS on the engine's connection.
+// EnableAWS is EnableAWS on the engine's connection, then the config's
+// httpfs settings Open had to leave (a *SettingError when one is refused).
 func (e *Engine) EnableAWS(ctx context.Context, extDir string) error {
-	return EnableAWS(ctx, func(q string) error { _, err := e.conn.ExecContext(ctx, q); return err }, extDir)
+	if err := EnableAWS(ctx, func(q string) error { _, err := e.conn.ExecContext(ctx, q); return err }, extDir); err != nil {
+		return err
+	}
+	for _, kv := range e.extSettings {
+		if _, err := e.conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", kv[0], quote(kv[1]))); err != nil {
+			return &SettingError{Key: kv[0], Msg: fmt.Sprintf(" = %q: %v", kv[1], firstLine(err))}
+		}
+	}
+	return nil
 }
 
 // EnableS3 loads httpfs and creates the S3 secret from s through exec (one
