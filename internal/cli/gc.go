@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -86,6 +87,9 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 		RetainGenerations: o.retainGens, RetainFor: time.Duration(o.retainDays * float64(24*time.Hour)),
 		WriterVersion: version.String(),
 	})
+	// The lines are the plan (a dry run) or the record of what was
+	// deleted: a stdout that takes none of them must not pass in silence.
+	out := &firstErrWriter{w: env.Stdout}
 	verb := "deleted"
 	if o.dryRun {
 		verb = "would delete"
@@ -95,15 +99,15 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 	for _, v := range rep.Verdicts {
 		if !v.Delete {
 			kept++
-			fmt.Fprintf(env.Stdout, "kept %s: %s\n", v.Path, v.Reason)
+			fmt.Fprintf(out, "kept %s: %s\n", v.Path, v.Reason)
 			continue
 		}
 		if !o.dryRun && !v.Done {
 			// The run failed before it reached this one.
-			fmt.Fprintf(env.Stdout, "not deleted %s (%s): gc stopped first\n", v.Path, v.Reason)
+			fmt.Fprintf(out, "not deleted %s (%s): gc stopped first\n", v.Path, v.Reason)
 			continue
 		}
-		fmt.Fprintf(env.Stdout, "%s %s (%s)\n", verb, v.Path, v.Reason)
+		fmt.Fprintf(out, "%s %s (%s)\n", verb, v.Path, v.Reason)
 		switch {
 		case strings.HasPrefix(v.Path, "pointer-history/"), strings.Contains(v.Path, "/.gc-deleting-"):
 		case strings.HasPrefix(v.Path, warehouse.StagingRoot+"/"):
@@ -111,7 +115,7 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 			bytes += v.Bytes
 			if o.dryRun {
 				for _, obj := range v.Objects {
-					fmt.Fprintf(env.Stdout, "  %s %s (in %s)\n", verb, obj, v.Path)
+					fmt.Fprintf(out, "  %s %s (in %s)\n", verb, obj, v.Path)
 				}
 			}
 		default:
@@ -119,13 +123,43 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 		}
 	}
 	if err != nil {
-		return err
+		return printed(env, out, o.dryRun, err)
 	}
 	expired := "expired"
 	if o.dryRun {
 		expired = "would expire"
 	}
-	fmt.Fprintf(env.Stdout, "gc: pointer generation %d; %s %d history generations; %s %d staging prefixes (%d bytes) and %d records; kept %d\n",
+	fmt.Fprintf(out, "gc: pointer generation %d; %s %d history generations; %s %d staging prefixes (%d bytes) and %d records; kept %d\n",
 		rep.Generation, expired, len(rep.Expired), verb, prefixes, bytes, records, kept)
-	return nil
+	return printed(env, out, o.dryRun, nil)
+}
+
+// printed is gc's outcome once its lines are written: a dry run whose
+// plan did not reach stdout failed (exit 1: `gc --dry-run > plan.txt` on
+// a full disk left an empty plan, exit 0); a real run's deletions stand,
+// so its lost lines are a warning beside its own outcome.
+func printed(env Env, out *firstErrWriter, dryRun bool, err error) error {
+	if out.err == nil || readerGone(out.err) {
+		return err
+	}
+	if dryRun && err == nil {
+		return fmt.Errorf("gc: print the plan: %w", out.err)
+	}
+	env.Log.Warn("gc ran, but its report could not be printed to stdout", "error", out.err.Error())
+	return err
+}
+
+// firstErrWriter writes to w until a write fails and keeps that error.
+type firstErrWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstErrWriter) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.w.Write(p)
+	f.err = err
+	return n, err
 }

@@ -2,11 +2,14 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/cli"
 	"github.com/techlearningpro/engagement/internal/engine"
 )
 
@@ -74,5 +77,37 @@ func TestCLIGC(t *testing.T) {
 	r := biRun(t, "read", engine.CourseDayTable, "--warehouse", w.warehouse, "--format", "csv")
 	if r.code != 0 || strings.Count(r.stdout, "\n") < 3 {
 		t.Errorf("read after gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// fullStdout is a stdout on a full disk: every write fails.
+type fullStdout struct{}
+
+func (fullStdout) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestStdoutFull: gc --dry-run's plan that cannot be written is exit 1
+// (`gc --dry-run > plan.txt` on a full disk left an empty plan, exit 0);
+// a real gc and a rollback, whose work stands, exit 0 and warn.
+func TestStdoutFull(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	if r := biRun(t, w.publishArgs("second-1", biGoodDates)...); r.code != 0 {
+		t.Fatalf("second publish: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"gc", "--warehouse", w.warehouse, "--dry-run"}, 1, "gc: print the plan: no space left on device"},
+		{[]string{"gc", "--warehouse", w.warehouse}, 0, "gc ran, but its report could not be printed to stdout"},
+		{[]string{"rollback", "--warehouse", w.warehouse, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "rb-full"}, 0,
+			"rolled back, but the summary could not be printed to stdout"},
+	} {
+		var stderr bytes.Buffer
+		code := cli.Main(context.Background(), tc.args, fullStdout{}, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.says) {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", tc.args, code, tc.code, tc.says, stderr.String())
+		}
 	}
 }

@@ -86,7 +86,11 @@ func runRollback(ctx context.Context, env Env, o *rollbackOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "rolled back job_id=%s generation=%d dates=%s to generation %d\n",
-		o.jobID, out.Pointer.Generation, strings.Join(dates.Strings(ds), ","), o.to)
+	// The pointer has moved: the exit code reports the rollback, and a
+	// stdout that takes no line only costs the line, which the log says.
+	if _, err := fmt.Fprintf(env.Stdout, "rolled back job_id=%s generation=%d dates=%s to generation %d\n",
+		o.jobID, out.Pointer.Generation, strings.Join(dates.Strings(ds), ","), o.to); err != nil && !readerGone(err) {
+		env.Log.Warn("rolled back, but the summary could not be printed to stdout", "generation", out.Pointer.Generation, "error", err.Error())
+	}
 	return nil
 }

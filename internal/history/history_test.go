@@ -633,6 +633,11 @@ func TestRollbackAgainAfterItsCommit(t *testing.T) {
 	if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 2 || cur.Dates[mon].JobID != "b" {
 		t.Fatalf("pointer.json at generation %d naming %s, want 2 naming b (the rollback not visible yet)", cur.Generation, cur.Dates[mon].JobID)
 	}
+	// Again with its own job id: exit 4, saying its write stopped after
+	// the commit (it was only "already named", while readers saw b).
+	if err := w.rollback("back", 1, mon); exitcode.Code(err) != exitcode.AlreadyPublished || !strings.Contains(fmt.Sprint(err), "already written as generation 3 (pointer-history/3.json), which pointer.json does not show yet") {
+		t.Errorf("the rollback run again with its job id: %v, want exit 4 saying generation 3 is not shown yet", err)
+	}
 	if err := w.rollback("back-2", 1, mon); err != nil {
 		t.Fatalf("the rollback run again: %v", err)
 	}

@@ -65,7 +65,7 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 		return pointer.Outcome{}, fmt.Errorf("rollback: check job id %s: %w", r.JobID, err)
 	}
 	if published {
-		return pointer.Outcome{}, exitcode.PublishedError(fmt.Errorf("rollback: job id %s is already named by the pointer or its history: use a new job id", r.JobID))
+		return pointer.Outcome{}, exitcode.PublishedError(r.publishedError(ctx))
 	}
 	if err := r.unusedByAttempts(ctx); err != nil {
 		return pointer.Outcome{}, err
@@ -338,4 +338,21 @@ func heldDates(p pointer.Pointer) string {
 		return "no dates"
 	}
 	return strings.Join(dates.Strings(ds), ",")
+}
+
+// publishedError words a rollback job id already taken. Taken by this
+// rollback's own write, stopped after its commit (killed between its
+// history copy and pointer.json), it says so, as publish does: the bare
+// "already named" left an operator thinking the rollback had not happened
+// while readers still saw the data it rolls back.
+func (r Rollback) publishedError(ctx context.Context) error {
+	if cur, _, err := r.Store.Load(ctx); err == nil && !pointer.Names(cur, r.JobID) {
+		if g := pointer.Committed(ctx, r.Store, cur); g > cur.Generation {
+			if committed, err := r.Store.LoadGeneration(ctx, g); err == nil && pointer.Names(committed, r.JobID) {
+				return fmt.Errorf("rollback: job id %s is already written as generation %d (pointer-history/%d.json), which pointer.json does not show yet: its write stopped after the commit; "+
+					"the next publish or rollback of any date (with a new job id) rolls pointer.json forward to it, and readers see it then", r.JobID, g, g)
+			}
+		}
+	}
+	return fmt.Errorf("rollback: job id %s is already named by the pointer or its history: use a new job id", r.JobID)
 }
