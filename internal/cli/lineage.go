@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -70,7 +69,7 @@ func (r *lineageRun) send(ctx context.Context, e lineage.Event) {
 		// Not cancelled by a signal: the FAIL of an interrupted run is
 		// still worth sending (sinkContext).
 		pctx, cancel := sinkContext(ctx)
-		err := lineage.Post(pctx, http.DefaultClient, r.f.url, e)
+		err := lineage.Post(pctx, sinkClient, r.f.url, e)
 		cancel()
 		if err != nil {
 			warn("url", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -40,6 +41,13 @@ func sinkContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return sctx, func() { stop(); cancel() }
 }
 
+// sinkClient sends to the Pushgateway and the lineage endpoint. It follows
+// no redirect: Go's client turned a POST answered 301 or 302 into a GET
+// of the new place, whose 200 counted the event as sent (an SSO proxy, an
+// http-to-https front dropped every event without a warning). A 3xx is an
+// answer that is not 2xx: a failed send, warned of.
+var sinkClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 // metricsFlags are publish's --metrics-file and --pushgateway.
 type metricsFlags struct{ file, pushgateway string }
 
@@ -66,7 +74,7 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 	}
 	if f.pushgateway != "" {
 		pctx, cancel := sinkContext(ctx)
-		perr := metrics.Push(pctx, f.pushgateway, run)
+		perr := metrics.Push(pctx, sinkClient, f.pushgateway, run)
 		cancel()
 		if perr != nil {
 			run.ExportFailures["pushgateway"]++

@@ -220,6 +220,11 @@ func (s serverPhases) Phase(name string) (end func()) {
 func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *lineageFlags) error {
 	first := cmp.Or(sinkURL("--pushgateway", &m.pushgateway, false), sinkURL("--lineage-url", &l.url, true))
 	places, err := job.Locations(j)
+	if err != nil {
+		// The run's own error, naming the flag: the sink's "not known"
+		// hid it, and the bad argument was named nowhere.
+		first = err
+	}
 	if err != nil || j.Warehouse == "" {
 		// The places a sink must stay out of are not known (a config that
 		// did not resolve, a bad location, which the run's own error

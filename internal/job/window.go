@@ -189,7 +189,9 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 // partition, still being written, which is not read) cannot tell a day
 // without events from one whose events are all landing there (a backlog
 // after an outage, which was published as an empty day, exit 0): with such
-// a partition landed it is refused too, until a run reads it.
+// a partition landed it is refused too, until a run reads it. So is a
+// partition holding rows of other dates only, with none of its date
+// anywhere: only a partition of no rows says a day had no events.
 func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engine.Spec, landed []dates.Date, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
 	if in.Figures.NullEventTimes > 0 {
 		// Events without a time may be of any date, the partition's own
@@ -204,14 +206,9 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engin
 		}
 		elsewhere := in.Events[d] + in.Late[d] + in.Early[d]
 		var unread []string
-		if elsewhere == 0 && base.Dates[d].EventCount == 0 {
-			for _, l := range landed {
-				if l > spec.IngestTo && l <= d.AddDays(job.LatenessDays) {
-					unread = append(unread, inputs.PartitionPrefix+l.String())
-				}
-			}
-			if len(unread) == 0 {
-				continue
+		for _, l := range landed {
+			if l > spec.IngestTo && l <= d.AddDays(job.LatenessDays) {
+				unread = append(unread, inputs.PartitionPrefix+l.String())
 			}
 		}
 		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
@@ -222,10 +219,21 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engin
 		switch {
 		case elsewhere > 0:
 			part += fmt.Sprintf(" (%d of its events arrived in other partitions)", elsewhere)
+		case base.Dates[d].EventCount > 0:
+			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
 		case len(unread) > 0:
 			part += fmt.Sprintf(" (its lateness partition %s is still being written and not read: its events may be there; a run after it has ended reads it)", strings.Join(unread, ", "))
+		case rows:
+			// Other dates' rows and none of its own: what ingestion
+			// leaves when it stops at midnight (the first hour's late
+			// events of the days before, then nothing). It was published
+			// as an empty day, exit 0, and its backlog, landing later,
+			// was then refused for ever. A day without events lands as a
+			// partition of no rows.
+			empty = append(empty, fmt.Sprintf("%s holds other dates' events and none of %s, nor does any partition of the read window (a day without events lands as a partition of no rows; ingestion that stopped at midnight leaves this)", part, d))
+			continue
 		default:
-			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
+			continue // a day without events: published with zero counts
 		}
 		if rows {
 			part += fmt.Sprintf(" holds no event of %s", d)

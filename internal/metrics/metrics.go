@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -177,10 +178,10 @@ var SuccessGroup = map[string]string{"outcome": "success"}
 // a later one's exit code. A success also replaces the group
 // {job="engagement",outcome="success"}, which holds only the last success's
 // timestamp and which a failed run never touches.
-func Push(ctx context.Context, url string, run Run) error {
+func Push(ctx context.Context, c *http.Client, url string, run Run) error {
 	r := run
 	r.omitSuccess = true
-	if err := push.New(url, Job).Gatherer(Registry(r)).PushContext(ctx); err != nil {
+	if err := push.New(url, Job).Client(c).Gatherer(Registry(r)).PushContext(ctx); err != nil {
 		return fmt.Errorf("push metrics to %s: %w", redact.URL(url), redact.Error(err, url))
 	}
 	if run.Code != exitcode.OK {
@@ -190,7 +191,7 @@ func Push(ctx context.Context, url string, run Run) error {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: LastSuccess, Help: lastSuccessHelp})
 	g.Set(seconds(run.Ended))
 	reg.MustRegister(g)
-	p := push.New(url, Job).Gatherer(reg)
+	p := push.New(url, Job).Client(c).Gatherer(reg)
 	for k, v := range SuccessGroup {
 		p = p.Grouping(k, v)
 	}

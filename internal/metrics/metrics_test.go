@@ -148,7 +148,7 @@ func TestPushSuccessGroupRefused(t *testing.T) {
 	defer srv.Close()
 	u := strings.Replace(srv.URL, "http://", "http://ops:Sup3rSecret@", 1)
 	at := time.Date(2026, 3, 3, 6, 0, 0, 0, time.UTC)
-	err := metrics.Push(t.Context(), u, metrics.Run{Code: exitcode.OK, Started: at, Ended: at.Add(time.Minute)})
+	err := metrics.Push(t.Context(), srv.Client(), u, metrics.Run{Code: exitcode.OK, Started: at, Ended: at.Add(time.Minute)})
 	if !errors.Is(err, metrics.ErrSuccessNotPushed) {
 		t.Fatalf("err %v, want ErrSuccessNotPushed", err)
 	}

@@ -224,3 +224,33 @@ func testBacklogInTodaysPartition(t *testing.T, h Harness) {
 		t.Errorf("pointer.json written: the day was published")
 	}
 }
+
+// testMidnightOutage: ingestion stopped at midnight, so a date's own
+// partition holds only the first hour's late events of the day before,
+// and no event of the date lies anywhere the run reads. It was published
+// as an empty day (exit 0, every monitor ok), and once its backlog landed
+// every run refused it for ever. Only a partition of no rows says a day
+// had no events: this one is refused (exit 1, naming it).
+func testMidnightOutage(t *testing.T, h Harness) {
+	fx := h.LoadFixture(t, "")
+	own := "raw/ingest_date=" + tue + "/part-0.parquet"
+	tmp := filepath.Join(t.TempDir(), "stragglers.parquet")
+	if _, err := DBFor(t, fx.In()).Exec(fmt.Sprintf("COPY (SELECT * FROM read_parquet('%s', hive_partitioning=false) WHERE event_time < TIMESTAMPTZ '%s 00:00:00+00') TO '%s' (FORMAT parquet)",
+		fx.Input(own), tue, tmp)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Put(t, fx.In(), own, data)
+	wh := h.NewWarehouse(t)
+	_, err = h.Publish(t, fx.Job(t, wh, "outage", tue))
+	if exitcode.Code(err) != exitcode.Error || err == nil ||
+		!strings.Contains(err.Error(), "ingest_date="+tue+" holds other dates' events and none of "+tue) {
+		t.Fatalf("exit %d (%v), want 1 naming ingest_date=%s", exitcode.Code(err), err, tue)
+	}
+	if Get(t, wh, "pointer.json") != nil {
+		t.Errorf("pointer.json written: the day was published")
+	}
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"InputsChangedDuringAttempt", testInputsChangedDuringAttempt},
 		{"TodaysPartitionNotRead", testTodaysPartitionNotRead},
 		{"BacklogInTodaysPartition", testBacklogInTodaysPartition},
+		{"MidnightOutage", testMidnightOutage},
 	}
 	// These cases judge what the driver does after (or instead of) the
 	// engine's work, which is the same whichever engine staged: a rollback
@@ -506,6 +507,21 @@ func testEmptyDate(t *testing.T, h Harness) {
 	e := res.Entries[d("2026-02-27")]
 	if e.EventCount != 0 || len(e.FactFiles) != 0 || len(e.CourseDayFiles) != 0 {
 		t.Errorf("empty date entry %+v, want zero counts and empty file lists", e)
+	}
+
+	// Yesterday without events, beside a partition a producer dated after
+	// today inside its lateness window: that partition is never read nor
+	// still being written, so the day publishes its zeros (it was refused
+	// as "still being written").
+	fx = h.LoadFixture(t, "")
+	EmptyPartition(t, fx, tue)
+	after := dates.FromTime(Now).AddDays(1).String()
+	Put(t, fx.In(), "raw/ingest_date="+after+"/part-0.parquet", Get(t, fx.In(), "raw/ingest_date="+mon+"/part-0.parquet"))
+	j = fx.Job(t, h.NewWarehouse(t), "empty-2", tue)
+	j.LatenessDays = 2
+	res = h.MustPublish(t, j)
+	if e := res.Entries[d(tue)]; e.EventCount != 0 {
+		t.Errorf("%s beside a mis-dated partition: %d events, want 0", tue, e.EventCount)
 	}
 }
 
