@@ -395,6 +395,18 @@ func TestLineageSinkDown(t *testing.T) {
 	refused := "http://" + l.Addr().String() + "/api/v1/lineage"
 	l.Close()
 	status500 := newReceiver(t, http.StatusInternalServerError).url()
+	// A front that moves the endpoint (an SSO proxy, http to https): the
+	// POST was followed as a GET of a page that answered 200, and the
+	// event counted as sent.
+	landing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/landing", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer landing.Close()
+	moved := landing.URL + "/moved"
 	ds := []string{"2026-03-02"}
 	for _, tc := range []struct {
 		endpoint, variant string
@@ -404,6 +416,7 @@ func TestLineageSinkDown(t *testing.T) {
 	}{
 		{"500", "", status500, exitcode.OK, lineage.Complete},
 		{"refused", "", refused, exitcode.OK, lineage.Complete},
+		{"302", "", moved, exitcode.OK, lineage.Complete},
 		{"500", "over-cap", status500, exitcode.GateRejected, lineage.Fail},
 		{"refused", "over-cap", refused, exitcode.GateRejected, lineage.Fail},
 	} {
