@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -113,4 +115,15 @@ func lineagePlan(j config.Job, now time.Time) lineage.Plan {
 		*l.dst = loc
 	}
 	return p
+}
+
+// checkNamespace refuses an empty or blank --lineage-namespace when events
+// are sent: every event carried "namespace": "", which a consumer refuses
+// or files under no name. The sinks are dropped with it.
+func (f *lineageFlags) checkNamespace() error {
+	if !f.enabled() || strings.TrimSpace(f.namespace) != "" {
+		return nil
+	}
+	f.url, f.file = "", ""
+	return exitcode.UsageError(fmt.Errorf("--lineage-namespace %q: want a namespace (the default is engagement)", f.namespace))
 }

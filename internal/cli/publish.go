@@ -218,7 +218,7 @@ func (s serverPhases) Phase(name string) (end func()) {
 // would still exit 0. A refused sink is dropped, so that the failed run
 // does not write it either.
 func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *lineageFlags) error {
-	first := cmp.Or(sinkURL("--pushgateway", &m.pushgateway, false), sinkURL("--lineage-url", &l.url, true))
+	first := cmp.Or(sinkURL("--pushgateway", &m.pushgateway, false), sinkURL("--lineage-url", &l.url, true), l.checkNamespace())
 	places, err := job.Locations(j)
 	if err != nil {
 		// The run's own error, naming the flag: the sink's "not known"

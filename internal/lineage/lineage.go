@@ -371,6 +371,11 @@ func inputDatasets(p Plan, listed *inputs.Listing, checks []gate.Check) []InputD
 	}
 	out := make([]InputDataset, 0, len(ins))
 	for _, i := range ins {
+		if i.loc.Scheme == "" {
+			// A location that did not parse (the run's error names it):
+			// named, it became a dataset "." that a consumer keeps.
+			continue
+		}
 		ns, name := DatasetName(i.loc)
 		facets := map[string]any{}
 		if i.kind == inputRaw && len(p.Dates) > 0 {
@@ -418,6 +423,9 @@ func outputDatasets(p Plan, typ string, res *job.Result, checks []gate.Check) []
 	}
 	out := make([]OutputDataset, 0, len(tables))
 	for _, t := range tables {
+		if p.Warehouse.Scheme == "" {
+			break // as for an input: no dataset named after a bad location
+		}
 		ns, name := DatasetName(p.Warehouse.Join(t.name))
 		facets := map[string]any{}
 		if typ == Complete && res != nil {

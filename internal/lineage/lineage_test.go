@@ -207,6 +207,24 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+// TestEventsBadLocation: a location that did not parse (the run's error
+// names it) is no dataset: named, it was "." or a bare table name, which a
+// consumer (Marquez) keeps as a dataset of its own.
+func TestEventsBadLocation(t *testing.T) {
+	v := lineagetest.New(t)
+	p := plan()
+	p.Raw, p.Warehouse = storage.Location{}, storage.Location{}
+	fail := validated(t, v, lineage.EndEvent(p, lineage.Outcome{Code: exitcode.Usage, Err: errors.New("--raw: bad")}, p.Started))
+	if len(fail.Inputs) != 2 || len(fail.Outputs) != 0 {
+		t.Fatalf("FAIL: %d inputs, %d outputs; want the 2 that parsed and none", len(fail.Inputs), len(fail.Outputs))
+	}
+	for _, in := range fail.Inputs {
+		if in.Name == "." || in.Name == "events" {
+			t.Errorf("input %s %s: named after a location that did not parse", in.Namespace, in.Name)
+		}
+	}
+}
+
 func list(v any) []any { l, _ := v.([]any); return l }
 
 // TestValidatorRefuses: the validator catches what the schemas forbid, so
