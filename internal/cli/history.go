@@ -121,18 +121,7 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 		fmt.Fprintf(env.Stdout, "no retained generation changed %s\n", *only)
 	}
 	for _, e := range log.Expiries {
-		if len(e.Generations) == 0 {
-			fmt.Fprintf(env.Stdout, "expiry: the records or staging of jobs %s deleted at %s by gc (%s)\n", strings.Join(e.RecordJobIDs, ", "), e.At.UTC().Format(time.RFC3339), e.Reason)
-			continue
-		}
-		fmt.Fprintf(env.Stdout, "expiry: generations %s expired at %s by gc (%s)", history.Spans(e.Generations), e.At.UTC().Format(time.RFC3339), e.Reason)
-		if len(e.StillRetained) > 0 {
-			fmt.Fprintf(env.Stdout, "; %s still retained: that gc stopped before expiring them", history.Spans(e.StillRetained))
-		}
-		if len(e.RecordJobIDs) > 0 {
-			fmt.Fprintf(env.Stdout, "; the records or staging of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))
-		}
-		fmt.Fprintln(env.Stdout)
+		fmt.Fprintln(env.Stdout, "expiry: "+e.Summary())
 	}
 	for _, w := range log.Warnings() {
 		fmt.Fprintln(env.Stdout, "warning: "+w)

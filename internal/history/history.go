@@ -355,3 +355,21 @@ func Spans(gens []int64) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Summary is the expiry in words, as history and the report print it: a
+// run that expired no generation (records and staging only) names the
+// jobs whose records went, not an empty list of generations.
+func (e Expiry) Summary() string {
+	at := e.At.UTC().Format(time.RFC3339)
+	if len(e.Generations) == 0 {
+		return fmt.Sprintf("the records or staging of jobs %s deleted at %s by gc (%s)", strings.Join(e.RecordJobIDs, ", "), at, e.Reason)
+	}
+	s := fmt.Sprintf("generations %s expired at %s by gc (%s)", Spans(e.Generations), at, e.Reason)
+	if len(e.StillRetained) > 0 {
+		s += fmt.Sprintf("; %s still retained: that gc stopped before expiring them", Spans(e.StillRetained))
+	}
+	if len(e.RecordJobIDs) > 0 {
+		s += fmt.Sprintf("; the records or staging of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))
+	}
+	return s
+}

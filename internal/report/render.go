@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -26,6 +25,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct":   percent,
 	"bytes": func(v int64) string { return Bytes(float64(v)) },
 	"op": func(c Change) string {
+		if c.Oldest && c.Generation > 1 {
+			// Its parent expired: what it holds, not what it changed
+			// (history marks it alike). Generation 1 has none: it made
+			// every date it holds.
+			return "oldest retained (earlier history expired)"
+		}
 		switch c.Operation {
 		case "":
 			return "publish (format 1)"
@@ -44,13 +49,6 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		return v
 	},
 	"detail": func(r Run, k CheckKey) string { return r.Checks[k].Detail },
-	"gens": func(gs []int64) string {
-		parts := make([]string, len(gs))
-		for i, g := range gs {
-			parts[i] = fmt.Sprint(g)
-		}
-		return strings.Join(parts, ", ")
-	},
 }).Parse(pageText))
 
 // view is what the template sees: the model and the charts drawn from it.

@@ -42,6 +42,12 @@ func TestRenderManyDates(t *testing.T) {
 		if i == 3 {
 			dd.Changes[0].Operation, dd.Changes[0].SourceGeneration = pointer.OpRollback, 2
 		}
+		if i == 4 {
+			// The oldest retained generation, its parent expired: it shows
+			// what it holds, not a change it made (the rollback's row was
+			// shown as a rollback of a date it never touched).
+			dd.Changes[0].Operation, dd.Changes[0].SourceGeneration, dd.Changes[0].Oldest = pointer.OpRollback, 1, true
+		}
 		if dd.Published {
 			dd.Files = []File{{Table: "fact_lesson_engagement", Path: "f1", Bytes: 190 << 20}, {Table: "course_day", Path: "c1", Bytes: 40 << 10}}
 			if i == 5 {
@@ -57,7 +63,8 @@ func TestRenderManyDates(t *testing.T) {
 	m.Runs = []Run{{JobID: "bad", At: at, Rejected: true, Partial: true,
 		Checks: map[CheckKey]gate.Check{{gate.CheckUnknownLessonCap, "2026-01-08"}: {Name: gate.CheckUnknownLessonCap, Date: "2026-01-08", Detail: "rate 0.0310, cap 0.0200"}}}}
 	m.Checks = checkRows(m.Runs)
-	m.Expiries = []history.Expiry{{Generations: []int64{1, 2, 3}, At: at, Reason: "retain-generations 60"}}
+	m.Expiries = []history.Expiry{{Generations: []int64{1, 2, 3}, At: at, Reason: "retain-generations 60"},
+		{RecordJobIDs: []string{"cap-bad", "sig-1"}, At: at, Reason: "records and staging named by no retained generation"}}
 	var b bytes.Buffer
 	if err := Render(&b, m); err != nil {
 		t.Fatal(err)
@@ -103,8 +110,14 @@ func TestRenderManyDates(t *testing.T) {
 	if !strings.Contains(page, "rollback to 2") {
 		t.Errorf("the lineage lacks the rollback")
 	}
-	if want := "generations 1, 2, 3 at 2026-03-04T06:00:00Z (retain-generations 60)"; !strings.Contains(page, want) {
-		t.Errorf("the page lacks the expiry %q", want)
+	for _, want := range []string{"generations 1-3 expired at 2026-03-04T06:00:00Z by gc (retain-generations 60)",
+		"the records or staging of jobs cap-bad, sig-1 deleted at 2026-03-04T06:00:00Z"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks the expiry %q", want)
+		}
+	}
+	if !regexp.MustCompile(`data-date="2026-01-05" data-generation="14"><td>2026-01-05</td><td class="num">14</td><td>[^<]*</td><td>oldest retained \(earlier history expired\)</td>`).MatchString(page) {
+		t.Errorf("the oldest retained generation's row is not marked so")
 	}
 	over := regexp.MustCompile(`data-bytes="419430400" cx="[0-9.]+" cy="([0-9.]+)"`).FindStringSubmatch(svgs[2])
 	band := regexp.MustCompile(`class="band" x="[0-9.]+" y="([0-9.]+)"`).FindStringSubmatch(svgs[2])
