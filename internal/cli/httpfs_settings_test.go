@@ -29,6 +29,9 @@ func TestDuckDBHttpfsSettings(t *testing.T) {
 		return p
 	}
 	good, bad := conf("duckdb.http_timeout 60000"), conf("duckdb.http_timeout abc")
+	// Applied after the engine's own, it turned globs back on in S3 URLs:
+	// a hidden file beside a listed [_]x.parquet was read, exit 0.
+	globs := conf("duckdb.s3_url_compatibility_mode false")
 	badLine := strings.Count(string(base), "\n") + 2
 	for _, tc := range []struct {
 		name    string
@@ -40,6 +43,8 @@ func TestDuckDBHttpfsSettings(t *testing.T) {
 		{"local", publishtest.Local, good, 0, ""},
 		{"s3", publishtest.S3, good, 0, ""},
 		{"local, a bad value unused", publishtest.Local, bad, 0, ""},
+		{"s3, globs back on", publishtest.S3, globs, 2, "duckdb.s3_url_compatibility_mode (" + globs + ":"},
+		{"local, globs back on", publishtest.Local, globs, 2, "not settable: the engine reads every S3 URL literally"},
 		{"s3, a bad value", publishtest.S3, bad, 2, fmt.Sprintf("duckdb.http_timeout (%s:%d) = \"abc\"", bad, badLine)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -117,13 +117,14 @@ func lineagePlan(j config.Job, now time.Time) lineage.Plan {
 	return p
 }
 
-// checkNamespace refuses an empty or blank --lineage-namespace when events
-// are sent: every event carried "namespace": "", which a consumer refuses
-// or files under no name. The sinks are dropped with it.
+// checkNamespace refuses an empty --lineage-namespace, or one with white
+// space at an end, when events are sent: every event carried it, and a
+// consumer refused "" or filed the runs under a name no one looks up. The
+// sinks are dropped with it.
 func (f *lineageFlags) checkNamespace() error {
-	if !f.enabled() || strings.TrimSpace(f.namespace) != "" {
+	if !f.enabled() || f.namespace != "" && strings.TrimSpace(f.namespace) == f.namespace {
 		return nil
 	}
 	f.url, f.file = "", ""
-	return exitcode.UsageError(fmt.Errorf("--lineage-namespace %q: want a namespace (the default is engagement)", f.namespace))
+	return exitcode.UsageError(fmt.Errorf("--lineage-namespace %q: want a namespace without white space at its ends (the default is engagement)", f.namespace))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -521,5 +522,37 @@ func TestLineageJobIDReused(t *testing.T) {
 	var em lineage.ErrorMessage
 	if !facet(t, second[1].Run.Facets, lineage.FacetErrorMessage, &em) || !strings.HasPrefix(em.Message, "exit code 4: ") || !strings.Contains(em.Message, "already published") {
 		t.Errorf("error message %q", em.Message)
+	}
+}
+
+// TestLineageRedirectKept: a redirect that keeps the POST and its body
+// (308, as an ingress's ssl-redirect answers) is followed, and the events
+// land where it points.
+func TestLineageRedirectKept(t *testing.T) {
+	var mu sync.Mutex
+	var landed []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		landed = append(landed, r.Method+" "+r.URL.Path+" "+fmt.Sprint(len(b) > 0))
+		mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	fx := publishtest.LoadFixture(t, "")
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), append(fx.Args(filepath.Join(t.TempDir(), "wh"), "lineage-308", "2026-03-02"),
+		"--lineage-url", srv.URL+"/old"), &stdout, &stderr)
+	if code != exitcode.OK || strings.Contains(stderr.String(), "was not sent") {
+		t.Fatalf("exit %d, want 0 without a failed send\n%s", code, stderr.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"POST /new true", "POST /new true"}; strings.Join(landed, ",") != strings.Join(want, ",") {
+		t.Errorf("landed %q, want %q (START and COMPLETE, with their bodies)", landed, want)
 	}
 }

@@ -42,11 +42,20 @@ func sinkContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // sinkClient sends to the Pushgateway and the lineage endpoint. It follows
-// no redirect: Go's client turned a POST answered 301 or 302 into a GET
-// of the new place, whose 200 counted the event as sent (an SSO proxy, an
-// http-to-https front dropped every event without a warning). A 3xx is an
-// answer that is not 2xx: a failed send, warned of.
-var sinkClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// a redirect only when it keeps the method (307, 308: the body is sent
+// again): Go's client turned a POST or PUT answered 301, 302 or 303 into a
+// GET of the new place, whose 200 counted the event as sent (an SSO proxy,
+// an http-to-https front dropped every event without a warning). Such a
+// 3xx is an answer that is not 2xx: a failed send, warned of.
+var sinkClient = &http.Client{CheckRedirect: func(r *http.Request, via []*http.Request) error {
+	if r.Method != via[0].Method {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}}
 
 // metricsFlags are publish's --metrics-file and --pushgateway.
 type metricsFlags struct{ file, pushgateway string }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -375,5 +376,26 @@ func TestMetricsSinksDown(t *testing.T) {
 		if tc.want == exitcode.OK && !strings.HasPrefix(stdout.String(), "published job_id=metrics-down") {
 			t.Errorf("stdout lacks the summary:\n%s", stdout.String())
 		}
+	}
+}
+
+// TestMetricsPushRedirected: a Pushgateway behind a front that answers
+// 302 (an SSO proxy): the PUT was followed as a GET of the page, whose 200
+// counted the push as done. It is a failed push, warned of.
+func TestMetricsPushRedirected(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/moved") {
+			http.Redirect(w, r, "/login", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	fx := publishtest.LoadFixture(t, "")
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), append(fx.Args(filepath.Join(t.TempDir(), "wh"), "push-302", "2026-03-02"),
+		"--pushgateway", srv.URL+"/moved"), &stdout, &stderr)
+	if code != exitcode.OK || !strings.Contains(stderr.String(), "metrics were not pushed; the run's outcome stands") {
+		t.Errorf("exit %d, want 0 with the failed push warned of\n%s", code, stderr.String())
 	}
 }

@@ -510,8 +510,14 @@ func markerOf(name string) (string, bool) {
 // deleted itself only: the prefix it names is judged on its own.
 func remove(ctx context.Context, b storage.Bucket, rel string) (bool, error) {
 	name := path.Base(rel)
-	if _, ok := markerOf(name); ok {
+	if target, ok := markerOf(name); ok {
 		if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
+			return false, fmt.Errorf("gc: %w", err)
+		}
+		// Its prefix holds no object, but may hold the multipart uploads
+		// a gc stopped before aborting (S3's DeletePrefix aborts them
+		// last): nothing would list that prefix again.
+		if err := b.DeletePrefix(ctx, warehouse.StagingRoot+"/"+target+"/"); err != nil {
 			return false, fmt.Errorf("gc: %w", err)
 		}
 		if err := b.Delete(ctx, rel); err != nil {

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gc"
@@ -24,6 +27,8 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
+	"github.com/techlearningpro/engagement/internal/storage/open"
+	"github.com/techlearningpro/engagement/internal/storage/s3"
 	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 )
 
@@ -762,5 +767,51 @@ func TestGCAgainMergesItsRecord(t *testing.T) {
 	}
 	if len(exps) != 1 || !slices.Contains(ids, "crashed-a") || !slices.Contains(ids, "crashed-b") {
 		t.Errorf("expiry records %+v, want one listing crashed-a and crashed-b", exps)
+	}
+}
+
+// TestGCMarkerAbortsUploads: a gc stopped between deleting a prefix's
+// objects and aborting its multipart uploads (S3's DeletePrefix aborts
+// them last) leaves only its marker. The next gc deletes the marker and
+// aborts the uploads under the prefix it names, which nothing would list
+// again (they and their stored parts stayed for ever).
+func TestGCMarkerAbortsUploads(t *testing.T) {
+	ctx := context.Background()
+	loc := s3test.Location(t)
+	_, c, err := open.S3(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s3.New(c, loc)
+	store := objstore.New(b)
+	e := pointer.DateEntry{JobID: "pub-1", ManifestID: "m", EnrollmentSnapshotID: "e", FactFiles: []pointer.File{}, CourseDayFiles: []pointer.File{}}
+	if _, err := pointer.Publish(ctx, store, pointertest.Commit("pub-1", map[dates.Date]pointer.DateEntry{day1: e})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, "staging/.gc-deleting-job_id=z", []byte("staging/job_id=z\n"), storage.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	key := loc.Key + "/staging/job_id=z/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet"
+	up, err := c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: aws.String(loc.Bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: aws.String(loc.Bucket), Key: aws.String(key), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader("PAR1 part")}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := gc.Run(ctx, gc.Options{Bucket: b, Store: store, Now: time.Now().Add(48 * time.Hour), MinAge: gc.DefaultMinAge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rep.Deleted(); len(d) != 1 || d[0].Path != "staging/.gc-deleting-job_id=z" {
+		t.Fatalf("deleted %+v, want the marker", d)
+	}
+	out, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: aws.String(loc.Bucket), Prefix: aws.String(loc.Key + "/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Uploads) != 0 {
+		t.Errorf("%d uploads left under the warehouse, first %s", len(out.Uploads), aws.ToString(out.Uploads[0].Key))
 	}
 }

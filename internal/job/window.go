@@ -185,14 +185,16 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 // of no rows, or rows of other dates only (another day's redelivered
 // events).
 //
-// A date whose lateness window reaches past the read window's end (today's
-// partition, still being written, which is not read) cannot tell a day
-// without events from one whose events are all landing there (a backlog
-// after an outage, which was published as an empty day, exit 0): with such
-// a partition landed it is refused too, until a run reads it. So is a
-// partition holding rows of other dates only, with none of its date
-// anywhere: only a partition of no rows says a day had no events.
-func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engine.Spec, landed []dates.Date, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
+// A partition of no rows is ingestion's word that the day had no events,
+// and publishes zeros. One holding rows of other dates only (the first
+// hour's late events of the day before) is what ingestion leaves when it
+// stops at midnight too, and the events of the date may still land: it is
+// refused while the date's lateness window reaches past the read window
+// (it was published as an empty day, exit 0, and its backlog refused for
+// ever after), and published as a day without events, warned of, once
+// that window has ended with none of its events. Refusing it for good
+// refused a real day without events for ever, and the dates run with it.
+func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engine.Spec, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
 	if in.Figures.NullEventTimes > 0 {
 		// Events without a time may be of any date, the partition's own
 		// included: the gate rejects them (raw_event_time_present), naming
@@ -205,35 +207,27 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engin
 			continue
 		}
 		elsewhere := in.Events[d] + in.Late[d] + in.Early[d]
-		var unread []string
-		for _, l := range landed {
-			if l > spec.IngestTo && l <= d.AddDays(job.LatenessDays) {
-				unread = append(unread, inputs.PartitionPrefix+l.String())
-			}
-		}
 		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
 		if err != nil {
 			return fmt.Errorf("read raw %s: %w", job.Raw, err)
 		}
 		part := inputs.PartitionPrefix + d.String()
-		switch {
+		switch open := d.AddDays(job.LatenessDays) > spec.IngestTo; {
 		case elsewhere > 0:
 			part += fmt.Sprintf(" (%d of its events arrived in other partitions)", elsewhere)
 		case base.Dates[d].EventCount > 0:
 			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
-		case len(unread) > 0:
-			part += fmt.Sprintf(" (its lateness partition %s is still being written and not read: its events may be there; a run after it has ended reads it)", strings.Join(unread, ", "))
+		case rows && open:
+			empty = append(empty, fmt.Sprintf("%s holds other dates' events and none of %s, and its lateness window (to ingest_date=%s) has not ended: ingestion that stopped at midnight leaves this; "+
+				"if %s truly had no events it is published, warned of, by the first run after that window ends with none of its events (a day without events lands best as a partition of no rows)",
+				part, d, d.AddDays(job.LatenessDays), d))
+			continue
 		case rows:
-			// Other dates' rows and none of its own: what ingestion
-			// leaves when it stops at midnight (the first hour's late
-			// events of the days before, then nothing). It was published
-			// as an empty day, exit 0, and its backlog, landing later,
-			// was then refused for ever. A day without events lands as a
-			// partition of no rows.
-			empty = append(empty, fmt.Sprintf("%s holds other dates' events and none of %s, nor does any partition of the read window (a day without events lands as a partition of no rows; ingestion that stopped at midnight leaves this)", part, d))
+			p.Log.Warn("published as a day without events: its own partition holds other dates' events only, and its lateness window ended with none of its events; if ingestion stopped at midnight, land its events under its own ingest_date and republish it",
+				"date", d.String(), "partition", part)
 			continue
 		default:
-			continue // a day without events: published with zero counts
+			continue // a partition of no rows: a day without events, zeros
 		}
 		if rows {
 			part += fmt.Sprintf(" holds no event of %s", d)

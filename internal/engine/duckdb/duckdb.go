@@ -114,16 +114,17 @@ var settingName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // one changes what is published, the others keep the engine from running
 // (and were blamed on a setting the engine applies after them).
 var refused = map[string]string{
-	"default_collation":      "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
-	"lock_configuration":     "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
-	"enable_external_access": "the engine reads the inputs and writes the staging through it",
-	"timezone":               "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
-	"calendar":               "an event's date is the Gregorian UTC date; another calendar would move the dates the engine's casts compute",
-	"binary_as_string":       "an unannotated binary key column would be read as a string and published, where the Spark engine refuses it: the keys are strings",
-	"default_order":          "the engine breaks ties in its checks (the longest title's lesson, the sample of repeated event ids) by ascending order, as the Spark engine does",
-	"default_null_order":     "the engine's orderings place nulls as the Spark engine does",
-	"null_order":             "the engine's orderings place nulls as the Spark engine does (null_order is default_null_order's other name)",
-	"errors_as_json":         "the engine reads DuckDB's errors to name the file, column or setting at fault",
+	"default_collation":         "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
+	"lock_configuration":        "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
+	"enable_external_access":    "the engine reads the inputs and writes the staging through it",
+	"timezone":                  "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
+	"s3_url_compatibility_mode": "the engine reads every S3 URL literally: off, a key holding [ ] * ? is a glob, and another file than the one listed is read (a hidden one, with exit 0)",
+	"calendar":                  "an event's date is the Gregorian UTC date; another calendar would move the dates the engine's casts compute",
+	"binary_as_string":          "an unannotated binary key column would be read as a string and published, where the Spark engine refuses it: the keys are strings",
+	"default_order":             "the engine breaks ties in its checks (the longest title's lesson, the sample of repeated event ids) by ascending order, as the Spark engine does",
+	"default_null_order":        "the engine's orderings place nulls as the Spark engine does",
+	"null_order":                "the engine's orderings place nulls as the Spark engine does (null_order is default_null_order's other name)",
+	"errors_as_json":            "the engine reads DuckDB's errors to name the file, column or setting at fault",
 }
 
 // SettingError is a duckdb.* key the engine or DuckDB refuses; the caller

@@ -51,7 +51,6 @@ func Run(t *testing.T, h Harness) {
 		{"FileCountFollowsBytes", testFileCountFollowsBytes},
 		{"InputsChangedDuringAttempt", testInputsChangedDuringAttempt},
 		{"TodaysPartitionNotRead", testTodaysPartitionNotRead},
-		{"BacklogInTodaysPartition", testBacklogInTodaysPartition},
 		{"MidnightOutage", testMidnightOutage},
 	}
 	// These cases judge what the driver does after (or instead of) the
