@@ -88,6 +88,11 @@ type Verdict struct {
 	Done bool
 	// JobID is the job of a rejection or rollback record.
 	JobID string `json:"-"`
+	// uploadsOf is the gone prefix a marker names: it holds no object, but
+	// may hold the multipart uploads a gc stopped before aborting (S3's
+	// DeletePrefix aborts them last), which nothing would list again. They
+	// are aborted; no object is deleted under it.
+	uploadsOf string
 }
 
 // Report is the outcome of a run, in path order.
@@ -208,7 +213,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "the marker of an interrupted gc of " + target + ", which is kept"})
 		case ok:
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Delete: true, Bytes: f.Size, Objects: []string{rel},
-				Reason: "the marker of an interrupted gc of " + target + ", which is gone"})
+				Reason: "the marker of an interrupted gc of " + target + ", which is gone", uploadsOf: warehouse.StagingRoot + "/" + target})
 		default:
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "not a job_id=<id> staging prefix"})
 		}
@@ -309,6 +314,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			}
 			rep.Verdicts[i].Done = true
 			continue
+		}
+		if a, ok := o.Bucket.(storage.UploadAborter); ok && v.uploadsOf != "" {
+			if err := a.AbortUploads(ctx, v.uploadsOf); err != nil {
+				return rep, fmt.Errorf("gc: %w", err)
+			}
 		}
 		gone, err := remove(ctx, o.Bucket, v.Path)
 		if gone {
@@ -510,14 +520,8 @@ func markerOf(name string) (string, bool) {
 // deleted itself only: the prefix it names is judged on its own.
 func remove(ctx context.Context, b storage.Bucket, rel string) (bool, error) {
 	name := path.Base(rel)
-	if target, ok := markerOf(name); ok {
+	if _, ok := markerOf(name); ok {
 		if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
-			return false, fmt.Errorf("gc: %w", err)
-		}
-		// Its prefix holds no object, but may hold the multipart uploads
-		// a gc stopped before aborting (S3's DeletePrefix aborts them
-		// last): nothing would list that prefix again.
-		if err := b.DeletePrefix(ctx, warehouse.StagingRoot+"/"+target+"/"); err != nil {
 			return false, fmt.Errorf("gc: %w", err)
 		}
 		if err := b.Delete(ctx, rel); err != nil {

@@ -113,6 +113,12 @@ type Bucket interface {
 	Seal(ctx context.Context, prefix string) ([]Object, error)
 }
 
+// UploadAborter is a Bucket whose writers may leave incomplete multipart
+// uploads (S3): AbortUploads aborts those under prefix, touching no object.
+type UploadAborter interface {
+	AbortUploads(ctx context.Context, prefix string) error
+}
+
 // Locker is a Bucket that can hold its conditional writers still (the
 // local backend's flock). The pointer store takes it around a whole swap
 // and gc around its decisions, when the bucket has one.

@@ -331,6 +331,15 @@ func (b *Bucket) DeletePrefix(ctx context.Context, prefix string) error {
 	return b.abortUploads(ctx, dir+"/")
 }
 
+// AbortUploads implements storage.UploadAborter.
+func (b *Bucket) AbortUploads(ctx context.Context, prefix string) error {
+	dir := strings.TrimSuffix(prefix, "/")
+	if err := storage.CheckKey(dir); err != nil {
+		return err
+	}
+	return b.abortUploads(ctx, dir+"/")
+}
+
 // abortUploads aborts the multipart uploads under prefix. A writer stopped
 // while it uploaded a file (DuckDB's httpfs, a SIGTERM mid-write) leaves
 // its upload open: no listing of objects shows it, its parts are stored
