@@ -180,11 +180,8 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 // checkOwnRows refuses a requested date whose own partition holds no
 // event of the date (the engine's exact count, whatever the files'
 // statistics say) while the date has events elsewhere in the read window
-// or a published entry with events (landedWhy); with neither it is a day
-// without events, and publishes zeros. The footers word it: a partition
-// of no rows, or rows of other dates only (another day's redelivered
-// events).
-//
+// or a published entry with events (landedWhy). With neither, the
+// footers decide (a partition of no rows, or rows of other dates only).
 // A partition of no rows is ingestion's word that the day had no events,
 // and publishes zeros. One holding rows of other dates only (the first
 // hour's late events of the day before) is what ingestion leaves when it
