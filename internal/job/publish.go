@@ -267,7 +267,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
 	spec.InputEvents = in.Events
-	if err := p.checkOwnRows(ctx, job, spec, raw, in, committed); err != nil {
+	if err := p.checkOwnRows(ctx, job, raw, in, committed); err != nil {
 		return res, err
 	}
 	warnUncounted(p.Log, job, in)

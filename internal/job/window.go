@@ -183,15 +183,18 @@ func checkLanded(job config.Job, ingest []dates.Date) error {
 // or a published entry with events (landedWhy). With neither, the
 // footers decide (a partition of no rows, or rows of other dates only).
 // A partition of no rows is ingestion's word that the day had no events,
-// and publishes zeros. One holding rows of other dates only (the first
-// hour's late events of the day before) is what ingestion leaves when it
-// stops at midnight too, and the events of the date may still land: it is
-// refused while the date's lateness window reaches past the read window
-// (it was published as an empty day, exit 0, and its backlog refused for
-// ever after), and published as a day without events, warned of, once
-// that window has ended with none of its events. Refusing it for good
-// refused a real day without events for ever, and the dates run with it.
-func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engine.Spec, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
+// and publishes zeros. One holding rows of other dates only (the day
+// before's late events) does too, warned of: it is also what ingestion
+// leaves when it stops at midnight, but refusing it failed every run of a
+// real day without events (for ever, or for latenessDays runs while its
+// window was open), and the dates run beside it missed their last
+// restatement. If its events land later, the next run refuses the date
+// (events elsewhere), loudly.
+//
+// Events of the date ingested before it (a producer's clock) are no sign
+// of its own partition's events: they are counted on no date, and
+// warnUncounted names them.
+func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
 	if in.Figures.NullEventTimes > 0 {
 		// Events without a time may be of any date, the partition's own
 		// included: the gate rejects them (raw_event_time_present), naming
@@ -203,24 +206,19 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, spec engin
 		if in.Own[d] > 0 {
 			continue
 		}
-		elsewhere := in.Events[d] + in.Late[d] + in.Early[d]
+		elsewhere := in.Events[d] + in.Late[d]
 		rows, err := p.Inputs.PartitionRows(ctx, raw, d)
 		if err != nil {
 			return fmt.Errorf("read raw %s: %w", job.Raw, err)
 		}
 		part := inputs.PartitionPrefix + d.String()
-		switch open := d.AddDays(job.LatenessDays) > spec.IngestTo; {
+		switch {
 		case elsewhere > 0:
 			part += fmt.Sprintf(" (%d of its events arrived in other partitions)", elsewhere)
 		case base.Dates[d].EventCount > 0:
 			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
-		case rows && open:
-			empty = append(empty, fmt.Sprintf("%s holds other dates' events and none of %s, and its lateness window (to ingest_date=%s) has not ended: ingestion that stopped at midnight leaves this; "+
-				"if %s truly had no events it is published, warned of, by the first run after that window ends with none of its events (a day without events lands best as a partition of no rows)",
-				part, d, d.AddDays(job.LatenessDays), d))
-			continue
 		case rows:
-			p.Log.Warn("published as a day without events: its own partition holds other dates' events only, and its lateness window ended with none of its events; if ingestion stopped at midnight, land its events under its own ingest_date and republish it",
+			p.Log.Warn("a day without events: its own partition holds other dates' events only and no event of it lies in the read window; if ingestion stopped at midnight, its events are missing: the next run that finds them refuses the date until they are landed under its own ingest_date",
 				"date", d.String(), "partition", part)
 			continue
 		default:

@@ -8,6 +8,7 @@ package publishtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -52,6 +53,9 @@ type Harness struct {
 	// uploaded: an engine on a cluster must read the bucket alone, and a
 	// path only the test's process can see fails the test.
 	NoLocalCopy bool
+	// LogTo receives the in-process publishes' log records (JSON lines);
+	// nil discards them.
+	LogTo io.Writer
 }
 
 // Root is the module root, found from this source file.
@@ -229,7 +233,7 @@ func (h Harness) PublishWith(t *testing.T, j config.Job, wrap func(engine.Engine
 		Warehouse: wh,
 		Store:     store,
 		Inputs:    Source(),
-		Log:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Log:       slog.New(slog.NewJSONHandler(cmp.Or(h.LogTo, io.Discard), nil)),
 		Clock:     func() time.Time { return Now },
 	}
 	return p.Publish(context.Background(), j)

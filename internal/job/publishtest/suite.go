@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -521,6 +523,27 @@ func testEmptyDate(t *testing.T, h Harness) {
 	res = h.MustPublish(t, j)
 	if e := res.Entries[d(tue)]; e.EventCount != 0 {
 		t.Errorf("%s beside a mis-dated partition: %d events, want 0", tue, e.EventCount)
+	}
+
+	// And with one event of it ingested the day before (a producer's
+	// clock): counted on no date, warned of, and no sign that its own
+	// partition lost events. It was refused as "arrived in other
+	// partitions" by every run that also read the day before.
+	fx = h.LoadFixture(t, "")
+	EmptyPartition(t, fx, tue)
+	tmp := filepath.Join(t.TempDir(), "early.parquet")
+	if _, err := DBFor(t, fx.In()).Exec(fmt.Sprintf("COPY (SELECT * REPLACE ('ev-early-' || event_id AS event_id, event_time + INTERVAL 1 DAY AS event_time) FROM read_parquet('%s', hive_partitioning=false) WHERE event_time >= TIMESTAMPTZ '%s 12:00:00+00' LIMIT 1) TO '%s' (FORMAT parquet)",
+		fx.Input("raw/ingest_date="+mon+"/part-0.parquet"), mon, tmp)); err != nil {
+		t.Fatal(err)
+	}
+	early, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Put(t, fx.In(), "raw/ingest_date="+mon+"/part-early.parquet", early)
+	res = h.MustPublish(t, fx.Job(t, h.NewWarehouse(t), "empty-3", mon, tue))
+	if e := res.Entries[d(tue)]; e.EventCount != 0 {
+		t.Errorf("%s beside an event of it ingested the day before: %d events, want 0", tue, e.EventCount)
 	}
 }
 
