@@ -326,6 +326,15 @@ func TestMetricsFailedRuns(t *testing.T) {
 	if b, err := os.ReadFile(stranger); err != nil || string(b) != `{"generation":7}` {
 		t.Errorf("a file no run wrote was replaced: %q %v", b, err)
 	}
+	// The same refused at parsing: not written either, and said so.
+	fresh := filepath.Join(t.TempDir(), "new.prom")
+	stderr.Reset()
+	if code := cli.Main(context.Background(), append(slices.Clone(good), "--dates", ds[0], "--metrics-file", fresh), &stdout, &stderr); code != exitcode.Usage {
+		t.Fatalf("flag twice, a new textfile: exit %d\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) || !strings.Contains(stderr.String(), "a file sink is not written") {
+		t.Errorf("flag twice, a new textfile: stat %v; want it unwritten and a warning saying so:\n%s", err, stderr.String())
+	}
 }
 
 // lookupIn is an environment lookup over KEY=VALUE pairs alone.

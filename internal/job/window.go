@@ -218,7 +218,7 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inpu
 		case base.Dates[d].EventCount > 0:
 			part += fmt.Sprintf(" (generation %d holds %d events of it)", base.Generation, base.Dates[d].EventCount)
 		case rows:
-			p.Log.Warn("a day without events: its own partition holds other dates' events only and no event of it lies in the read window; if ingestion stopped at midnight, its events are missing: the next run that finds them refuses the date until they are landed under its own ingest_date",
+			p.Log.Warn("a day without events: its own partition holds other dates' events only and no event of it lies in its own window or later; if ingestion stopped at midnight, its events are missing: the next run that finds them refuses the date until they are landed under its own ingest_date",
 				"date", d.String(), "partition", part)
 			continue
 		default:
