@@ -39,7 +39,10 @@ func runExplain(ctx context.Context, env Env, o *explainOptions) error {
 		return err
 	}
 	defer eng.Close()
-	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j, dates.FromTime(time.Now().UTC()))
+	// One reading of the clock for the window and the date checks, as
+	// publish reads it.
+	now := time.Now().UTC()
+	spec, err := job.ListedSpec(ctx, inputs.NewSource(open.Input), j, dates.FromTime(now))
 	if err != nil {
 		return err
 	}
@@ -47,7 +50,7 @@ func runExplain(ctx context.Context, env Env, o *explainOptions) error {
 	if err != nil {
 		return err
 	}
-	if why := job.DatesRefused(j, spec.Inputs.IngestDates, time.Now()); why != nil {
+	if why := job.DatesRefused(j, spec.Inputs.IngestDates, now); why != nil {
 		env.Log.Warn("publish would refuse these dates; the plan is shown anyway", "reason", why.Error())
 	}
 	_, err = fmt.Fprint(env.Stdout, plan)

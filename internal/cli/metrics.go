@@ -119,8 +119,7 @@ func reportRefused(ctx context.Context, env Env, pre preParse, started time.Time
 	case ownTextfile(pre.metricsFile):
 		f.file = pre.metricsFile
 	case pre.metricsFile != "":
-		env.Log.Warn("a file sink is not written", "error", "--metrics-file "+pre.metricsFile+
-			": not written: the warehouse and inputs it must stay out of are not known, and no earlier run wrote it")
+		env.Log.Warn("a file sink is not written", "error", "--metrics-file "+pre.metricsFile+": "+placesUnknown+", and no earlier run wrote it")
 	}
 	// A URL the push would refuse is dropped (sinkURL empties it); the
 	// textfile is still written.

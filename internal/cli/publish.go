@@ -239,7 +239,7 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 				continue
 			}
 			if *s.path != "" && first == nil {
-				first = exitcode.UsageError(fmt.Errorf("%s %s: not written: the warehouse and inputs it must stay out of are not known", s.flag, *s.path))
+				first = exitcode.UsageError(fmt.Errorf("%s %s: %s", s.flag, *s.path, placesUnknown))
 			}
 			*s.path = ""
 		}
@@ -323,6 +323,10 @@ func sinkURL(flag string, raw *string, query bool) error {
 	}
 	return exitcode.UsageError(fmt.Errorf("%s %s: want %s", flag, shown, want))
 }
+
+// placesUnknown is why a file sink is not written when the warehouse and
+// inputs it must stay out of are not known.
+const placesUnknown = "not written: the warehouse and inputs it must stay out of are not known"
 
 // ownTextfile reports whether p is a metrics textfile an earlier publish
 // wrote: a plain file that parses and holds engagement_last_exit_code.

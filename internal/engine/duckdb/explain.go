@@ -30,9 +30,8 @@ const (
 
 // Plan returns the physical plan of the staging query.
 func (e *Engine) Plan(ctx context.Context, spec engine.Spec) (*PlanNode, error) {
-	s := resolve(spec)
-	var err error
-	if s.nanos, err = e.nanosFiles(ctx, s.raw); err != nil {
+	s, err := e.resolve(ctx, spec)
+	if err != nil {
 		return nil, err
 	}
 	var kind, text string

@@ -19,9 +19,13 @@ type sources struct {
 	nanos map[string]bool
 }
 
-// resolve takes the attempt's listing: the engine reads exactly those files.
-func resolve(spec engine.Spec) sources {
-	return sources{raw: spec.Inputs.RawPaths(), lessons: spec.Inputs.LessonPaths(), enrollments: spec.Inputs.EnrollmentPaths()}
+// resolve takes the attempt's listing: the engine reads exactly those
+// files, the raw ones of a zoneless nanosecond event_time apart (rawScan).
+func (e *Engine) resolve(ctx context.Context, spec engine.Spec) (sources, error) {
+	s := sources{raw: spec.Inputs.RawPaths(), lessons: spec.Inputs.LessonPaths(), enrollments: spec.Inputs.EnrollmentPaths()}
+	var err error
+	s.nanos, err = e.nanosFiles(ctx, s.raw)
+	return s, err
 }
 
 // eventsQuery reads raw with a column list and a predicate on ingest_date,
@@ -185,11 +189,11 @@ GROUP BY f.learner_key, f.lesson_id, f.event_date`
 // Stage implements engine.Engine: the shared driver (engine.RunStage)
 // decides the order and the files; runner runs DuckDB's SQL.
 func (e *Engine) Stage(ctx context.Context, spec engine.Spec, wh storage.Bucket, stagingDir string) (engine.Staged, error) {
-	r := &runner{e: e, s: resolve(spec), steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
-	var err error
-	if r.s.nanos, err = e.nanosFiles(ctx, r.s.raw); err != nil {
+	s, err := e.resolve(ctx, spec)
+	if err != nil {
 		return engine.Staged{}, err
 	}
+	r := &runner{e: e, s: s, steps: stageSteps{total: 2 + 2*len(spec.Dates), p: e.reporter()}}
 	st, err := engine.RunStage(ctx, r, spec, wh, stagingDir, e.reporter())
 	r.steps.done = r.steps.total // dates without events wrote nothing
 	r.steps.next("")

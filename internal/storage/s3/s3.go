@@ -351,10 +351,10 @@ func (b *Bucket) abortUploads(ctx context.Context, prefix string) error {
 	for {
 		out, err := b.client.ListMultipartUploads(ctx, in)
 		if err != nil {
-			if errors.Is(b.wrap("list uploads", prefix, err), permanent) {
-				return nil
+			if werr := b.wrap("list uploads", prefix, err); !errors.Is(werr, permanent) {
+				return werr
 			}
-			return b.wrap("list uploads", prefix, err)
+			return nil
 		}
 		for _, u := range out.Uploads {
 			_, err := b.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String(b.loc.Bucket), Key: u.Key, UploadId: u.UploadId})
