@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,16 +14,30 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
 // openEngine starts the engine the job names.
 func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Engine, error) {
+	// Both engines' own refusals, whichever runs: a config that passed on
+	// one would otherwise fail the day a scheduler switches engines.
+	if err := duckdb.CheckSettings(j.DuckDB); err != nil {
+		return nil, exitcode.UsageError(settingWhere(j, err))
+	}
+	if k, msg := spark.ForcedConflict(j.Spark); k != "" {
+		return nil, exitcode.UsageError(fmt.Errorf("%s (%s)%s", k, cmp.Or(j.Where[k], "the config"), msg))
+	}
 	switch j.Engine {
 	case "duckdb":
 		settings := map[string]string{}
 		for k, v := range j.DuckDB {
 			settings[k] = v
+		}
+		if dir := settings["temp_directory"]; dir != "" {
+			if err := spillOutsideData(j, dir); err != nil {
+				return nil, err
+			}
 		}
 		// DuckDB spills an in-memory database to ./.tmp by default; keep
 		// spill files out of the user's working directory (the engine
@@ -53,29 +68,34 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 		// (docs/spark.md), and the job moves the pointer itself.
 		// A server that is down or refuses a setting is an error (exit 1),
 		// not a usage error: the same command works once the server is up.
-		if k, msg := spark.ForcedConflict(j.Spark); k != "" {
-			where := j.Where[k]
-			if where == "" {
-				where = "the config"
-			}
-			return nil, exitcode.UsageError(fmt.Errorf("%s (%s)%s", k, where, msg))
-		}
 		e, err := spark.Open(ctx, j.SparkRemote, j.Spark)
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range e.UnknownSettings() {
-			where := j.Where[k]
-			if where == "" {
-				where = "the config"
-			}
 			log.Warn("a spark.sql setting the Spark server does not know (misspelt, or of another Spark version): it is set on the session, and nothing reads it",
-				"key", k, "where", where)
+				"key", k, "where", cmp.Or(j.Where[k], "the config"))
 		}
 		e.SetUI(j.SparkUI)
 		return e, nil
 	}
 	return nil, exitcode.UsageError(fmt.Errorf("%s %q: want duckdb or spark", config.KeyEngine, j.Engine))
+}
+
+// spillOutsideData refuses a duckdb.temp_directory in the warehouse or an
+// input: the engine's spill directories would be listed with what the job
+// reads (every later publish fails its listing of raw) or what readers
+// follow.
+func spillOutsideData(j config.Job, dir string) error {
+	places, err := job.Locations(j)
+	if err != nil {
+		return err
+	}
+	if name, loc, ok := places.Holding(dir); ok {
+		return exitcode.UsageError(fmt.Errorf("duckdb.temp_directory (%s) %s lies in %s %s: the engine's spill directories would be listed with what the job reads or readers follow; put it beside them",
+			cmp.Or(j.Where["duckdb.temp_directory"], "the config"), dir, name, loc))
+	}
+	return nil
 }
 
 // jobAndEngine resolves the shared job flags, checks the job with check and

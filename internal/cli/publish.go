@@ -124,7 +124,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	if len(j.ProhibitedColumns) == 0 {
 		env.Log.Warn("the prohibited-column check is off: engagement.prohibitedColumns is none")
 	}
-	wh, store, err := warehouseStore(ctx, env, "--warehouse", j.Warehouse, j.LockTimeout)
+	wh, store, err := warehouseStore(ctx, env, j.Shown(config.KeyWarehouse, "--warehouse"), j.Warehouse, j.LockTimeout)
 	if err != nil {
 		return err
 	}

@@ -53,9 +53,19 @@ type Job struct {
 
 	Spark  map[string]string // spark.* keys, passed to the Spark session as given
 	DuckDB map[string]string // duckdb.* keys without the prefix, applied with SET
-	// Where says where each duckdb.* and spark.* key was set (FILE:LINE,
-	// or the flag or variable), for an engine's refusal to name it.
+	// Where says where each key not left at its default was set
+	// (FILE:LINE, "flag", or the variable's name), for an error to name it.
 	Where map[string]string
+}
+
+// Shown names a key's value for an error as the user gave it: its flag
+// when it came from one (or is the default), else the key with its file
+// line or variable, so that the flag an error names was really typed.
+func (j Job) Shown(key, flag string) string {
+	if w := j.Where[key]; w != "" && w != "flag" {
+		return key + " (" + w + ")"
+	}
+	return flag
 }
 
 // Key names of the job's own settings. Every one of them can also be given as
@@ -161,6 +171,11 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			j.Spark[k] = v
 			j.Where[k] = p.where(k)
 		case strings.HasPrefix(k, "duckdb."):
+			if k == "duckdb.temp_directory" && v != "" && !filepath.IsAbs(v) {
+				// Relative to the file as every path in it is, not to
+				// wherever the scheduler starts the command.
+				v = filepath.Join(filepath.Dir(p.File), v)
+			}
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
 			j.Where[k] = p.where(k)
 		default:
@@ -294,6 +309,11 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	}
 	if len(errs) > 0 {
 		return Job{}, exitcode.UsageError(fmt.Errorf("config: %s", strings.Join(errs, "; ")))
+	}
+	for k, w := range from {
+		if w != "default" {
+			j.Where[k] = w
+		}
 	}
 	return j, nil
 }

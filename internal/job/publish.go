@@ -21,6 +21,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/redact"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/version"
 	"github.com/techlearningpro/engagement/internal/warehouse"
@@ -136,7 +137,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	// Before anything is created: a warehouse inside an input (or holding
 	// one) would have the job write into what it reads.
-	if err := warehouse.Overlap(locs.Warehouse, locs.inputs()); err != nil {
+	if err := warehouse.Overlap(locs.all()); err != nil {
 		return res, exitcode.UsageError(err)
 	}
 	// The generation this attempt starts from: a rollback of one of its
@@ -387,51 +388,63 @@ func (p *Publisher) claim(ctx context.Context, job config.Job, spec engine.Spec,
 // Places are a job's warehouse and inputs as storage locations.
 type Places struct {
 	Warehouse, Raw, Lessons, Enrollments storage.Location
+	// names are each place's name in an error, in the order above: its
+	// flag, or the config key with where it was set (config.Job.Shown).
+	names [4]string
 }
 
-func (l Places) inputs() map[string]storage.Location {
-	return map[string]storage.Location{"--raw": l.Raw, "--lessons": l.Lessons, "--enrollments": l.Enrollments}
+func (l Places) all() []warehouse.Place {
+	locs := []storage.Location{l.Warehouse, l.Raw, l.Lessons, l.Enrollments}
+	out := make([]warehouse.Place, len(locs))
+	for i, loc := range locs {
+		name := l.names[i]
+		if name == "" {
+			name = placeFlags[i].flag
+		}
+		out[i] = warehouse.Place{Name: name, Loc: loc}
+	}
+	return out
+}
+
+// placeFlags are the places' flags and config keys, in the order of Places.
+var placeFlags = [4]struct{ flag, key string }{
+	{"--warehouse", config.KeyWarehouse}, {"--raw", config.KeyRaw},
+	{"--lessons", config.KeyLessons}, {"--enrollments", config.KeyEnrollments},
 }
 
 // Holding names the place (its flag and location) that holds the local
 // path p, the warehouse first: a file the command would write there
 // (a metrics or lineage file) would overwrite what readers follow or what
 // the job reads. ok is false when no place holds it.
-func (l Places) Holding(p string) (flag string, loc storage.Location, ok bool) {
-	for _, f := range []struct {
-		flag string
-		loc  storage.Location
-	}{{"--warehouse", l.Warehouse}, {"--raw", l.Raw}, {"--lessons", l.Lessons}, {"--enrollments", l.Enrollments}} {
-		if f.loc == (storage.Location{}) {
+func (l Places) Holding(p string) (name string, loc storage.Location, ok bool) {
+	for _, f := range l.all() {
+		if f.Loc == (storage.Location{}) {
 			continue
 		}
-		if in, err := warehouse.Holds(f.loc, p); err == nil && in {
-			return f.flag, f.loc, true
+		if in, err := warehouse.Holds(f.Loc, p); err == nil && in {
+			return f.Name, f.Loc, true
 		}
 	}
 	return "", storage.Location{}, false
 }
 
 // Locations parses a job's paths and URLs in one place; a malformed one is
-// a usage error naming its flag. An empty warehouse (explain needs none)
-// stays the zero location.
+// a usage error naming its flag, or its key and where it was set. An empty
+// warehouse (explain needs none) stays the zero location.
 func Locations(job config.Job) (Places, error) {
 	var l Places
-	for _, f := range []struct {
-		flag, value string
-		dst         *storage.Location
-	}{
-		{"--warehouse", job.Warehouse, &l.Warehouse}, {"--raw", job.Raw, &l.Raw},
-		{"--lessons", job.Lessons, &l.Lessons}, {"--enrollments", job.Enrollments, &l.Enrollments},
-	} {
-		if f.value == "" {
+	values := [4]string{job.Warehouse, job.Raw, job.Lessons, job.Enrollments}
+	dsts := [4]*storage.Location{&l.Warehouse, &l.Raw, &l.Lessons, &l.Enrollments}
+	for i, f := range placeFlags {
+		l.names[i] = job.Shown(f.key, f.flag)
+		if values[i] == "" {
 			continue
 		}
-		loc, err := storage.Parse(f.value)
+		loc, err := storage.Parse(values[i])
 		if err != nil {
-			return l, exitcode.UsageError(fmt.Errorf("%s: %w", f.flag, err))
+			return l, exitcode.UsageError(fmt.Errorf("%s: %w", l.names[i], err))
 		}
-		*f.dst = loc
+		*dsts[i] = loc
 	}
 	return l, nil
 }
@@ -466,7 +479,7 @@ func pointerError(job config.Job, stagingRel string, err error) error {
 	case errors.Is(err, pointer.ErrBrokenChain):
 		return fmt.Errorf("move pointer for job %s: refused, nothing written: %w; staging %s is kept", job.JobID, err, stagingRel)
 	case errors.Is(err, pointer.ErrOutcomeUnknown):
-		return fmt.Errorf("move pointer for job %s: outcome unknown: the write failed and the pointer could not be re-read, so this job may or may not be published; "+
+		return fmt.Errorf("move pointer for job %s: outcome unknown: the pointer write or the re-read that confirms it failed, so this job may or may not be published; "+
 			"run engagement status to see which job each date names; staging %s is kept; a rerun with a new job id is safe either way: %w", job.JobID, stagingRel, err)
 	case errors.Is(err, pointer.ErrNotWritten):
 		return fmt.Errorf("move pointer for job %s: not published, the pointer is unchanged and staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
@@ -519,7 +532,7 @@ func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, 
 		Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments,
 		ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
 		UnknownCap: job.UnknownCap, HotCourses: job.HotCourses, OutsideHorizon: job.AllowOutsideHorizon,
-		StartedAt: now, Settings: spec.Settings, Inputs: spec.Inputs, Build: version.Get(),
+		StartedAt: now, Settings: redact.Settings(spec.Settings), Inputs: spec.Inputs, Build: version.Get(),
 	}
 	if len(job.Dates) > 0 {
 		a.IngestFrom, a.IngestTo = spec.IngestFrom.String(), spec.IngestTo.String()

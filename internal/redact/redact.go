@@ -99,6 +99,23 @@ func secretKey(k string) bool {
 	return false
 }
 
+// Settings is a copy of an engine's settings with the value of every key
+// whose name says it holds a secret masked (spark.hadoop.fs.s3a.secret.key),
+// for a record written beside the data; nil stays nil.
+func Settings(settings map[string]string) map[string]string {
+	if settings == nil {
+		return nil
+	}
+	out := make(map[string]string, len(settings))
+	for k, v := range settings {
+		if secretKey(k) {
+			v = Mask
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // Error is err with the secrets of the URL raw masked in its text; errors.Is
 // and errors.As still see err.
 func Error(err error, raw string) error {

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -37,5 +38,34 @@ func TestText(t *testing.T) {
 	}
 	if got := Text("spark sc://h:1/;token=SPARKSECRET: [UNAVAILABLE]", "sc://h:1/;token=SPARKSECRET"); strings.Contains(got, "SPARKSECRET") {
 		t.Errorf("Text kept the Spark token: %s", got)
+	}
+}
+
+// TestSettings: an engine setting whose name says it holds a secret is
+// masked in the copy, the others kept; the original is untouched.
+func TestSettings(t *testing.T) {
+	in := map[string]string{
+		"spark.hadoop.fs.s3a.secret.key":    "s3cr3t",
+		"spark.hadoop.fs.s3a.access.key":    "AKIA",
+		"spark.hadoop.fs.s3a.session.token": "tok",
+		"spark.sql.shuffle.partitions":      "8",
+		"memory_limit":                      "6GB",
+	}
+	got := Settings(in)
+	want := map[string]string{
+		"spark.hadoop.fs.s3a.secret.key":    Mask,
+		"spark.hadoop.fs.s3a.access.key":    Mask,
+		"spark.hadoop.fs.s3a.session.token": Mask,
+		"spark.sql.shuffle.partitions":      "8",
+		"memory_limit":                      "6GB",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Settings = %v, want %v", got, want)
+	}
+	if in["spark.hadoop.fs.s3a.secret.key"] != "s3cr3t" {
+		t.Error("Settings changed its argument")
+	}
+	if Settings(nil) != nil {
+		t.Error("Settings(nil) is not nil")
 	}
 }

@@ -74,25 +74,32 @@ func WriteJSON(ctx context.Context, b storage.Bucket, key string, v any, c stora
 	return err
 }
 
-// Overlap refuses a warehouse that is, holds or lies inside one of the
-// inputs (flag name to location): the job would write into its own input,
-// and every later listing of that input would fail or read the job's
-// files. Local paths are compared after resolving symlinks (of the longest
-// existing prefix, since the warehouse may not exist yet); S3 locations by
-// bucket and key.
-func Overlap(warehouse storage.Location, inputs map[string]storage.Location) error {
-	wh, err := comparable(warehouse)
+// Place is a warehouse or an input with its name in an error (its flag, or
+// its config key and where that was set).
+type Place struct {
+	Name string
+	Loc  storage.Location
+}
+
+// Overlap refuses a warehouse (places[0]) that is, holds or lies inside one
+// of the inputs (the other places): the job would write into its own
+// input, and every later listing of that input would fail or read the
+// job's files. Local paths are compared after resolving symlinks (of the
+// longest existing prefix, since the warehouse may not exist yet); S3
+// locations by bucket and key.
+func Overlap(places []Place) error {
+	w := places[0]
+	wh, err := comparable(w.Loc)
 	if err != nil {
-		return fmt.Errorf("--warehouse %s: %w", warehouse, err)
+		return fmt.Errorf("%s %s: %w", w.Name, w.Loc, err)
 	}
-	for _, flag := range []string{"--raw", "--lessons", "--enrollments"} {
-		in, ok := inputs[flag]
-		if !ok {
+	for _, in := range places[1:] {
+		if in.Loc == (storage.Location{}) {
 			continue
 		}
-		p, err := comparable(in)
+		p, err := comparable(in.Loc)
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", flag, in, err)
+			return fmt.Errorf("%s %s: %w", in.Name, in.Loc, err)
 		}
 		var how string
 		switch {
@@ -105,7 +112,7 @@ func Overlap(warehouse storage.Location, inputs map[string]storage.Location) err
 		default:
 			continue
 		}
-		return fmt.Errorf("--warehouse %s %s the input %s %s: the job would write into its own input; put the warehouse beside the inputs", warehouse, how, flag, in)
+		return fmt.Errorf("%s %s %s the input %s %s: the job would write into its own input; put the warehouse beside the inputs", w.Name, w.Loc, how, in.Name, in.Loc)
 	}
 	return nil
 }

@@ -7,9 +7,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -127,6 +129,25 @@ var refused = map[string]string{
 	"errors_as_json":            "the engine reads DuckDB's errors to name the file, column or setting at fault",
 }
 
+func init() {
+	// Settings that write what the engine runs somewhere: its statements
+	// carry the S3 secret, and stdout and stderr are documents (one JSON
+	// result, JSON log lines). A file they name may be pointer.json.
+	for _, k := range []string{"log_query_path", "enable_logging", "logging_storage", "logging_mode", "logging_level",
+		"enabled_log_types", "disabled_log_types", "enable_http_logging", "http_logging_output", "allow_unredacted_secrets",
+		"enable_profiling", "profiling_output", "profile_output", "profiling_mode", "custom_profiling_settings",
+		"enable_progress_bar", "enable_progress_bar_print"} {
+		refused[k] = "it writes the engine's statements, profile or progress to a file, stdout or stderr: the statements carry the S3 secret, stdout is the run's result and stderr its JSON log; profile a query with explain, or DuckDB's own shell"
+	}
+	// The S3 secret the engine makes from the AWS chain wins over these, so
+	// the value would be dropped in silence (and a credential written into
+	// the attempt record).
+	for _, k := range []string{"s3_access_key_id", "s3_secret_access_key", "s3_session_token", "s3_endpoint", "s3_region",
+		"s3_url_style", "s3_use_ssl", "s3_kms_key_id"} {
+		refused[k] = "the engine's S3 secret, made from the AWS chain (AWS_* variables, ~/.aws, the instance role), wins over it: set the credentials, region and endpoint there (docs/s3.md)"
+	}
+}
+
 // SettingError is a duckdb.* key the engine or DuckDB refuses; the caller
 // may say where the key was set (In).
 type SettingError struct {
@@ -159,6 +180,18 @@ func checkSetting(k string) error {
 		return &SettingError{Key: k, Msg: ": not a DuckDB setting name: write it in lower case (duckdb." + lower + ")"}
 	}
 	return &SettingError{Key: k, Msg: ": not a DuckDB setting name"}
+}
+
+// CheckSettings refuses what checkSetting refuses in settings (the duckdb.*
+// keys without the prefix), without an engine: the Spark engine's runs
+// check them too.
+func CheckSettings(settings map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if err := checkSetting(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Open starts an in-memory DuckDB and applies settings (the duckdb.* keys of

@@ -101,6 +101,16 @@ func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
 	if err := exec("SET s3_url_compatibility_mode = true"); err != nil {
 		return fmt.Errorf("duckdb: turn off globs in S3 URLs: %w", firstLine(err))
 	}
+	// DuckDB's own retries gave up in about half a second (3 retries from
+	// 100 ms): a 1.5 s outage during staging, the longest phase, failed a
+	// publish the SDK's requests would have waited out. These wait 100 ms
+	// doubling, 12.7 s in all; the config's duckdb.http_retr* keys, set
+	// after, still win.
+	for _, set := range []string{"SET http_retries = 7", "SET http_retry_wait_ms = 100", "SET http_retry_backoff = 2"} {
+		if err := exec(set); err != nil {
+			return fmt.Errorf("duckdb: %s: %w", set, firstLine(err))
+		}
+	}
 	style := "vhost"
 	if s.PathStyle {
 		style = "path"
@@ -113,7 +123,7 @@ func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
 	if s.Endpoint != "" {
 		opts = append(opts, "ENDPOINT "+quote(s.Endpoint))
 	}
-	if err := exec("CREATE OR REPLACE SECRET engagement_s3 (" + strings.Join(opts, ", ") + ")"); err != nil {
+	if err := exec("CREATE OR REPLACE TEMPORARY SECRET engagement_s3 (" + strings.Join(opts, ", ") + ")"); err != nil {
 		msg := firstLine(err).Error()
 		for _, v := range []string{s.Secret, s.SessionToken, s.KeyID} {
 			if v != "" {

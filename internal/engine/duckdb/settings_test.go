@@ -35,6 +35,19 @@ func TestOpenRefusesSettings(t *testing.T) {
 		{"default_null_order", "nulls_first", "duckdb.default_null_order: not settable"},
 		{"null_order", "nulls_first", "duckdb.null_order: not settable"}, // its other name
 		{"errors_as_json", "true", "duckdb.errors_as_json: not settable"},
+		// Each wrote the CREATE SECRET statement, with the secret key, to a
+		// file or to stdout (exit 0).
+		{"log_query_path", "/tmp/q.log", "duckdb.log_query_path: not settable: it writes the engine's statements"},
+		{"enable_logging", "true", "duckdb.enable_logging: not settable: it writes the engine's statements"},
+		{"logging_storage", "stdout", "duckdb.logging_storage: not settable"},
+		// A profile written over pointer.json; progress bars on stdout.
+		{"profiling_output", "/tmp/wh/pointer.json", "duckdb.profiling_output: not settable"},
+		{"enable_profiling", "json", "duckdb.enable_profiling: not settable"},
+		{"enable_progress_bar", "true", "duckdb.enable_progress_bar: not settable"},
+		// Dropped in silence for the engine's secret, and recorded in
+		// _attempt.json.
+		{"s3_secret_access_key", "MYSECRET", "duckdb.s3_secret_access_key: not settable: the engine's S3 secret, made from the AWS chain"},
+		{"s3_endpoint", "127.0.0.1:1", "duckdb.s3_endpoint: not settable"},
 		{"Threads", "2", "duckdb.Threads: not a DuckDB setting name: write it in lower case (duckdb.threads)"},
 		{"memory-limit", "1GB", "duckdb.memory-limit: not a DuckDB setting name"},
 	}

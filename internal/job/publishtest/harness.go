@@ -307,12 +307,19 @@ func (b *buildError) Error() string { return b.err.Error() + ": " + b.out }
 // signal), stdout and stderr.
 func (h Harness) Run(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return h.RunIn(t, "", env, args...)
+}
+
+// RunIn is Run in the working directory dir ("": the test's own).
+func (h Harness) RunIn(t *testing.T, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	args = append(args, h.Args...)
 	if h.Engine != "" && len(args) > 0 && args[0] == "publish" {
 		args = append(args, "--engine", h.Engine)
 	}
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
