@@ -48,6 +48,23 @@ func TestS3Faults(t *testing.T) {
 	isParquetGet := func(r s3test.Request) bool {
 		return r.Method == "GET" && strings.HasSuffix(r.Key, ".parquet")
 	}
+	// outage answers 503 to every request for d from the first that match
+	// takes (a server restarting).
+	outage := func(match func(s3test.Request) bool, d time.Duration) func(s3test.Request) s3test.Fault {
+		var mu sync.Mutex
+		var start time.Time
+		return func(r s3test.Request) s3test.Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			if start.IsZero() && match(r) {
+				start = time.Now()
+			}
+			if !start.IsZero() && time.Since(start) < d {
+				return s3test.Status503
+			}
+			return s3test.Pass
+		}
+	}
 	cases := []struct {
 		name string
 		rule func(s3test.Request) s3test.Fault
@@ -75,6 +92,27 @@ func TestS3Faults(t *testing.T) {
 		{"reply lost after pointer.json landed", once(put("/pointer.json"), s3test.ReplyLost), "landed"},
 		{"every reply to a pointer.json PUT lost", always(put("/pointer.json"), s3test.ReplyLost), "landed"},
 		{"pointer.json written, then the pointer unreachable", unreachableAfterPointer(), "unknown"},
+		// DuckDB's own retries gave up after about half a second.
+		{"a 1.5 s outage from the first staged write", outage(func(r s3test.Request) bool {
+			return r.Method != "GET" && strings.Contains(r.Key, "/staging/") && strings.Contains(r.Key, ".parquet")
+		}, 1500*time.Millisecond), "landed"},
+		// The SDK retries until the headers only.
+		{"the body of a pointer.json read cut", once(func(r s3test.Request) bool {
+			return r.Method == "GET" && strings.HasSuffix(r.Key, "/pointer.json")
+		}, s3test.BodyCut), "landed"},
+		{"the body of every history read cut once", func() func(s3test.Request) s3test.Fault {
+			var mu sync.Mutex
+			cut := map[string]bool{}
+			return func(r s3test.Request) s3test.Fault {
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Method == "GET" && strings.Contains(r.Key, "/pointer-history/") && !cut[r.Key] {
+					cut[r.Key] = true
+					return s3test.BodyCut
+				}
+				return s3test.Pass
+			}
+		}(), "landed"},
 		{"every PUT reply lost", always(func(r s3test.Request) bool { return r.Method == "PUT" }, s3test.ReplyLost), ""},
 	}
 	seed := envUint(t, SeedEnv, uint64(time.Now().UnixNano()))

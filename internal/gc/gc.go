@@ -404,18 +404,28 @@ func referenced(ctx context.Context, s pointer.Store, expired []int64) (map[stri
 		}
 	}
 	add(cur, fmt.Sprintf("the current pointer (generation %d)", cur.Generation))
+	var oldestRead int64 // the oldest generation read, 0 before one was
 	for _, g := range gens {
 		if slices.Contains(expired, g) {
 			continue // a dry run judges as if it were gone
 		}
 		p, err := s.LoadGeneration(ctx, g)
+		if errors.Is(err, fs.ErrNotExist) && oldestRead == 0 {
+			continue // expired since it was listed (gc expires the oldest first)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // expired since it was listed
+			// Not expired: gc expires the oldest first, and generation
+			// oldestRead is still there. A store that answered "not found"
+			// for a moment must not have gc delete what g names.
+			return nil, 0, fmt.Errorf("gc: history generation %d was listed but reads as not found while the older generation %d is retained (gc expires the oldest first): nothing deleted; run gc again, and if it stays, see the runbook on a history copy removed by hand: %w", g, oldestRead, err)
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("gc: read history generation %d: %w", g, err)
 		}
 		add(p, fmt.Sprintf("history generation %d", g))
+		if oldestRead == 0 {
+			oldestRead = g
+		}
 	}
 	return named, cur.Generation, nil
 }

@@ -815,3 +815,76 @@ func TestGCMarkerAbortsUploads(t *testing.T) {
 		t.Errorf("%d uploads left under the warehouse, first %s", len(out.Uploads), aws.ToString(out.Uploads[0].Key))
 	}
 }
+
+// TestGCHistoryNotFoundForAMoment: a listed history copy that the store
+// answers "not found" for once, while an older generation is retained, is
+// no expired generation (gc expires the oldest first): gc stops before
+// deleting anything. It skipped it, deleted the staging only that
+// generation named, and blamed a publisher race; a rollback to it then
+// failed. A copy older than every readable one that is gone (a gc that
+// expired it since the listing) is still skipped.
+func TestGCHistoryNotFoundForAMoment(t *testing.T) {
+	ctx := context.Background()
+	loc := s3test.Location(t)
+	proxy := s3test.StartProxy(t)
+	_, c, err := open.S3(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := c.Options()
+	opts.BaseEndpoint = aws.String(proxy.URL)
+	b := s3.New(awss3.New(opts), loc)
+	store := objstore.New(b)
+	start := time.Now().Add(-time.Hour)
+	for _, id := range []string{"pub-1", "pub-2", "pub-3"} {
+		rel := "staging/job_id=" + id
+		a, _ := json.Marshal(map[string]any{"job_id": id, "started_at": start})
+		if _, err := b.Put(ctx, rel+"/_attempt.json", a, storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		f := rel + "/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet"
+		if _, err := b.Put(ctx, f, []byte("staged "+id), storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		e := pointer.DateEntry{JobID: id, ManifestID: "m", EnrollmentSnapshotID: "e",
+			FactFiles: []pointer.File{{Path: f, Bytes: 1, Rows: 1}}, CourseDayFiles: []pointer.File{}, EventCount: 1, GateReport: rel + "/_gate.json"}
+		if _, err := pointer.Publish(ctx, store, pointertest.Commit(id, map[dates.Date]pointer.DateEntry{day1: e})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		gen     string
+		refused bool
+	}{
+		{"2", true},  // generation 1 is retained: not expired
+		{"1", false}, // the oldest: gone since the listing, as a gc's expiry leaves it
+	} {
+		t.Run("generation "+tc.gen, func(t *testing.T) {
+			once := true
+			proxy.SetRule(func(r s3test.Request) s3test.Fault {
+				if r.Method == "GET" && strings.HasSuffix(r.Key, "/pointer-history/"+tc.gen+".json") && once {
+					once = false
+					return s3test.NotFound
+				}
+				return s3test.Pass
+			})
+			rep, err := gc.Run(ctx, gc.Options{Bucket: b, Store: store, Now: time.Now().Add(48 * time.Hour), MinAge: gc.DefaultMinAge, DryRun: true})
+			if once {
+				t.Fatal("the fault was never injected: the test did not test")
+			}
+			if tc.refused {
+				want := "history generation 2 was listed but reads as not found while the older generation 1 is retained"
+				if err == nil || !strings.Contains(err.Error(), want) || exitcode.Code(err) != exitcode.Error {
+					t.Fatalf("gc: %v (exit %d), want exit 1 saying %q", err, exitcode.Code(err), want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("gc: %v", err)
+			}
+			if d := rep.Deleted(); len(d) != 1 || d[0].Path != "staging/job_id=pub-1" {
+				t.Errorf("would delete %+v, want only staging/job_id=pub-1 (named by the generation gone)", d)
+			}
+		})
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -151,14 +153,10 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, storage.Attrs, er
 	if err := storage.CheckKey(key); err != nil {
 		return nil, storage.Attrs{}, err
 	}
-	out, err := b.client.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key))})
+	in := &awss3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key))}
+	data, out, err := b.getObject(ctx, key, in, -1)
 	if err != nil {
-		return nil, storage.Attrs{}, b.wrap("read", key, err)
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, storage.Attrs{}, b.wrap("read", key, err)
+		return nil, storage.Attrs{}, err
 	}
 	return data, storage.Attrs{Size: int64(len(data)), Version: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}, nil
 }
@@ -176,16 +174,99 @@ func (b *Bucket) ReadRange(ctx context.Context, key string, off, n int64) ([]byt
 	if off < 0 {
 		rng = fmt.Sprintf("bytes=-%d", -off)
 	}
-	out, err := b.client.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key)), Range: aws.String(rng)})
+	in := &awss3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.full(key)), Range: aws.String(rng)}
+	data, out, err := b.getObject(ctx, key, in, n)
 	if err != nil {
-		return nil, b.wrap("read", key, err)
+		return nil, err
 	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, n))
-	if err != nil {
-		return nil, b.wrap("read", key, err)
+	if out.ContentRange == nil && off != 0 {
+		// A server that ignored the range sent the object from its
+		// first byte: those bytes are not the ones asked for.
+		return nil, b.wrap("read", key, fmt.Errorf("asked for %s, the server sent the whole object (no Content-Range)", rng))
 	}
 	return data, nil
+}
+
+// bodyAttempts is how many times a GET is sent when its body fails part
+// way (a reset, a stall): the SDK retries a request only until its
+// headers arrive, and a single lost connection failed a publish whose
+// pointer had moved ("outcome unknown").
+const bodyAttempts = 4
+
+// BodyIdleTimeout ends a GET whose body sends nothing for this long (tests
+// shorten it): the headers' timeout is over once they arrive, and a
+// stalled peer still answers TCP keepalives.
+var BodyIdleTimeout = 30 * time.Second
+
+// bodyError is a GET whose reply began and whose body then failed.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading the body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// getObject sends in and reads at most limit bytes of its body (limit < 0:
+// all), sending it again when the body fails part way.
+func (b *Bucket) getObject(ctx context.Context, key string, in *awss3.GetObjectInput, limit int64) ([]byte, *awss3.GetObjectOutput, error) {
+	var err error
+	for attempt := range bodyAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, nil, b.wrap("read", key, errors.Join(ctx.Err(), err))
+			case <-time.After((100 * time.Millisecond) << attempt):
+			}
+		}
+		var data []byte
+		var out *awss3.GetObjectOutput
+		data, out, err = b.getOnce(ctx, in, limit)
+		var be *bodyError
+		if err == nil || !errors.As(err, &be) || ctx.Err() != nil {
+			if err != nil {
+				return nil, nil, b.wrap("read", key, err)
+			}
+			return data, out, nil
+		}
+	}
+	return nil, nil, b.wrap("read", key, fmt.Errorf("%d attempts: %w", bodyAttempts, err))
+}
+
+func (b *Bucket) getOnce(ctx context.Context, in *awss3.GetObjectInput, limit int64) ([]byte, *awss3.GetObjectOutput, error) {
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out, err := b.client.GetObject(reqCtx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer out.Body.Close()
+	var stalled atomic.Bool
+	timer := time.AfterFunc(BodyIdleTimeout, func() { stalled.Store(true); cancel() })
+	defer timer.Stop()
+	var r io.Reader = &idleReader{r: out.Body, timer: timer}
+	if limit >= 0 {
+		r = io.LimitReader(r, limit)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		if stalled.Load() {
+			err = fmt.Errorf("no byte for %v: %w", BodyIdleTimeout, err)
+		}
+		return nil, nil, &bodyError{err}
+	}
+	return data, out, nil
+}
+
+// idleReader restarts timer on every read that returns bytes.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.timer.Reset(BodyIdleTimeout)
+	}
+	return n, err
 }
 
 // Stat implements storage.Bucket.

@@ -28,10 +28,13 @@ const (
 	IgnoreConditions              // forward it without If-None-Match and If-Match, re-signed (a server that ignores them)
 	Frozen                        // never answer: hold the request until the client gives up (a frozen endpoint)
 	Denied                        // reply 403 AccessDenied without forwarding (a policy that does not grant it)
+	BodyCut                       // forward it, send the headers and half the body, then reset (a connection lost mid-download)
+	BodyStall                     // forward it, send the headers and half the body, then hold until the client gives up
+	NotFound                      // reply 404 NoSuchKey without forwarding (a store that loses an object for a moment)
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "500", "503", "slow", "reset", "reply-lost", "501", "ignore-conditions", "frozen", "403"}[f]
+	return [...]string{"pass", "500", "503", "slow", "reset", "reply-lost", "501", "ignore-conditions", "frozen", "403", "body-cut", "body-stall", "404"}[f]
 }
 
 // Request is what a rule sees of a request.
@@ -130,9 +133,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Frozen:
 		<-r.Context().Done()
 		return
-	case Status500, Status503, NotImplemented, Denied:
+	case Status500, Status503, NotImplemented, Denied, NotFound:
 		code, name := http.StatusInternalServerError, "InternalError"
 		switch f {
+		case NotFound:
+			code, name = http.StatusNotFound, "NoSuchKey"
 		case Denied:
 			code, name = http.StatusForbidden, "AccessDenied"
 		case Status503:
@@ -182,6 +187,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
+	if f == BodyCut || f == BodyStall {
+		_, _ = w.Write(body[:len(body)/2])
+		w.(http.Flusher).Flush()
+		if f == BodyStall {
+			<-r.Context().Done()
+		}
+		reset(w)
+		return
+	}
 	_, _ = w.Write(body)
 }
 
