@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
 )
 
@@ -68,6 +69,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	if err != nil {
 		return notYet(err, only)
 	}
+	warnEdited(ctx, env, store, p)
 	rows := reader.Status(p)
 	if only != "" {
 		var one []reader.DateStatus
@@ -104,4 +106,16 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 			r.EventCount, r.UnknownLessonCount, r.UnknownLessonRate, r.FactFiles, r.FactRows)
 	}
 	return tw.Flush()
+}
+
+// warnEdited warns when pointer.json is not the history copy written with
+// it (edited in place, or its copy removed): its figures may then not be
+// the files' that readers read, and the next publish or rollback refuses
+// to build on it. What it names is still what readers follow, so the
+// command goes on.
+func warnEdited(ctx context.Context, env Env, store pointer.Store, p pointer.Pointer) {
+	if err := pointer.OwnCopy(ctx, store, p); err != nil {
+		env.Log.Warn("pointer.json is not as it was written: its figures may not be the files' readers read, and the next publish or rollback will refuse to run until it is put right (docs/runbook.md)",
+			"error", err.Error())
+	}
 }

@@ -90,6 +90,7 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	if err != nil {
 		return err
 	}
+	warnEdited(ctx, env, store, p)
 	w, err := reader.Open(ctx, o.warehouse)
 	if err != nil {
 		return err
@@ -101,6 +102,11 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if snap.Generation() != p.Generation {
+		// A publish or rollback landed between the two loads: the files
+		// checked below would not be the ones the views name.
+		return fmt.Errorf("views: the pointer moved from generation %d to %d while the views were built: run views again", p.Generation, snap.Generation())
 	}
 	sql, err := Views(w.Location(), snap, o.dialect, o.catalog, o.schema)
 	if err != nil {

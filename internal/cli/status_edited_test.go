@@ -1,0 +1,54 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+)
+
+// TestStatusWarnsOfAnEditedPointer: a pointer.json edited in place (a
+// figure changed by hand) was shown by status and used by views with no
+// word, while history, publish, rollback and gc name it. They now warn,
+// and still answer from it (it names what readers follow); a sound
+// pointer draws no warning.
+func TestStatusWarnsOfAnEditedPointer(t *testing.T) {
+	h := publishtest.Harness{}
+	fx := h.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	if code, _, stderr := h.Run(t, nil, fx.Args(wh, "edited-1", "2026-03-02")...); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, stderr)
+	}
+	const warning = "pointer.json is not as it was written"
+	commands := [][]string{
+		{"status", "--warehouse", wh, "--date", "2026-03-02"},
+		{"views", "--warehouse", wh, "--dialect", "duckdb"},
+	}
+	for _, args := range commands {
+		if code, _, stderr := h.Run(t, nil, args...); code != 0 || strings.Contains(stderr, warning) {
+			t.Fatalf("%s on a sound pointer: exit %d\n%s", args[0], code, stderr)
+		}
+	}
+	path := filepath.Join(wh, "pointer.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := `"event_count": ` + strconv.FormatInt(fx.Expected.ByDate[dates.MustParse("2026-03-02")].Events, 10)
+	if !strings.Contains(string(data), count) {
+		t.Fatalf("pointer.json has no %s", count)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), count, `"event_count": 1`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range commands {
+		code, _, stderr := h.Run(t, nil, args...)
+		if code != 0 || !strings.Contains(stderr, warning) || !strings.Contains(stderr, "edited in place") {
+			t.Errorf("%s on an edited pointer: exit %d, want 0 with the warning:\n%s", args[0], code, stderr)
+		}
+	}
+}
