@@ -112,8 +112,8 @@ func TestS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.EventCount != 973 || d.JobID != "fixture-s3" || snap.Generation() != 1 {
-		t.Errorf("2026-03-02 = %+v at generation %d, want 973 events of fixture-s3 at 1", d, snap.Generation())
+	if want := expectedInt(t, "2026-03-02", "event_count"); d.EventCount != want || d.JobID != "fixture-s3" || snap.Generation() != 1 {
+		t.Errorf("2026-03-02 = %+v at generation %d, want %d events of fixture-s3 at 1", d, snap.Generation(), want)
 	}
 	for _, f := range append(d.FactFiles, d.CourseDayFiles...) {
 		if !strings.HasPrefix(f.URI, where+"/") {

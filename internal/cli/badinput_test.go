@@ -462,21 +462,50 @@ func TestCLIReadAndStatusAfterPublish(t *testing.T) {
 		}
 	})
 
-	t.Run("read course_day one date", func(t *testing.T) {
-		r := biRun(t, "read", engine.CourseDayTable, "--warehouse", w.warehouse, "--date", "2026-03-03", "--format", "csv")
-		if r.code != 0 {
-			t.Fatalf("exit %d: %s", r.code, r.stderr)
-		}
-		recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
-		if err != nil || len(recs) < 2 {
-			t.Fatalf("csv: %v %v", recs, err)
-		}
-		for _, rec := range recs[1:] {
-			if rec[len(rec)-1] != "2026-03-03" {
-				t.Errorf("--date 2026-03-03 returned a row of %s", rec[len(rec)-1])
+	// One date, whole: its rows and sums are expected.json's (a reader
+	// that returned part of the date passed when only the dates were
+	// checked).
+	for _, tc := range []struct {
+		table string
+		rows  func(dates.Date) int64
+	}{
+		{engine.CourseDayTable, func(d dates.Date) int64 { return int64(len(exp.ByDateCourse[d])) }},
+		{engine.FactTable, func(d dates.Date) int64 { return exp.ByDate[d].FactRows }},
+	} {
+		t.Run("read "+tc.table+" one date", func(t *testing.T) {
+			const day = "2026-03-03"
+			r := biRun(t, "read", tc.table, "--warehouse", w.warehouse, "--date", day, "--format", "csv")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-		}
-	})
+			recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+			if err != nil || len(recs) < 2 {
+				t.Fatalf("csv: %v %v", recs, err)
+			}
+			col := map[string]int{}
+			for i, c := range recs[0] {
+				col[c] = i
+			}
+			var events int64
+			for _, rec := range recs[1:] {
+				if rec[col["event_date"]] != day {
+					t.Errorf("--date %s returned a row of %s", day, rec[col["event_date"]])
+				}
+				n, err := strconv.ParseInt(rec[col["event_count"]], 10, 64)
+				if err != nil {
+					t.Fatalf("event_count %q: %v", rec[col["event_count"]], err)
+				}
+				events += n
+			}
+			d := dates.MustParse(day)
+			if got, want := int64(len(recs)-1), tc.rows(d); got != want || want == 0 {
+				t.Errorf("%d rows, want %d from expected.json", got, want)
+			}
+			if want := exp.ByDate[d].Events; events != want {
+				t.Errorf("event_count sum %d, want %d from expected.json", events, want)
+			}
+		})
+	}
 
 	t.Run("read unknown table", func(t *testing.T) {
 		r := biRun(t, "read", "nope", "--warehouse", w.warehouse)

@@ -184,9 +184,10 @@ func planEqualsEventLevel(t *testing.T, dir, name string, ds []dates.Date, enumT
 
 	exec(t, conn, "CREATE TEMP TABLE got_fact AS "+staged(wh, st.FactFiles, ds, engine.FactColumns))
 	factCols := "learner_key, lesson_id, event_date, course_id, manifest_id, lesson_title, event_count, first_event_time, last_event_time, enrolled"
+	// The run's identities are constants of the spec, written on every row.
 	sameRows(t, conn, "fact_lesson_engagement",
-		"SELECT "+factCols+" FROM ref_fact",
-		"SELECT "+factCols+" FROM got_fact")
+		"SELECT "+factCols+", "+quote(gen.EnrollmentSnapshotID)+", 'plan-test' FROM ref_fact",
+		"SELECT "+factCols+", enrollment_snapshot_id, job_id FROM got_fact")
 
 	exec(t, conn, "CREATE TEMP TABLE got_cd AS "+staged(wh, st.CourseDayFiles, ds, engine.CourseDayColumns))
 	sameRows(t, conn, "course_day",

@@ -360,8 +360,15 @@ func testIdentitiesAndGroundTruth(t *testing.T, h Harness) {
 	cd := VisibleCourseDay(t, wh)
 	facts := FactSum(t, wh)
 	factRows := map[dates.Date]int64{}
+	var badIdentity int
 	for _, r := range Rows(Visible(t, wh, engine.FactTable)) {
 		factRows[dateOf(t, r["event_date"])]++
+		// The run's identities, on every row the engine wrote.
+		if r["job_id"] != "truth-1" || r["enrollment_snapshot_id"] != fx.Expected.EnrollmentSnapshotID {
+			if badIdentity++; badIdentity <= 3 {
+				t.Errorf("fact row job_id %v, enrollment_snapshot_id %v; want truth-1, %s", r["job_id"], r["enrollment_snapshot_id"], fx.Expected.EnrollmentSnapshotID)
+			}
+		}
 	}
 	for _, ds := range []string{mon, tue} {
 		var total int64
