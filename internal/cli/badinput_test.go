@@ -478,14 +478,7 @@ func TestCLIReadAndStatusAfterPublish(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
-			if err != nil || len(recs) < 2 {
-				t.Fatalf("csv: %v %v", recs, err)
-			}
-			col := map[string]int{}
-			for i, c := range recs[0] {
-				col[c] = i
-			}
+			recs, col := csvRows(t, r.stdout)
 			var events int64
 			for _, rec := range recs[1:] {
 				if rec[col["event_date"]] != day {
@@ -562,4 +555,19 @@ func TestCLIReadAndStatusAfterPublish(t *testing.T) {
 			t.Errorf("exit %d, want 2", r.code)
 		}
 	})
+}
+
+// csvRows parses read's CSV output, which must hold a row besides its
+// header, and indexes its columns by name.
+func csvRows(t *testing.T, out string) ([][]string, map[string]int) {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("csv: %v %v", recs, err)
+	}
+	col := map[string]int{}
+	for i, c := range recs[0] {
+		col[c] = i
+	}
+	return recs, col
 }

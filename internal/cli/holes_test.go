@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"maps"
 	"os"
@@ -37,14 +36,7 @@ func TestReadWarehousePathIsNotAPattern(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("read: exit %d\n%s", r.code, r.stderr)
 	}
-	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
-	if err != nil || len(recs) < 2 {
-		t.Fatalf("csv: %v %v", recs, err)
-	}
-	col := map[string]int{}
-	for i, c := range recs[0] {
-		col[c] = i
-	}
+	recs, col := csvRows(t, r.stdout)
 	sums := map[string]int64{}
 	for _, rec := range recs[1:] {
 		n, err := strconv.ParseInt(rec[col["event_count"]], 10, 64)
