@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 )
@@ -83,19 +86,34 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 }
 
 // spillOutsideData refuses a duckdb.temp_directory in the warehouse or an
-// input: the engine's spill directories would be listed with what the job
-// reads (every later publish fails its listing of raw) or what readers
-// follow.
+// input, but under a hidden name: the engine's spill directories would be
+// listed with what the job reads (every later publish failed its listing
+// of raw).
 func spillOutsideData(j config.Job, dir string) error {
 	places, err := job.Locations(j)
 	if err != nil {
 		return err
 	}
-	if name, loc, ok := places.Holding(dir); ok {
+	if name, loc, ok := places.Holding(dir); ok && !underHidden(loc.Path, dir) {
 		return exitcode.UsageError(fmt.Errorf("duckdb.temp_directory (%s) %s lies in %s %s: the engine's spill directories would be listed with what the job reads or readers follow; put it beside them",
 			cmp.Or(j.Where["duckdb.temp_directory"], "the config"), dir, name, loc))
 	}
 	return nil
+}
+
+// underHidden reports whether dir lies below root under a name starting
+// with "." or "_", which no listing of an input reads.
+func underHidden(root, dir string) bool {
+	r, err1 := filepath.Abs(root)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(r, d)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	return slices.ContainsFunc(strings.Split(rel, string(filepath.Separator)), inputs.Hidden)
 }
 
 // jobAndEngine resolves the shared job flags, checks the job with check and

@@ -107,6 +107,19 @@ func TestSpillDirRelativeToConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cwd, "spill-here")); !os.IsNotExist(err) {
 		t.Errorf("spill directory in the working directory: %v", err)
 	}
+
+	// Under a hidden name inside raw, no listing reads it: accepted, and
+	// twice (the second run lists raw with the first's spill parent in it).
+	hidden := filepath.Join(dir, "hidden.conf")
+	if err := os.WriteFile(hidden, append(base, "\nduckdb.temp_directory "+filepath.Join(fx.Input("raw"), ".spill")+"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"spill-2", "spill-3"} {
+		args := publishtest.WithFlag(fx.Args(filepath.Join(dir, "wh"), id, "2026-03-02"), "--config", hidden)
+		if code, stdout, stderr := h.Run(t, nil, args...); code != 0 {
+			t.Fatalf("%s with the spill under raw/.spill: exit %d:\n%s%s", id, code, stdout, stderr)
+		}
+	}
 }
 
 // TestLocationErrorsNameTheirSource: a bad location from a variable or the

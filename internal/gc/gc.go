@@ -333,7 +333,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	// have named a prefix between the read and the delete. Say so loudly.
 	after, _, err := referenced(ctx, o.Store, nil)
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("gc: deleted %d prefixes, then could not check that no publisher named one meanwhile: %w", len(deleted), err)
 	}
 	for _, p := range deleted {
 		if after[p] != "" {
@@ -414,10 +414,14 @@ func referenced(ctx context.Context, s pointer.Store, expired []int64) (map[stri
 			continue // expired since it was listed (gc expires the oldest first)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			// Not expired: gc expires the oldest first, and generation
-			// oldestRead is still there. A store that answered "not found"
-			// for a moment must not have gc delete what g names.
-			return nil, 0, fmt.Errorf("gc: history generation %d was listed but reads as not found while the older generation %d is retained (gc expires the oldest first): nothing deleted; run gc again, and if it stays, see the runbook on a history copy removed by hand: %w", g, oldestRead, err)
+			// gc expires the oldest first: with generation oldestRead
+			// still there, g was not expired, and a store that answered
+			// "not found" for a moment must not have gc delete what g
+			// names. Gone too, another gc is expiring both (no lock on S3).
+			if _, again := s.LoadGeneration(ctx, oldestRead); errors.Is(again, fs.ErrNotExist) {
+				continue
+			}
+			return nil, 0, fmt.Errorf("gc: history generation %d was listed but reads as not found while the older generation %d is retained (gc expires the oldest first): run gc again, and if it stays, see the runbook on a history copy removed by hand: %w", g, oldestRead, err)
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("gc: read history generation %d: %w", g, err)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -852,25 +853,48 @@ func TestGCHistoryNotFoundForAMoment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// missing answers "not found" to the reads of history copy gen given
+	// by their number (1: the first read of it).
+	type missing map[string][]int
 	for _, tc := range []struct {
-		gen     string
+		name    string
+		missing missing
 		refused bool
+		deleted []string
 	}{
-		{"2", true},  // generation 1 is retained: not expired
-		{"1", false}, // the oldest: gone since the listing, as a gc's expiry leaves it
+		// Generation 1 is retained: 2 was not expired.
+		{"generation 2 for a moment", missing{"2": {1}}, true, nil},
+		// The oldest, gone since the listing, as a gc's expiry leaves it.
+		{"generation 1", missing{"1": {1}}, false, []string{"staging/job_id=pub-1"}},
+		// Another gc (no lock on S3) expired 1 and then 2 while this one
+		// read them: 1 is gone when read again. What 1 named when it was
+		// read stays kept.
+		{"generations 1 and 2 expired by another gc", missing{"2": {1}, "1": {2}}, false, []string{"staging/job_id=pub-2"}},
 	} {
-		t.Run("generation "+tc.gen, func(t *testing.T) {
-			once := true
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			reads, injected := map[string]int{}, 0
 			proxy.SetRule(func(r s3test.Request) s3test.Fault {
-				if r.Method == "GET" && strings.HasSuffix(r.Key, "/pointer-history/"+tc.gen+".json") && once {
-					once = false
-					return s3test.NotFound
+				mu.Lock()
+				defer mu.Unlock()
+				for gen, which := range tc.missing {
+					if r.Method == "GET" && strings.HasSuffix(r.Key, "/pointer-history/"+gen+".json") {
+						reads[gen]++
+						if slices.Contains(which, reads[gen]) {
+							injected++
+							return s3test.NotFound
+						}
+					}
 				}
 				return s3test.Pass
 			})
 			rep, err := gc.Run(ctx, gc.Options{Bucket: b, Store: store, Now: time.Now().Add(48 * time.Hour), MinAge: gc.DefaultMinAge, DryRun: true})
-			if once {
-				t.Fatal("the fault was never injected: the test did not test")
+			want := 0
+			for _, which := range tc.missing {
+				want += len(which)
+			}
+			if injected != want {
+				t.Fatalf("%d faults injected, want %d: the test did not test", injected, want)
 			}
 			if tc.refused {
 				want := "history generation 2 was listed but reads as not found while the older generation 1 is retained"
@@ -882,8 +906,12 @@ func TestGCHistoryNotFoundForAMoment(t *testing.T) {
 			if err != nil {
 				t.Fatalf("gc: %v", err)
 			}
-			if d := rep.Deleted(); len(d) != 1 || d[0].Path != "staging/job_id=pub-1" {
-				t.Errorf("would delete %+v, want only staging/job_id=pub-1 (named by the generation gone)", d)
+			var got []string
+			for _, v := range rep.Deleted() {
+				got = append(got, v.Path)
+			}
+			if !slices.Equal(got, tc.deleted) {
+				t.Errorf("would delete %v, want %v (named by the generations gone)", got, tc.deleted)
 			}
 		})
 	}

@@ -3,6 +3,7 @@
 package duckdb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -141,9 +142,10 @@ func init() {
 	}
 	// The S3 secret the engine makes from the AWS chain wins over these, so
 	// the value would be dropped in silence (and a credential written into
-	// the attempt record).
+	// the attempt record). s3_kms_key_id is not in the secret: DuckDB
+	// applies it to the staged files.
 	for _, k := range []string{"s3_access_key_id", "s3_secret_access_key", "s3_session_token", "s3_endpoint", "s3_region",
-		"s3_url_style", "s3_use_ssl", "s3_kms_key_id"} {
+		"s3_url_style", "s3_use_ssl"} {
 		refused[k] = "the engine's S3 secret, made from the AWS chain (AWS_* variables, ~/.aws, the instance role), wins over it: set the credentials, region and endpoint there (docs/s3.md)"
 	}
 }
@@ -162,9 +164,20 @@ func (e *SettingError) In(where string) string {
 	return "duckdb." + e.Key + " (" + where + ")" + e.Msg
 }
 
+// offSwitches are refused keys whose value false turns off what they are
+// refused for: a config that pins them off writes nothing.
+var offSwitches = map[string]bool{"enable_logging": true, "enable_http_logging": true, "allow_unredacted_secrets": true,
+	"enable_progress_bar": true, "enable_progress_bar_print": true}
+
 // checkSetting refuses a name that is no DuckDB setting's, or a setting
-// the engine must own.
-func checkSetting(k string) error {
+// the engine must own (at value v).
+func checkSetting(k, v string) error {
+	if offSwitches[k] {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "false", "0", "off":
+			return nil
+		}
+	}
 	if settingName.MatchString(k) {
 		if why := refused[k]; why != "" {
 			return &SettingError{Key: k, Msg: ": not settable: " + why}
@@ -187,7 +200,7 @@ func checkSetting(k string) error {
 // check them too.
 func CheckSettings(settings map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
-		if err := checkSetting(k); err != nil {
+		if err := checkSetting(k, settings[k]); err != nil {
 			return err
 		}
 	}
@@ -223,7 +236,7 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := checkSetting(k); err != nil {
+		if err := checkSetting(k, settings[k]); err != nil {
 			e.Close()
 			return nil, err
 		}
@@ -255,13 +268,17 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 // writes; the error names the config keys instead, with their values.
 type MemoryError struct {
 	Limit, Threads string // the config's values; empty when not set
+	Spill          string // the engine's spill directory
 	Err            error
 }
 
 func (m *MemoryError) Error() string {
 	msg := m.Err.Error()
-	if i := strings.Index(msg, "Possible solutions:"); i >= 0 {
-		msg = strings.TrimSpace(msg[:i])
+	// DuckDB's advice is SQL (SET, PRAGMA); the config's keys replace it.
+	for _, cut := range []string{"Possible solutions:", "This limit was set by"} {
+		if i := strings.Index(msg, cut); i >= 0 {
+			msg = strings.TrimSpace(msg[:i])
+		}
 	}
 	limit, threads := "duckdb.memory_limit "+m.Limit, "duckdb.threads "+m.Threads
 	if m.Limit == "" {
@@ -269,6 +286,12 @@ func (m *MemoryError) Error() string {
 	}
 	if m.Threads == "" {
 		threads = "duckdb.threads not set, one a core"
+	}
+	if strings.Contains(m.Err.Error(), "max_temp_directory_size") {
+		// Memory was full and so was the disk it spills to: the disk is
+		// what to look at.
+		return fmt.Sprintf("%s: DuckDB could not spill past its memory limit (%s) into %s: its disk is full or DuckDB's cap on it was reached: free space there, point duckdb.temp_directory at a larger disk, or raise duckdb.memory_limit",
+			msg, limit, cmp.Or(m.Spill, "its temp directory"))
 	}
 	return fmt.Sprintf("%s: DuckDB reached its memory limit (%s; %s): raise duckdb.memory_limit or lower duckdb.threads in the config", msg, limit, threads)
 }
@@ -282,7 +305,7 @@ func (e *Engine) outOfMemory(err error) error {
 	if err == nil || !strings.Contains(err.Error(), "Out of Memory Error") || errors.As(err, &m) {
 		return err
 	}
-	return &MemoryError{Limit: e.memoryLimit, Threads: e.threads, Err: err}
+	return &MemoryError{Limit: e.memoryLimit, Threads: e.threads, Spill: e.spill, Err: err}
 }
 
 // Name implements engine.Engine.

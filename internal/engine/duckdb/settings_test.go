@@ -44,6 +44,7 @@ func TestOpenRefusesSettings(t *testing.T) {
 		{"profiling_output", "/tmp/wh/pointer.json", "duckdb.profiling_output: not settable"},
 		{"enable_profiling", "json", "duckdb.enable_profiling: not settable"},
 		{"enable_progress_bar", "true", "duckdb.enable_progress_bar: not settable"},
+		{"enable_logging", "on", "duckdb.enable_logging: not settable"},
 		// Dropped in silence for the engine's secret, and recorded in
 		// _attempt.json.
 		{"s3_secret_access_key", "MYSECRET", "duckdb.s3_secret_access_key: not settable: the engine's S3 secret, made from the AWS chain"},
@@ -213,5 +214,41 @@ func TestSpillDirSwept(t *testing.T) {
 	var n int
 	if err := e.DB().QueryRowContext(t.Context(), "SELECT count(*) FROM range(1000)").Scan(&n); err != nil || n != 1000 {
 		t.Errorf("a query that does not spill: %d, %v", n, err)
+	}
+}
+
+// TestOpenAcceptsOffSwitches: a refused output switch pinned off writes
+// nothing, and a config that says so works (it was exit 2 at any value).
+func TestOpenAcceptsOffSwitches(t *testing.T) {
+	for _, s := range []map[string]string{
+		{"enable_progress_bar": "false"}, {"enable_logging": "0"}, {"allow_unredacted_secrets": "FALSE"}, {"s3_kms_key_id": "my-key"},
+	} {
+		e, err := duckdb.Open(context.Background(), s)
+		if err != nil {
+			t.Errorf("Open(%v): %v, want it accepted", s, err)
+			continue
+		}
+		e.Close()
+	}
+}
+
+// TestSpillDiskFullNamesTheDisk: DuckDB's own error when memory is full and
+// so is the disk it spills to (here its cap on the spill directory) was
+// reported as a memory limit to raise, with DuckDB's PRAGMA advice; it now
+// names the spill directory and the disk.
+func TestSpillDiskFullNamesTheDisk(t *testing.T) {
+	dir := t.TempDir()
+	e, err := duckdb.Open(t.Context(), map[string]string{"memory_limit": "30MB", "threads": "1", "max_temp_directory_size": "1MB", "temp_directory": dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, duck := e.DB().ExecContext(t.Context(), "CREATE TABLE big AS SELECT i, repeat('x', 200) || i AS s FROM range(2000000) t(i) ORDER BY s DESC")
+	if duck == nil || !strings.Contains(duck.Error(), "max_temp_directory_size") {
+		t.Fatalf("DuckDB said %v; want its full-spill error", duck)
+	}
+	msg := (&duckdb.MemoryError{Limit: "30MB", Threads: "1", Spill: dir, Err: duck}).Error()
+	if !strings.Contains(msg, "could not spill past its memory limit (duckdb.memory_limit 30MB) into "+dir) || strings.Contains(msg, "PRAGMA") {
+		t.Errorf("message %q, want it to name the spill directory and no PRAGMA", msg)
 	}
 }
