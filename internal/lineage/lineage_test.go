@@ -2,6 +2,7 @@ package lineage_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -278,6 +279,25 @@ func TestAppendFile(t *testing.T) {
 	}
 	if err := lineage.AppendFile(filepath.Join(file, "under-a-file"), lineage.StartEvent(p, p.Started)); err == nil || !strings.Contains(err.Error(), "under-a-file") {
 		t.Errorf("a file under a regular file: %v", err)
+	}
+
+	// A write a full disk cut short left half a line: the next event
+	// starts a line of its own instead of being glued to it.
+	cut := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(cut, b[:len(b)/2+7], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := lineage.AppendFile(cut, lineage.StartEvent(p, p.Started)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := os.ReadFile(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(c), "\n"), "\n")
+	var e map[string]any
+	if len(lines) != 3 || json.Unmarshal([]byte(lines[2]), &e) != nil {
+		t.Errorf("after a cut line, want the new event whole on a line of its own, got %d lines:\n%s", len(lines), c)
 	}
 }
 

@@ -24,15 +24,24 @@ func Marshal(e Event) ([]byte, error) {
 // AppendFile appends e to path as one line (JSON Lines), creating the file
 // if needed. The line goes in one write on a file opened for appending, so
 // runs that share the file never interleave inside a line; it is synced
-// before AppendFile returns.
+// before AppendFile returns. A file whose last line has no end (a write
+// cut short) gets one first.
 func AppendFile(path string, e Event) error {
 	b, err := Marshal(e)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("lineage file %s: %w", path, err)
+	}
+	// A write cut short (a full disk) left a line without its end; this
+	// line would have been glued to it, and lost with it.
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			b = append([]byte{'\n'}, b...)
+		}
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()

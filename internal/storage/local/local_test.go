@@ -151,3 +151,40 @@ func TestLockHolderClearedOnUnlock(t *testing.T) {
 		t.Errorf("err %q: want the holder unknown, not this process", err)
 	}
 }
+
+// TestFailedWriteLeavesNoTemp: a write that fails part way (here the file
+// size limit, EFBIG, as a full disk fails it with ENOSPC) removes its temp
+// file and names the object it was writing. Every such temp was left, and
+// the error named only the temp (".tmp-123: ... .tmp-123"), not which
+// record failed.
+func TestFailedWriteLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	b := local.New(dir, local.Options{})
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// Go ignores SIGXFSZ, so the write returns EFBIG. The limit is the
+	// process's: restored at once, before any other write of this test.
+	limited := syscall.Rlimit{Cur: 256 << 10, Max: old.Max} // above the test log the framework writes meanwhile
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limited); err != nil {
+		t.Fatal(err)
+	}
+	_, putErr := b.Put(t.Context(), "records/big.json", make([]byte, 4<<20), storage.Cond{})
+	_, createErr := b.Put(t.Context(), "records/new.json", make([]byte, 4<<20), storage.Cond{IfAbsent: true})
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{"big.json": putErr, "new.json": createErr} {
+		if err == nil || !strings.Contains(err.Error(), "write "+filepath.Join(dir, "records", name)+":") || !errors.Is(err, syscall.EFBIG) {
+			t.Errorf("%s: %v, want EFBIG naming the object", name, err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "records"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("left behind: %s", e.Name())
+	}
+}

@@ -98,7 +98,7 @@ func sweepTemps(dir string) {
 // replace durably replaces p with data: temp file, fsync, rename, fsync of
 // the directory so the rename itself survives a power loss.
 func (b *Bucket) replace(dir, p string, data []byte) (storage.Attrs, error) {
-	tmp, err := b.writeTemp(dir, data)
+	tmp, err := b.writeTemp(dir, p, data)
 	if err != nil {
 		return storage.Attrs{}, err
 	}
@@ -116,7 +116,7 @@ func (b *Bucket) replace(dir, p string, data []byte) (storage.Attrs, error) {
 // file, then linked into place, since link(2) fails with EEXIST instead of
 // replacing and the final name never shows a partial file.
 func (b *Bucket) create(dir, p string, data []byte) (storage.Attrs, error) {
-	tmp, err := b.writeTemp(dir, data)
+	tmp, err := b.writeTemp(dir, p, data)
 	if err != nil {
 		return storage.Attrs{}, err
 	}
@@ -149,39 +149,39 @@ func (b *Bucket) statAfterWrite(p string) (storage.Attrs, error) {
 	return attrs(fi), nil
 }
 
-// writeTemp writes data to a new temp file in dir, fsyncs and closes it. It
-// is created exclusively (never through an existing name or link) and is
-// readable by all: readers of a warehouse may run as other users.
-func (b *Bucket) writeTemp(dir string, data []byte) (p string, err error) {
+// writeTemp writes data to a new temp file in dir on its way to target,
+// fsyncs and closes it. It is created exclusively (never through an
+// existing name or link) and is readable by all: readers of a warehouse may
+// run as other users. On an error it is removed, and the error names
+// target (the temp file's name is in the system's own words).
+func (b *Bucket) writeTemp(dir, target string, data []byte) (string, error) {
 	if b.opts.SweepTemps {
 		sweepTemps(dir)
 	}
 	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
-		return "", fmt.Errorf("create temp in %s: %w", dir, err)
+		return "", fmt.Errorf("write %s: create a temp file in %s: %w", target, dir, err)
 	}
-	p = f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(p)
-		}
-	}()
-	if err := f.Chmod(0o644); err != nil {
+	tmp := f.Name()
+	fail := func(err error) (string, error) {
 		f.Close()
-		return "", fmt.Errorf("chmod %s: %w", p, err)
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", target, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
 	}
 	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return "", fmt.Errorf("write %s: %w", p, err)
+		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", fmt.Errorf("sync %s: %w", p, err)
+		return fail(err)
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("close %s: %w", p, err)
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", target, err)
 	}
-	return p, nil
+	return tmp, nil
 }
 
 // syncPath fsyncs a file or directory so what was written or renamed in it
