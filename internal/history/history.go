@@ -60,7 +60,8 @@ type Change struct {
 type Expiry struct {
 	Generations []int64 `json:"generations"`
 	// StillRetained are those of Generations the history still holds: the
-	// gc that wrote the record stopped before expiring them (set by List).
+	// gc that wrote the record is still running, or stopped before
+	// expiring them (set by List).
 	StillRetained []int64 `json:"still_retained,omitempty"`
 	// JobIDs are the jobs that wrote the expired generations: their ids
 	// stay taken once no retained generation names them.
@@ -118,11 +119,19 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	}
 	log := Log{Current: cur.Generation, Changes: []Change{}}
 	var prev *pointer.Pointer
-	for i, g := range gens {
+	var retained []int64 // the listed generations that were read
+	for _, g := range gens {
 		if g > cur.Generation {
-			break // an interrupted write's copy is not history yet
+			retained = append(retained, g) // an interrupted write's copy is not history yet
+			continue
 		}
 		p, err := s.LoadGeneration(ctx, g)
+		if errors.Is(err, fs.ErrNotExist) && len(retained) == 0 {
+			// gc expires the oldest first: one running now took it since
+			// the listing. It is no gap, and the next one read is the
+			// oldest.
+			continue
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			prev = nil
 			continue
@@ -137,7 +146,8 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		if g == cur.Generation && p.Digest != cur.Digest {
 			log.CurrentDiffers = true
 		}
-		oldest := i == 0
+		oldest := len(retained) == 0
+		retained = append(retained, g)
 		gap := !oldest && (prev == nil || prev.Generation != g-1)
 		for _, d := range sortedDates(p) {
 			if only != nil && d != *only {
@@ -162,7 +172,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	}
 	for i, e := range log.Expiries {
 		for _, g := range e.Generations {
-			if slices.Contains(gens, g) {
+			if slices.Contains(retained, g) {
 				log.Expiries[i].StillRetained = append(log.Expiries[i].StillRetained, g)
 			}
 		}
@@ -185,11 +195,11 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 	}
 	from := cur.Generation
-	if len(gens) > 0 {
-		from = min(gens[0], cur.Generation)
+	if len(retained) > 0 {
+		from = min(retained[0], cur.Generation)
 	}
 	for g := from; g <= cur.Generation && g > 0; g++ {
-		if !slices.Contains(gens, g) {
+		if !slices.Contains(retained, g) {
 			log.Missing = append(log.Missing, g)
 		}
 	}
@@ -366,7 +376,7 @@ func (e Expiry) Summary() string {
 	}
 	s := fmt.Sprintf("generations %s expired at %s by gc (%s)", Spans(e.Generations), at, e.Reason)
 	if len(e.StillRetained) > 0 {
-		s += fmt.Sprintf("; %s still retained: that gc stopped before expiring them", Spans(e.StillRetained))
+		s += fmt.Sprintf("; %s still retained: that gc is still running, or stopped before expiring them", Spans(e.StillRetained))
 	}
 	if len(e.RecordJobIDs) > 0 {
 		s += fmt.Sprintf("; the records or staging of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))

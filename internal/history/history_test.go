@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -210,6 +211,52 @@ func TestListTellsDamage(t *testing.T) {
 	}
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Missing, []int64{4}) {
 		t.Errorf("without pointer-history/: missing %v (%v), want the current generation 4", log.Missing, err)
+	}
+}
+
+// expiringStore is the warehouse's store with a gc at work: the history
+// copies in expire go right after the history is listed.
+type expiringStore struct {
+	*objstore.Store
+	w      *wh
+	expire []int64
+}
+
+func (s expiringStore) Generations(ctx context.Context) ([]int64, error) {
+	gens, err := s.Store.Generations(ctx)
+	for _, g := range s.expire {
+		if err := os.Remove(filepath.Join(s.w.dir, "pointer-history", strconv.FormatInt(g, 10)+".json")); err != nil {
+			s.w.t.Fatal(err)
+		}
+	}
+	return gens, err
+}
+
+// TestListWhileGCExpires: generations a running gc expires between the
+// listing and their reads are no gap, the first one read is the oldest, and
+// the running gc's record is not said to have stopped (history showed
+// "after a gap" and "that gc stopped before expiring them" during a gc
+// that then exited 0).
+func TestListWhileGCExpires(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	w.publish("c", tue)
+	w.publish("d", mon)
+	if err := history.RecordExpiry(t.Context(), w.bucket, history.Expiry{Generations: []int64{1, 2}, At: at, Reason: "beyond --retain-generations 2"}, 4); err != nil {
+		t.Fatal(err)
+	}
+	log, err := history.List(t.Context(), expiringStore{Store: w.store, w: w, expire: []int64{1, 2}}, w.bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range log.Changes {
+		if c.Generation < 3 || c.AfterGap || c.Oldest != (c.Generation == 3) {
+			t.Errorf("generation %d: oldest %t, after a gap %t; want 3 the oldest, no gap", c.Generation, c.Oldest, c.AfterGap)
+		}
+	}
+	if len(log.Missing) != 0 || len(log.Expiries) != 1 || len(log.Expiries[0].StillRetained) != 0 {
+		t.Errorf("missing %v, expiries %+v; want none missing, none still retained", log.Missing, log.Expiries)
 	}
 }
 

@@ -6,6 +6,8 @@ package job
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -198,7 +200,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// server must show that it refuses a second create, or two writers
 	// could take one generation.
 	if pr, ok := p.Warehouse.(storage.Prober); ok {
-		if err := pr.Probe(ctx, warehouse.ProbePath(job.JobID)); err != nil {
+		var nonce [6]byte
+		_, _ = rand.Read(nonce[:]) // not a transform: only the probe's object name
+		if err := pr.Probe(ctx, warehouse.ProbePath(job.JobID, hex.EncodeToString(nonce[:]))); err != nil {
 			return res, fmt.Errorf("warehouse %s: %w", locs.Warehouse, err)
 		}
 	}

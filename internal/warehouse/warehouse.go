@@ -41,8 +41,12 @@ func GatePath(jobID string) string { return path.Join(StagingDir(jobID), "_gate.
 
 // ProbePath is where a publish proves, before writing anything, that the
 // store refuses a second create of one object (storage.Prober); outside
-// staging/, so gc never mistakes it for an attempt.
-func ProbePath(jobID string) string { return path.Join(".engagement-probe", "job_id="+jobID) }
+// staging/, so gc never mistakes it for an attempt. nonce is the process's
+// own: two attempts of one job id probing one key deleted each other's
+// object between the two creates, and the second create was accepted.
+func ProbePath(jobID, nonce string) string {
+	return path.Join(".engagement-probe", "job_id="+jobID+"."+nonce)
+}
 
 // RejectionPath is written when the gate rejects an attempt.
 func RejectionPath(jobID string) string {
