@@ -102,6 +102,10 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 			fmt.Fprintf(out, "kept %s: %s\n", v.Path, v.Reason)
 			continue
 		}
+		if !o.dryRun && v.Marked {
+			fmt.Fprintf(out, "partly deleted %s (%s): gc stopped while deleting it; its marker is left, and the next gc finishes it\n", v.Path, v.Reason)
+			continue
+		}
 		if !o.dryRun && !v.Done {
 			// The run failed before it reached this one.
 			fmt.Fprintf(out, "not deleted %s (%s): gc stopped first\n", v.Path, v.Reason)

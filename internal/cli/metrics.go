@@ -81,6 +81,19 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 	if f.file != "" {
 		run.PreviousSuccess = metrics.PreviousSuccess(f.file)
 	}
+	writeFile := func() {
+		if werr := metrics.WriteFile(f.file, metrics.Registry(run)); werr != nil {
+			run.ExportFailures["textfile"]++
+			env.Log.Warn("the metrics file was not written; the run's outcome stands", "exit_code", run.Code, "error", werr.Error(), "metrics_failures", len(run.ExportFailures))
+		}
+	}
+	// The textfile first: the push may wait on its server, and a second
+	// signal meanwhile exits at once, which left the last run's exit code
+	// in the file (a rejection read as a success). It is written again
+	// when the push fails, to count that.
+	if f.file != "" {
+		writeFile()
+	}
 	if f.pushgateway != "" {
 		pctx, cancel := sinkContext(ctx)
 		perr := metrics.Push(pctx, sinkClient, f.pushgateway, run)
@@ -94,12 +107,9 @@ func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err
 				msg = "the last-success group was not pushed (the run's metrics were); the run's outcome stands"
 			}
 			env.Log.Warn(msg, "exit_code", run.Code, "error", perr.Error(), "metrics_failures", len(run.ExportFailures))
-		}
-	}
-	if f.file != "" {
-		if werr := metrics.WriteFile(f.file, metrics.Registry(run)); werr != nil {
-			run.ExportFailures["textfile"]++
-			env.Log.Warn("the metrics file was not written; the run's outcome stands", "exit_code", run.Code, "error", werr.Error(), "metrics_failures", len(run.ExportFailures))
+			if f.file != "" && run.ExportFailures["textfile"] == 0 {
+				writeFile()
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/metrics"
+	"github.com/techlearningpro/engagement/internal/testenv"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -406,5 +408,46 @@ func TestMetricsPushRedirected(t *testing.T) {
 		"--pushgateway", srv.URL+"/moved"), &stdout, &stderr)
 	if code != exitcode.OK || !strings.Contains(stderr.String(), "metrics were not pushed; the run's outcome stands") {
 		t.Errorf("exit %d, want 0 with the failed push warned of\n%s", code, stderr.String())
+	}
+}
+
+// TestTextfileBeforeThePush: the textfile holds the run's exit code while
+// the push still waits on a Pushgateway that does not answer: a second
+// signal then exits at once, and the file kept the last run's exit 0 (a
+// gate rejection read as a success).
+func TestTextfileBeforeThePush(t *testing.T) {
+	h := publishtest.Harness{}
+	fx := h.LoadFixture(t, "")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "engagement.prom")
+	args := append(fx.Args(filepath.Join(dir, "wh"), "before-push-1", "2026-03-02"),
+		"--unknown-cap", "0.0001", "--metrics-file", file, "--pushgateway", "http://"+testenv.Silent(t))
+	cmd := exec.Command(publishtest.Binary(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	deadline := time.After(8 * time.Second) // within the push's 10 s
+	for {
+		if b, err := os.ReadFile(file); err == nil {
+			if m := parseText(t, b)[metrics.LastExitCode]; m != nil && m.GetMetric()[0].GetGauge().GetValue() == exitcode.GateRejected {
+				return
+			}
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the run ended (%v) before its textfile held exit 3:\n%s", err, stderr.String())
+		case <-deadline:
+			t.Fatalf("no exit 3 in %s while the push waited:\n%s", file, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

@@ -83,6 +83,7 @@ func runRollback(ctx context.Context, env Env, o *rollbackOptions) error {
 	}
 	out, err := history.Rollback{Bucket: b, Store: store, Dates: ds, To: o.to, JobID: o.jobID,
 		Now: time.Now(), Clock: time.Now, WriterVersion: version.String()}.Run(ctx)
+	decide(ctx, err)
 	if err != nil {
 		return err
 	}

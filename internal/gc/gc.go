@@ -86,6 +86,9 @@ type Verdict struct {
 	// Done: the deletion (or the expiry) happened; a run that failed part
 	// way leaves it false on what it had not reached.
 	Done bool
+	// Marked: the deletion began (its marker is written) but did not end;
+	// the next gc finishes it.
+	Marked bool
 	// JobID is the job of a rejection or rollback record.
 	JobID string `json:"-"`
 	// uploadsOf is the gone prefix a marker names: it holds no object, but
@@ -320,11 +323,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 				return rep, fmt.Errorf("gc: %w", err)
 			}
 		}
-		gone, err := remove(ctx, o.Bucket, v.Path)
+		gone, marked, err := remove(ctx, o.Bucket, v.Path)
 		if gone {
 			rep.Verdicts[i].Done = true
 			deleted = append(deleted, v.Path)
 		}
+		rep.Verdicts[i].Marked = marked && !gone
 		if err != nil {
 			return rep, err
 		}
@@ -532,28 +536,28 @@ func markerOf(name string) (string, bool) {
 // between leaves a marker the next gc recognises instead of a half-deleted
 // prefix nobody does. A marker, or an older gc's renamed directory, is
 // deleted itself only: the prefix it names is judged on its own.
-func remove(ctx context.Context, b storage.Bucket, rel string) (bool, error) {
+func remove(ctx context.Context, b storage.Bucket, rel string) (gone, marked bool, err error) {
 	name := path.Base(rel)
 	if _, ok := markerOf(name); ok {
 		if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
-			return false, fmt.Errorf("gc: %w", err)
+			return false, false, fmt.Errorf("gc: %w", err)
 		}
 		if err := b.Delete(ctx, rel); err != nil {
-			return false, fmt.Errorf("gc: %w", err)
+			return false, false, fmt.Errorf("gc: %w", err)
 		}
-		return true, nil
+		return true, false, nil
 	}
 	marker := warehouse.StagingRoot + "/" + deletingPrefix + name
 	if _, err := b.Put(ctx, marker, []byte(rel+"\n"), storage.Cond{}); err != nil {
-		return false, fmt.Errorf("gc: mark %s: %w", rel, err)
+		return false, false, fmt.Errorf("gc: mark %s: %w", rel, err)
 	}
 	if err := b.DeletePrefix(ctx, rel+"/"); err != nil {
-		return false, fmt.Errorf("gc: delete %s: %w", rel, err)
+		return false, true, fmt.Errorf("gc: delete %s: %w", rel, err)
 	}
 	// Deleted: a failure from here on (a signal) leaves only the marker,
 	// which the next gc removes.
 	if err := b.Delete(ctx, marker); err != nil {
-		return true, fmt.Errorf("gc: unmark %s: %w", rel, err)
+		return true, true, fmt.Errorf("gc: unmark %s: %w", rel, err)
 	}
-	return true, nil
+	return true, true, nil
 }

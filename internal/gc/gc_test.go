@@ -916,3 +916,40 @@ func TestGCHistoryNotFoundForAMoment(t *testing.T) {
 		})
 	}
 }
+
+// failingDeletes is a real local bucket whose prefix deletes under prefix
+// fail part way, as a signal during the delete makes them.
+type failingDeletes struct {
+	storage.Bucket
+	prefix string
+}
+
+func (b failingDeletes) DeletePrefix(ctx context.Context, p string) error {
+	if strings.Contains(p, b.prefix) {
+		return fmt.Errorf("delete %s: %w", p, context.Canceled)
+	}
+	return b.Bucket.DeletePrefix(ctx, p)
+}
+
+// TestGCStoppedWhileDeleting: a prefix whose delete began (its marker
+// written) and did not end is reported Marked, neither done nor "not
+// deleted": it may be partly gone, and the next gc finishes it.
+func TestGCStoppedWhileDeleting(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("a-old", old, old)
+	w.bucket = failingDeletes{Bucket: w.bucket, prefix: "job_id=a-old"}
+	rep, err := w.run(gc.Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("gc: %v, want the cancelled delete", err)
+	}
+	for _, v := range rep.Deleted() {
+		if v.Path == "staging/job_id=a-old" && (v.Done || !v.Marked) {
+			t.Errorf("a-old: done %t, marked %t; want marked, not done", v.Done, v.Marked)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/.gc-deleting-job_id=a-old")); err != nil {
+		t.Errorf("the marker: %v", err)
+	}
+}

@@ -145,8 +145,10 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 				// rollback started from: the swap rolls it forward first.
 				return nil
 			}
-			if err := pointer.TakenSince(ctx, r.Store, baseGen, now, r.JobID, pointer.OpRollback); err != nil {
+			if err := pointer.TakenSince(ctx, r.Store, baseGen, now, r.JobID, pointer.OpRollback); errors.Is(err, pointer.ErrJobIDTaken) {
 				return exitcode.PublishedError(err)
+			} else if err != nil {
+				return err
 			}
 			for _, d := range r.Dates {
 				if !pointer.SameEntry(now.Dates[d], base[d]) {

@@ -347,9 +347,10 @@ var ErrChanged = errors.New("input changed during the attempt")
 // checks and the stage may then have judged different files.
 func (s *Source) Verify(ctx context.Context, req Request, l Listing) error {
 	now, err := s.List(ctx, req)
-	if err != nil && storeFailed(err) {
-		// The store failed (a network error, an outage), not the inputs:
-		// naming a change would send the person on call to ingestion.
+	if err != nil && (storeFailed(err) || ctx.Err() != nil) {
+		// The store failed (a network error, an outage) or the run was
+		// cancelled (a signal), not the inputs: naming a change would
+		// send the person on call to ingestion.
 		return fmt.Errorf("list the inputs again: %w", err)
 	}
 	if err != nil {

@@ -305,3 +305,19 @@ func TestVerifyStoreDown(t *testing.T) {
 		t.Errorf("Verify: %v, want the store's error, not ErrChanged", err)
 	}
 }
+
+// TestVerifyCancelled: a run cancelled (a signal) during the second
+// listing is not "input changed", which sent the person on call to
+// ingestion.
+func TestVerifyCancelled(t *testing.T) {
+	req, l := listed(t, t.TempDir())
+	src := NewSource(func(_ context.Context, l storage.Location) (storage.Bucket, error) {
+		return local.New(l.Path, local.Options{}), nil
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := src.Verify(ctx, req, l)
+	if err == nil || errors.Is(err, ErrChanged) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Verify: %v, want the cancellation, not ErrChanged", err)
+	}
+}

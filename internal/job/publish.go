@@ -346,8 +346,10 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		Check: func(cur pointer.Pointer) error {
 			// The job id first: a rollback that took it is that, whatever
 			// dates it changed.
-			if err := pointer.TakenSince(ctx, p.Store, seen, cur, job.JobID, pointer.OpPublish); err != nil {
+			if err := pointer.TakenSince(ctx, p.Store, seen, cur, job.JobID, pointer.OpPublish); errors.Is(err, pointer.ErrJobIDTaken) {
 				return exitcode.PublishedError(err)
+			} else if err != nil {
+				return err
 			}
 			return noRollback(cur)
 		},

@@ -66,16 +66,27 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 	}
 }
 
+// ErrJobIDTaken is TakenSince's refusal, which the caller reports as a job
+// id already published (exit 4); its other errors (a history copy that
+// could not be read) are failures to retry.
+var ErrJobIDTaken = errors.New("job id taken")
+
+// takenError is a refusal that is ErrJobIDTaken in errors.Is, in its own
+// words only.
+type takenError struct{ msg string }
+
+func (e takenError) Error() string        { return e.msg }
+func (e takenError) Is(target error) bool { return target == ErrJobIDTaken }
+
 // TakenSince refuses a generation after base, up to cur, that an operation
 // other than op wrote under jobID: a publish and a rollback given one job
 // id, racing, each of which checked the id before the other had taken it.
-// Each job id names one operation; the caller reports it as a job id
-// already published.
+// Each job id names one operation; the refusal wraps ErrJobIDTaken.
 func TakenSince(ctx context.Context, s Store, base int64, cur Pointer, jobID, op string) error {
 	return eachSince(ctx, s, base, cur, "check job id "+jobID, func(h Pointer) error {
 		if h.UpdatedByJobID == jobID && h.Operation != op {
-			return fmt.Errorf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
-				jobID, h.Generation, h.Operation, op, op)
+			return takenError{fmt.Sprintf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
+				jobID, h.Generation, h.Operation, op, op)}
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-// Package signals turns SIGINT and SIGTERM into a cancelled context that
+// Package signals turns SIGINT, SIGTERM and SIGHUP into a cancelled context that
 // remembers which signal cancelled it, and that signal into the exit code
 // (README, exit codes): 128+signo when the command did not finish, 0 when
 // it had (a publish whose pointer write landed has published, whatever
@@ -32,6 +32,8 @@ func Name(s syscall.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	}
 	return s.String()
 }
@@ -40,14 +42,17 @@ func Name(s syscall.Signal) string {
 var exit = os.Exit
 
 // Notify returns a context cancelled with a Caught cause by the first
-// SIGINT or SIGTERM. A second one ends the process at once with its
+// SIGINT, SIGTERM or SIGHUP. A second one ends the process at once with its
 // 128+signo code: whoever sends it wants the process gone, and an exit at
 // any moment is no worse for the warehouse than the crash the crash
 // harness already proves safe (the pointer is the old or the new
 // generation). stop unregisters the handler.
 func Notify(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	// SIGHUP too: a terminal that closes (an operator's SSH session
+	// dropping during a backfill) killed the run with no report, past
+	// its commit point.
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	d := &decision{}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, decisionKey{}, d))
 	done := make(chan struct{})

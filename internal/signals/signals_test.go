@@ -39,7 +39,7 @@ func TestNotify(t *testing.T) {
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		code int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
 		t.Run(Name(tc.sig), func(t *testing.T) {
 			exited := make(chan int, 1)
 			exit = func(code int) { exited <- code }
