@@ -10,7 +10,7 @@ partition has ended, and one date more would fall outside it (exit 2).
 * The job id is `{{ ts_nodash }}-try{{ ti.try_number }}`: every try gets a new
   one, as engagement requires (a published id exits 4, an id with an earlier
   attempt's staging exits 2).
-* Exit 1 (and a signal, 130 or 143) is retried: the pointer did not move and
+* Exit 1 (and a signal, 130, 143 or 129) is retried: the pointer did not move and
   a retry with a new job id is safe. Exits 2, 3 and 4 fail the task at once,
   with no retry: a bad command, a gate rejection or a published job id gets
   the same answer however often it is tried.
