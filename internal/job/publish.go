@@ -46,8 +46,10 @@ type Attempt struct {
 	HotCourses           []string  `json:"hot_courses"`
 	OutsideHorizon       bool      `json:"outside_horizon_override"`
 	StartedAt            time.Time `json:"started_at"`
-	// BaseGeneration is the pointer generation the attempt started from: a
-	// rollback of one of its dates in a later generation refuses its write.
+	// BaseGeneration is the generation the attempt started from, the
+	// newest committed one (pointer.json's, or the history copy an
+	// interrupted write committed past it): a rollback of one of its dates
+	// in a later generation refuses its write.
 	BaseGeneration int64             `json:"base_generation"`
 	Settings       map[string]string `json:"settings"`
 	// Inputs is the attempt's one listing: every file it read, with the
@@ -208,7 +210,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 
 	if len(job.Dates) == 0 {
-		return p.rejectNoDates(ctx, job, base, stagingURI)
+		return p.rejectNoDates(ctx, job, seen, stagingURI)
 	}
 	if job.TargetFileBytes < 1<<20 {
 		p.Log.Warn("engagement.targetFileBytes is far below the 128-256 MB band: files of a few rows each, at most one a fact row and "+
@@ -277,7 +279,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	warnUncounted(p.Log, job, in)
 
-	if err := p.claim(ctx, job, spec, base, now, stagingURI); err != nil {
+	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {
 		return res, err
 	}
 	failpoint.HitCtx(ctx, failpoint.AfterAttempt)
@@ -379,9 +381,9 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 
 // claim takes the job's staging prefix by creating its attempt record only
 // if absent, so two attempts racing on one job id cannot both write into it.
-func (p *Publisher) claim(ctx context.Context, job config.Job, spec engine.Spec, base pointer.Pointer, now time.Time, stagingURI string) error {
+func (p *Publisher) claim(ctx context.Context, job config.Job, spec engine.Spec, base int64, now time.Time, stagingURI string) error {
 	record := attemptRecord(job, spec, p.Engine.Name(), p.version(), now)
-	record.BaseGeneration = base.Generation
+	record.BaseGeneration = base
 	if err := warehouse.WriteJSON(ctx, p.Warehouse, warehouse.AttemptPath(job.JobID), record, storage.Cond{IfAbsent: true}); err != nil {
 		if errors.Is(err, storage.ErrPrecondition) {
 			return exitcode.UsageError(fmt.Errorf("job id %s: staging prefix %s appeared while starting: another attempt uses this job id", job.JobID, stagingURI))

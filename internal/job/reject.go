@@ -11,7 +11,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
-	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
@@ -75,7 +74,7 @@ func (p *Publisher) reject(ctx context.Context, job config.Job, r gate.Report, s
 // nothing and exit 0, which a caller reads as "published". It is recorded
 // as any rejection is (the attempt record claims the job id first), before
 // an input is listed: there is no read window to list.
-func (p *Publisher) rejectNoDates(ctx context.Context, job config.Job, base pointer.Pointer, stagingURI string) (Result, error) {
+func (p *Publisher) rejectNoDates(ctx context.Context, job config.Job, base int64, stagingURI string) (Result, error) {
 	res := Result{JobID: job.JobID}
 	now := p.Clock().UTC()
 	if err := p.claim(ctx, job, Spec(job, dates.FromTime(now)), base, now, stagingURI); err != nil {

@@ -173,6 +173,14 @@ func testCrashMidPointer(t *testing.T, h Harness) {
 		t.Errorf("the interrupted job's id again: exit %d, want 4 saying pointer.json does not show it yet\n%s", code, stderr)
 	}
 	h.MustPublish(t, fx.Job(t, wh, "after-mid", tue))
+	// Its record names the generation it built on, the committed 2, not
+	// pointer.json's 1 (an audit read it as a publish that ignored 2).
+	var rec struct {
+		Base int64 `json:"base_generation"`
+	}
+	if err := json.Unmarshal(Get(t, wh, "staging/job_id=after-mid/_attempt.json"), &rec); err != nil || rec.Base != 2 {
+		t.Errorf("after-mid's base_generation %d (%v), want 2", rec.Base, err)
+	}
 	p := LoadPointer(t, wh)
 	if p.Generation != 3 {
 		t.Errorf("generation %d, want 3 (the crashed generation 2 rolled forward, then this one)", p.Generation)
