@@ -102,9 +102,14 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		// A file changed or removed since it was published fails the
 		// read with DuckDB's words (a missing column, a bad footer),
 		// naming no file: name it, as status --date does.
-		// A stat that fails leaves the read's own error standing.
-		if c, ok, _ := firstChanged(ctx, b, p, only, o.table); ok {
+		// A stat that fails says why where DuckDB did not (a directory
+		// this user may not search read as "No files found").
+		c, ok, serr := firstChanged(ctx, b, p, only, o.table)
+		if ok {
 			return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", c.where, c.why)
+		}
+		if serr != nil {
+			return fmt.Errorf("read: %w (the read said: %w)", serr, err)
 		}
 		return err
 	}

@@ -52,3 +52,28 @@ func TestStatusWarnsOfAnEditedPointer(t *testing.T) {
 		}
 	}
 }
+
+// TestReadNamesWhyAFileIsUnreadable: a published file read refuses to
+// open says why (here a symlink in the staging path; a directory this user
+// may not search alike), where DuckDB said only "No files found", which
+// reads as a file gc deleted.
+func TestReadNamesWhyAFileIsUnreadable(t *testing.T) {
+	h := publishtest.Harness{}
+	fx := h.LoadFixture(t, "")
+	wh := filepath.Join(t.TempDir(), "wh")
+	if code, _, stderr := h.Run(t, nil, fx.Args(wh, "unreadable-1", "2026-03-02")...); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, stderr)
+	}
+	dir := filepath.Join(wh, "staging", "job_id=unreadable-1", "course_day")
+	if err := os.Rename(dir, dir+".real"); err != nil {
+		t.Fatal(err)
+	}
+	// A link to itself: DuckDB cannot open through it.
+	if err := os.Symlink("course_day", dir); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := h.Run(t, nil, "read", "course_day", "--warehouse", wh, "--date", "2026-03-02")
+	if code != 1 || !strings.Contains(stderr, "course_day (-> course_day) is a symlink") {
+		t.Errorf("exit %d, want 1 naming the symlink:\n%s", code, stderr)
+	}
+}
