@@ -101,12 +101,12 @@ func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
 	if err := exec("SET s3_url_compatibility_mode = true"); err != nil {
 		return fmt.Errorf("duckdb: turn off globs in S3 URLs: %w", firstLine(err))
 	}
-	// DuckDB's own retries gave up in about half a second (3 retries from
-	// 100 ms): a 1.5 s outage during staging, the longest phase, failed a
-	// publish the SDK's requests would have waited out. These wait 100 ms
-	// doubling, 12.7 s in all; the config's duckdb.http_retr* keys, set
-	// after, still win.
-	for _, set := range []string{"SET http_retries = 7", "SET http_retry_wait_ms = 100", "SET http_retry_backoff = 2"} {
+	// DuckDB's own retries gave up in about half a second (3 retries, the
+	// first at once): a 1.5 s outage during staging, the longest phase,
+	// failed a publish the SDK's requests would have waited out. These are
+	// 8 retries, the first at once, then waits of 100 ms doubling: 12.7 s
+	// in all. The config's duckdb.http_retr* keys, set after, still win.
+	for _, set := range []string{"SET http_retries = 8", "SET http_retry_wait_ms = 100", "SET http_retry_backoff = 2"} {
 		if err := exec(set); err != nil {
 			return fmt.Errorf("duckdb: %s: %w", set, firstLine(err))
 		}
