@@ -1,14 +1,17 @@
 package cli_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -461,5 +464,53 @@ func TestStatusDateChecksFiles(t *testing.T) {
 				t.Errorf("read course_day --date 2026-03-03: exit %d, want 0\n%s", r.code, r.stderr)
 			}
 		})
+	}
+}
+
+// TestHangupUnderNohup: a run started with SIGHUP ignored (nohup, or a
+// shell's `trap "" HUP`) keeps it ignored: handling it undid the ignore,
+// and the hangup the run was started to survive cancelled it (exit 129).
+// Here the run waits on the held pointer lock when the hangup comes, and
+// publishes once the lock is let go.
+func TestHangupUnderNohup(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	_, store := publishtest.Warehouse(w.warehouse)
+	_, unlock, err := store.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := w.publishArgs("nohup-1", biGoodDates, "--lock-timeout", "30s")
+	cmd := exec.Command("sh", append([]string{"-c", `trap "" HUP; exec "$0" "$@"`, publishtest.Binary(t)}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Read up to the line that says it waits, then keep the rest.
+	var log strings.Builder
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		log.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), "waiting for the pointer lock") {
+			break
+		}
+	}
+	rest := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(stderr)
+		rest <- string(b)
+	}()
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	unlock()
+	log.WriteString(<-rest)
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d (%v), want 0: the ignored hangup must not cancel it\n%s", code, err, log.String())
 	}
 }

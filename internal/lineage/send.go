@@ -31,17 +31,15 @@ func AppendFile(path string, e Event) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("lineage file %s: %w", path, err)
 	}
 	// A write cut short (a full disk) left a line without its end; this
-	// line would have been glued to it, and lost with it.
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
-			b = append([]byte{'\n'}, b...)
-		}
+	// line would have been glued to it, and lost with it. Looked at apart,
+	// at best: a shared file may be writable and not readable by the job.
+	if cutShort(path) {
+		b = append([]byte{'\n'}, b...)
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()
@@ -55,6 +53,23 @@ func AppendFile(path string, e Event) error {
 		return fmt.Errorf("close lineage file %s: %w", path, err)
 	}
 	return nil
+}
+
+// cutShort reports whether the file at path ends inside a line; false when
+// it cannot be read.
+func cutShort(path string) bool {
+	r, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	fi, err := r.Stat()
+	if err != nil || fi.Size() == 0 {
+		return false
+	}
+	last := make([]byte, 1)
+	_, err = r.ReadAt(last, fi.Size()-1)
+	return err == nil && last[0] != '\n'
 }
 
 // Post sends e to an OpenLineage HTTP endpoint (Marquez:

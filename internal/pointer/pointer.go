@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"path"
 	"slices"
 	"strings"
@@ -35,8 +36,14 @@ const (
 )
 
 // ErrNewerFormat: the stored pointer was written by a newer engagement in a
-// format this build does not know.
-var ErrNewerFormat = errors.New("pointer format newer than this build reads")
+// format this build does not know. It is a usage error (exit 2): every
+// retry of this build meets it again, and a scheduler retries exit 1.
+var ErrNewerFormat error = newerFormat{}
+
+type newerFormat struct{}
+
+func (newerFormat) Error() string        { return "pointer format newer than this build reads" }
+func (newerFormat) Is(target error) bool { return target == exitcode.ErrUsage }
 
 // File is one staged Parquet file a reader must read.
 type File struct {

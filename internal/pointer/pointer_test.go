@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
@@ -283,11 +284,15 @@ func TestDecodeFormat3Source(t *testing.T) {
 }
 
 // A newer format is refused with ErrNewerFormat, naming what this build
-// reads, never read as if it were an older one.
+// reads, never read as if it were an older one; it is exit 2, since every
+// retry of this build meets it again (exit 1 was retried by schedulers).
 func TestNewerFormatRefusedClearly(t *testing.T) {
 	_, err := pointer.Decode([]byte(strings.Replace(validJSONv2, `"format_version": 2`, `"format_version": 4`, 1)))
 	if !errors.Is(err, pointer.ErrNewerFormat) || !strings.Contains(err.Error(), "upgrade engagement") {
 		t.Errorf("error %v, want ErrNewerFormat saying to upgrade", err)
+	}
+	if code := exitcode.Code(fmt.Errorf("read the pointer: %w", err)); code != exitcode.Usage {
+		t.Errorf("exit %d, want %d", code, exitcode.Usage)
 	}
 }
 

@@ -49,10 +49,15 @@ var exit = os.Exit
 // generation). stop unregisters the handler.
 func Notify(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
 	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	// SIGHUP too: a terminal that closes (an operator's SSH session
 	// dropping during a backfill) killed the run with no report, past
-	// its commit point.
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// its commit point. Not under nohup: a handler would undo the ignore
+	// the run was started with, and the hangup it was to survive would
+	// cancel it.
+	if !signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(ch, syscall.SIGHUP)
+	}
 	d := &decision{}
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, decisionKey{}, d))
 	done := make(chan struct{})
@@ -64,6 +69,12 @@ func Notify(parent context.Context, stderr io.Writer) (ctx context.Context, stop
 				return
 			case s := <-ch:
 				sig := s.(syscall.Signal)
+				if !first && sig == syscall.SIGHUP {
+					// A hangup comes twice (the kernel's to the foreground
+					// job, then the shell's to its jobs): it is no one
+					// asking for the process gone at once.
+					continue
+				}
 				if first {
 					first = false
 					fmt.Fprintf(stderr, "engagement: %s received: cancelling; a second signal exits at once\n", Name(sig))

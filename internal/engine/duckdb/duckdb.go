@@ -174,7 +174,7 @@ var offSwitches = map[string]bool{"enable_logging": true, "enable_http_logging":
 func checkSetting(k, v string) error {
 	if offSwitches[k] {
 		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "false", "0", "off":
+		case "false", "0":
 			return nil
 		}
 	}
