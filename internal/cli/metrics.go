@@ -71,8 +71,8 @@ func (f *metricsFlags) enabled() bool { return f != nil && (f.file != "" || f.pu
 
 // export reports run to the configured sinks. It runs after the outcome is
 // decided and only warns: it never changes what the command returns. The
-// push goes first so that the textfile, the local and surer sink, can count
-// a Pushgateway that failed.
+// textfile, the local and surer sink, is written before the push and again
+// after a failed one, to count it.
 func (f *metricsFlags) export(ctx context.Context, env Env, run metrics.Run, err error) {
 	// The code the process will exit with: a signal's, when one cancelled
 	// the run (cmd/engagement applies the same rule).

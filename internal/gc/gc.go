@@ -408,32 +408,33 @@ func referenced(ctx context.Context, s pointer.Store, expired []int64) (map[stri
 		}
 	}
 	add(cur, fmt.Sprintf("the current pointer (generation %d)", cur.Generation))
-	var oldestRead int64 // the oldest generation read, 0 before one was
+	var lastRead int64 // the newest generation read so far, 0 before one was
 	for _, g := range gens {
 		if slices.Contains(expired, g) {
 			continue // a dry run judges as if it were gone
 		}
 		p, err := s.LoadGeneration(ctx, g)
-		if errors.Is(err, fs.ErrNotExist) && oldestRead == 0 {
+		if errors.Is(err, fs.ErrNotExist) && lastRead == 0 {
 			continue // expired since it was listed (gc expires the oldest first)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			// gc expires the oldest first: with generation oldestRead
-			// still there, g was not expired, and a store that answered
-			// "not found" for a moment must not have gc delete what g
-			// names. Gone too, another gc is expiring both (no lock on S3).
-			if _, again := s.LoadGeneration(ctx, oldestRead); errors.Is(again, fs.ErrNotExist) {
-				continue
+			// gc expires the oldest first: g went only if the one read
+			// just before it went too (another gc expiring both; no lock
+			// on S3). Otherwise it was not expired, and a store that
+			// answered "not found" for a moment must not have gc delete
+			// what g names: it is asked again first.
+			if p, err = s.LoadGeneration(ctx, g); errors.Is(err, fs.ErrNotExist) {
+				if _, again := s.LoadGeneration(ctx, lastRead); errors.Is(again, fs.ErrNotExist) {
+					continue
+				}
+				return nil, 0, fmt.Errorf("gc: history generation %d was listed but reads as not found while the older generation %d is retained (gc expires the oldest first): run gc again, and if it stays, see the runbook on a history copy removed by hand: %w", g, lastRead, err)
 			}
-			return nil, 0, fmt.Errorf("gc: history generation %d was listed but reads as not found while the older generation %d is retained (gc expires the oldest first): run gc again, and if it stays, see the runbook on a history copy removed by hand: %w", g, oldestRead, err)
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("gc: read history generation %d: %w", g, err)
 		}
 		add(p, fmt.Sprintf("history generation %d", g))
-		if oldestRead == 0 {
-			oldestRead = g
-		}
+		lastRead = g
 	}
 	return named, cur.Generation, nil
 }
