@@ -24,7 +24,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/metrics"
-	"github.com/techlearningpro/engagement/internal/testenv"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -411,43 +410,47 @@ func TestMetricsPushRedirected(t *testing.T) {
 	}
 }
 
-// TestTextfileBeforeThePush: the textfile holds the run's exit code while
-// the push still waits on a Pushgateway that does not answer: a second
-// signal then exits at once, and the file kept the last run's exit 0 (a
-// gate rejection read as a success).
+// TestTextfileBeforeThePush: the textfile holds the run's exit code when
+// the push begins, on a Pushgateway that then does not answer: a second
+// signal during the push exits at once, and the file kept the last run's
+// exit 0 (a gate rejection read as a success).
 func TestTextfileBeforeThePush(t *testing.T) {
 	h := publishtest.Harness{}
 	fx := h.LoadFixture(t, "")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "engagement.prom")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pushed := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			pushed <- c // held open, never answered
+		}
+	}()
 	args := append(fx.Args(filepath.Join(dir, "wh"), "before-push-1", "2026-03-02"),
-		"--unknown-cap", "0.0001", "--metrics-file", file, "--pushgateway", "http://"+testenv.Silent(t))
+		"--unknown-cap", "0.0001", "--metrics-file", file, "--pushgateway", "http://"+ln.Addr().String())
 	cmd := exec.Command(publishtest.Binary(t), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		_ = cmd.Wait()
 	}()
-	deadline := time.After(8 * time.Second) // within the push's 10 s
-	for {
-		if b, err := os.ReadFile(file); err == nil {
-			if m := parseText(t, b)[metrics.LastExitCode]; m != nil && m.GetMetric()[0].GetGauge().GetValue() == exitcode.GateRejected {
-				return
-			}
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("the run ended (%v) before its textfile held exit 3:\n%s", err, stderr.String())
-		case <-deadline:
-			t.Fatalf("no exit 3 in %s while the push waited:\n%s", file, stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
+	select {
+	case c := <-pushed:
+		defer c.Close()
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run never began its push")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no textfile when the push began: %v", err)
+	}
+	if m := parseText(t, b)[metrics.LastExitCode]; m == nil || m.GetMetric()[0].GetGauge().GetValue() != exitcode.GateRejected {
+		t.Errorf("the textfile when the push began:\n%s\nwant %s 3", b, metrics.LastExitCode)
 	}
 }
