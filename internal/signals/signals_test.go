@@ -39,7 +39,7 @@ func TestNotify(t *testing.T) {
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		code int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 143}} {
 		t.Run(Name(tc.sig), func(t *testing.T) {
 			exited := make(chan int, 1)
 			exit = func(code int) { exited <- code }
@@ -69,7 +69,21 @@ func TestNotify(t *testing.T) {
 				t.Fatalf("exited with %d after one signal", code)
 			default:
 			}
-			if err := syscall.Kill(syscall.Getpid(), tc.sig); err != nil {
+			second := tc.sig
+			if tc.sig == syscall.SIGHUP {
+				// A hangup comes twice: the second is not one asking for
+				// the process gone at once; a SIGTERM after it is.
+				if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case code := <-exited:
+					t.Fatalf("a second SIGHUP exited %d", code)
+				case <-time.After(300 * time.Millisecond):
+				}
+				second = syscall.SIGTERM
+			}
+			if err := syscall.Kill(syscall.Getpid(), second); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -142,6 +156,7 @@ func TestExitCode(t *testing.T) {
 		{"cancelled without a signal", plain, 1, 1, ""},
 		{"SIGINT, cancelled", cancelledBy(syscall.SIGINT), 1, 130, "interrupted by SIGINT"},
 		{"SIGTERM, cancelled", cancelledBy(syscall.SIGTERM), 1, 143, "interrupted by SIGTERM"},
+		{"SIGHUP, cancelled", cancelledBy(syscall.SIGHUP), 1, 129, "interrupted by SIGHUP"},
 		// Whatever a step made of its cancellation, the signal is the reason.
 		{"SIGTERM, usage", cancelledBy(syscall.SIGTERM), 2, 143, "interrupted by SIGTERM"},
 		// The work was done before the signal mattered: a publish whose
