@@ -22,6 +22,9 @@ func TestScans(t *testing.T) {
 		{"a lone file keeps its comma", []string{"/r/a,b"}, []string{"parquet.`/r/a,b`"}},
 		{"backticks doubled", []string{"/r/a`b", "/r/c"}, []string{"parquet.`/r/{a``b,c}`"}},
 		{"object store", []string{"s3a://b/raw/d=1/x", "s3a://b/raw/d=1/y"}, []string{"parquet.`s3a://b/raw/d=1/{x,y}`"}},
+		// A split date's parts in one glob of its date; a lone part alone.
+		{"split parts", []string{"/w/split/event_date=D/split_part=0/a", "/w/split/event_date=D/split_part=1/b", "/w/split/event_date=E/split_part=0/c"},
+			[]string{"parquet.`/w/split/event_date=D/{split_part=0/a,split_part=1/b}`", "parquet.`/w/split/event_date=E/split_part=0/c`"}},
 		{"a colon in the directory: file by file", []string{"s3a://b/t:1/d=1/x", "s3a://b/t:1/d=1/y", "/l/a:b/z"},
 			[]string{"parquet.`s3a://b/t:1/d=1/x`", "parquet.`s3a://b/t:1/d=1/y`", "parquet.`/l/a:b/z`"}},
 		// An object store allows a colon in a name; in a brace list Hadoop

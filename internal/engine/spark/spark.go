@@ -382,14 +382,21 @@ func parquetRef(pattern string) string {
 // One relation a file, joined with UNION ALL, overflowed Spark's parser
 // and analyzer at about a thousand files (a StackOverflowError, then
 // FAILED_TO_PARSE_TOO_COMPLEX); a directory holds a partition's files,
-// so the relations are few. Directories keep their first-seen order.
-// A directory whose path holds a colon is the exception (below).
+// so the relations are few. A split date's parts, one split_part=i
+// directory each, go in their date's glob as split_part=i/name (Hadoop
+// expands a brace holding a slash): one relation a part overflowed the
+// parser again at about a thousand parts. Directories keep their
+// first-seen order. A directory whose path holds a colon is the exception
+// (below).
 func scans(files []string) []string {
 	var dirs []string
 	names := map[string][]string{}
 	for _, f := range files {
 		i := strings.LastIndex(f, "/")
 		d, n := f[:i+1], f[i+1:]
+		if j := strings.LastIndex(strings.TrimSuffix(d, "/"), "/"); j >= 0 && strings.HasPrefix(d[j+1:], "split_part=") {
+			d, n = d[:j+1], d[j+1:]+n
+		}
 		if _, ok := names[d]; !ok {
 			dirs = append(dirs, d)
 		}

@@ -3,6 +3,7 @@ package spark_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -492,5 +493,46 @@ func TestHeldSchemaRequestFails(t *testing.T) {
 	}
 	if exitcode.Code(err) != exitcode.Error {
 		t.Errorf("exit code %d, want %d", exitcode.Code(err), exitcode.Error)
+	}
+}
+
+// TestReadBackManySplitParts: a date split into 1,200 parts, one
+// split_part=i directory each, as a tiny target file size makes them, is
+// read back whole through their date's one glob (a brace list holding
+// slashes). One relation a part took 190 s to read these back, and at
+// about 1,450 files overflowed Spark's parser (FAILED_TO_PARSE_TOO_COMPLEX,
+// exit 1 on every retry).
+func TestReadBackManySplitParts(t *testing.T) {
+	const parts = 1200
+	wh := t.TempDir()
+	rel := "staging/job_id=split/fact_lesson_engagement/split/event_date=" + mon
+	if err := os.MkdirAll(filepath.Join(wh, filepath.Dir(rel)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishtest.DB(t).Exec(fmt.Sprintf(`COPY (SELECT 'l' || i AS learner_key, 'lesson' AS lesson_id, 'course' AS course_id,
+		(i %% 3 + 1)::BIGINT AS event_count, i AS split_part FROM range(%d) t(i))
+		TO '%s' (FORMAT parquet, PARTITION_BY (split_part))`, parts, filepath.Join(wh, rel))); err != nil {
+		t.Fatal(err)
+	}
+	found, err := filepath.Glob(filepath.Join(wh, rel, "split_part=*", "*.parquet"))
+	if err != nil || len(found) != parts {
+		t.Fatalf("%d part files (%v), want %d", len(found), err, parts)
+	}
+	var files []pointer.File
+	for _, f := range found {
+		r, _ := filepath.Rel(wh, f)
+		files = append(files, pointer.File{Path: filepath.ToSlash(r), Rows: 1})
+	}
+	e := open(t)
+	defer e.Close()
+	bucket, _ := publishtest.Warehouse(wh)
+	d := dates.MustParse(mon)
+	figs, err := e.ReadBack(context.Background(), bucket, engine.Spec{Dates: []dates.Date{d}}, engine.Staged{FactFiles: map[dates.Date][]pointer.File{d: files}})
+	if err != nil {
+		t.Fatalf("ReadBack of %d split parts: %v", parts, err)
+	}
+	// 1,200 rows whose event_count runs 1, 2, 3, 1, ...: 400 of each.
+	if f := figs[d]; f.FactRows != parts || f.FactEventSum != 400*(1+2+3) {
+		t.Errorf("figures %+v, want %d rows summing to %d", f, parts, 400*6)
 	}
 }
