@@ -19,6 +19,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -238,7 +239,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Verdicts[i].Reason = "the marker of an interrupted gc of " + target + ", deleted with it"
 		}
 	}
-	sort.Slice(rep.Verdicts, func(i, j int) bool { return rep.Verdicts[i].Path < rep.Verdicts[j].Path })
+	sort.Slice(rep.Verdicts, func(i, j int) bool { return verdictLess(rep.Verdicts[i].Path, rep.Verdicts[j].Path) })
 	if !o.DryRun {
 		// The expiry record goes first, with every job id this run frees
 		// of its last trace (the expired generations' writers, the
@@ -561,4 +562,28 @@ func remove(ctx context.Context, b storage.Bucket, rel string) (gone, marked boo
 		return true, true, fmt.Errorf("gc: unmark %s: %w", rel, err)
 	}
 	return true, true, nil
+}
+
+// verdictLess orders verdicts by path, history copies by generation
+// (pointer-history/2.json before 10.json, as they expire).
+func verdictLess(a, b string) bool {
+	ga, okA := historyGeneration(a)
+	gb, okB := historyGeneration(b)
+	if okA && okB {
+		return ga < gb
+	}
+	return a < b
+}
+
+func historyGeneration(p string) (int64, bool) {
+	n, ok := strings.CutPrefix(p, historyDir)
+	if !ok {
+		return 0, false
+	}
+	n, ok = strings.CutSuffix(n, ".json")
+	if !ok {
+		return 0, false
+	}
+	g, err := strconv.ParseInt(n, 10, 64)
+	return g, err == nil
 }

@@ -275,3 +275,31 @@ func TestRetentionAgesFromTheReplacement(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryListedByGeneration: expired history copies are listed by
+// generation (2 before 10, as they expire), not as strings.
+func TestHistoryListedByGeneration(t *testing.T) {
+	w := newWH(t)
+	for i := 1; i <= 12; i++ {
+		id := fmt.Sprintf("pub-%d", i)
+		w.prefix(id, old, old)
+		w.publish(id)
+	}
+	rep, err := w.run(gc.Options{RetainGenerations: 1, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range rep.Verdicts {
+		if v.Delete && strings.HasPrefix(v.Path, "pointer-history/") {
+			got = append(got, v.Path)
+		}
+	}
+	var want []string
+	for g := 1; g <= 11; g++ {
+		want = append(want, fmt.Sprintf("pointer-history/%d.json", g))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("history listed %v, want %v", got, want)
+	}
+}
