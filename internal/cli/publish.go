@@ -2,6 +2,8 @@ package cli
 
 import (
 	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"net/url"
@@ -134,8 +136,10 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		c.SetClock(time.Now)
 		rep = serverPhases{Reporter: phases, clock: c, engine: eng.Name(), log: env.Log}
 	}
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
 	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
-		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: rep}
+		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: rep, ProbeNonce: hex.EncodeToString(nonce[:])}
 	res, err := p.Publish(ctx, j)
 	decide(ctx, err)
 	run.Result = res

@@ -6,8 +6,6 @@ package job
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,6 +98,10 @@ type Publisher struct {
 	Clock    func() time.Time
 	Version  string
 	Progress progress.Reporter
+	// ProbeNonce is the process's own, for the S3 probe's object name
+	// (warehouse.ProbePath); the command draws it, as it reads the clock,
+	// outside the transform.
+	ProbeNonce string
 }
 
 func (p *Publisher) version() string {
@@ -202,9 +204,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// server must show that it refuses a second create, or two writers
 	// could take one generation.
 	if pr, ok := p.Warehouse.(storage.Prober); ok {
-		var nonce [6]byte
-		_, _ = rand.Read(nonce[:]) // not a transform: only the probe's object name
-		if err := pr.Probe(ctx, warehouse.ProbePath(job.JobID, hex.EncodeToString(nonce[:]))); err != nil {
+		if err := pr.Probe(ctx, warehouse.ProbePath(job.JobID, p.ProbeNonce)); err != nil {
 			return res, fmt.Errorf("warehouse %s: %w", locs.Warehouse, err)
 		}
 	}

@@ -42,9 +42,13 @@ func GatePath(jobID string) string { return path.Join(StagingDir(jobID), "_gate.
 // ProbePath is where a publish proves, before writing anything, that the
 // store refuses a second create of one object (storage.Prober); outside
 // staging/, so gc never mistakes it for an attempt. nonce is the process's
-// own: two attempts of one job id probing one key deleted each other's
-// object between the two creates, and the second create was accepted.
+// own ("" leaves it out): two attempts of one job id probing one key
+// deleted each other's object between the two creates, and the second
+// create was accepted.
 func ProbePath(jobID, nonce string) string {
+	if nonce == "" {
+		return path.Join(".engagement-probe", "job_id="+jobID)
+	}
 	return path.Join(".engagement-probe", "job_id="+jobID+"."+nonce)
 }
 
