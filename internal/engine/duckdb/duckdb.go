@@ -59,6 +59,9 @@ type Engine struct {
 	// by path, for rawScan.
 	typesMu        sync.Mutex
 	eventTimeTypes map[string]string
+	// filtersUpTo overrides perDateFilters (tests; 0: the default, -1:
+	// histograms on any number of dates).
+	filtersUpTo int
 	// extSettings are the config's settings of the httpfs extension, set
 	// once EnableAWS has loaded it.
 	extSettings [][2]string

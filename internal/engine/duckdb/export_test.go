@@ -26,3 +26,7 @@ func CountRepeatsBy(e *Engine, way string) { e.uniqueBy = uniqueBy(way) }
 func KeptFit(e *Engine, files []string) (bool, error) {
 	return e.keptFit(context.Background(), files)
 }
+
+// FiltersUpTo makes e count its inputs' dates with filters of their own up
+// to n dates, by histograms past it (-1: histograms always).
+func FiltersUpTo(e *Engine, n int) { e.filtersUpTo = n }
