@@ -145,9 +145,7 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 				// rollback started from: the swap rolls it forward first.
 				return nil
 			}
-			if err := pointer.TakenSince(ctx, r.Store, baseGen, now, r.JobID, pointer.OpRollback); errors.Is(err, pointer.ErrJobIDTaken) {
-				return exitcode.PublishedError(err)
-			} else if err != nil {
+			if err := pointer.TakenSince(ctx, r.Store, baseGen, now, r.JobID, pointer.OpRollback); err != nil {
 				return err
 			}
 			for _, d := range r.Dates {

@@ -348,9 +348,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		Check: func(cur pointer.Pointer) error {
 			// The job id first: a rollback that took it is that, whatever
 			// dates it changed.
-			if err := pointer.TakenSince(ctx, p.Store, seen, cur, job.JobID, pointer.OpPublish); errors.Is(err, pointer.ErrJobIDTaken) {
-				return exitcode.PublishedError(err)
-			} else if err != nil {
+			if err := pointer.TakenSince(ctx, p.Store, seen, cur, job.JobID, pointer.OpPublish); err != nil {
 				return err
 			}
 			return noRollback(cur)
@@ -405,11 +403,7 @@ func (l Places) all() []warehouse.Place {
 	locs := []storage.Location{l.Warehouse, l.Raw, l.Lessons, l.Enrollments}
 	out := make([]warehouse.Place, len(locs))
 	for i, loc := range locs {
-		name := l.names[i]
-		if name == "" {
-			name = placeFlags[i].flag
-		}
-		out[i] = warehouse.Place{Name: name, Loc: loc}
+		out[i] = warehouse.Place{Name: l.names[i], Loc: loc}
 	}
 	return out
 }

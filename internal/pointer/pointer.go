@@ -13,13 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/techlearningpro/engagement/internal/exitcode"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
 // The pointer formats. Format 2 adds the parent link, the write time, the
@@ -36,14 +36,9 @@ const (
 )
 
 // ErrNewerFormat: the stored pointer was written by a newer engagement in a
-// format this build does not know. It is a usage error (exit 2): every
-// retry of this build meets it again, and a scheduler retries exit 1.
-var ErrNewerFormat error = newerFormat{}
-
-type newerFormat struct{}
-
-func (newerFormat) Error() string        { return "pointer format newer than this build reads" }
-func (newerFormat) Is(target error) bool { return target == exitcode.ErrUsage }
+// format this build does not know. Its refusal is a usage error (exit 2):
+// every retry of this build meets it again, and a scheduler retries exit 1.
+var ErrNewerFormat = errors.New("pointer format newer than this build reads")
 
 // File is one staged Parquet file a reader must read.
 type File struct {
@@ -330,8 +325,8 @@ func cloneFiles(fs []File) []File {
 func validate(p Pointer) error {
 	switch {
 	case p.FormatVersion > FormatVersion:
-		return fmt.Errorf("format_version %d: %w (it reads %d to %d): upgrade engagement to read this warehouse",
-			p.FormatVersion, ErrNewerFormat, minFormatVersion, FormatVersion)
+		return exitcode.UsageError(fmt.Errorf("format_version %d: %w (it reads %d to %d): upgrade engagement to read this warehouse",
+			p.FormatVersion, ErrNewerFormat, minFormatVersion, FormatVersion))
 	case p.FormatVersion < minFormatVersion:
 		return fmt.Errorf("format_version: got %d, want %d to %d", p.FormatVersion, minFormatVersion, FormatVersion)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/exitcode"
 )
 
 // maxPublishAttempts bounds the conflict retries of Publish. Every conflict
@@ -66,27 +67,20 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 	}
 }
 
-// ErrJobIDTaken is TakenSince's refusal, which the caller reports as a job
-// id already published (exit 4); its other errors (a history copy that
-// could not be read) are failures to retry.
-var ErrJobIDTaken = errors.New("job id taken")
-
-// takenError is a refusal that is ErrJobIDTaken in errors.Is, in its own
-// words only.
-type takenError struct{ msg string }
-
-func (e takenError) Error() string        { return e.msg }
-func (e takenError) Is(target error) bool { return target == ErrJobIDTaken }
+// ErrJobIDTaken is TakenSince's refusal: a job id already published
+// (exit 4). Its other errors (a history copy that could not be read) are
+// failures to retry.
+var ErrJobIDTaken = exitcode.ErrAlreadyPublished
 
 // TakenSince refuses a generation after base, up to cur, that an operation
 // other than op wrote under jobID: a publish and a rollback given one job
 // id, racing, each of which checked the id before the other had taken it.
-// Each job id names one operation; the refusal wraps ErrJobIDTaken.
+// Each job id names one operation; the refusal is ErrJobIDTaken.
 func TakenSince(ctx context.Context, s Store, base int64, cur Pointer, jobID, op string) error {
 	return eachSince(ctx, s, base, cur, "check job id "+jobID, func(h Pointer) error {
 		if h.UpdatedByJobID == jobID && h.Operation != op {
-			return takenError{fmt.Sprintf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
-				jobID, h.Generation, h.Operation, op, op)}
+			return exitcode.PublishedError(fmt.Errorf("job id %s was taken by generation %d (a %s) while this %s ran; nothing of this %s was written: rerun it with a new job id",
+				jobID, h.Generation, h.Operation, op, op))
 		}
 		return nil
 	})

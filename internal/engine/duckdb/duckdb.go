@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,8 +198,8 @@ func checkSetting(k, v string) error {
 }
 
 // CheckSettings refuses what checkSetting refuses in settings (the duckdb.*
-// keys without the prefix), without an engine: the Spark engine's runs
-// check them too.
+// keys without the prefix), before any is applied, and without an engine:
+// Open checks with it, and the Spark engine's runs too.
 func CheckSettings(settings map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		if err := checkSetting(k, settings[k]); err != nil {
@@ -214,6 +213,9 @@ func CheckSettings(settings map[string]string) error {
 // the config, without the prefix). The session time zone is forced to UTC so
 // that event dates never depend on the machine's zone.
 func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
+	if err := CheckSettings(settings); err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return nil, fmt.Errorf("open duckdb: %w", err)
@@ -233,16 +235,7 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		dir, lock := spillDir(parent)
 		settings["temp_directory"], e.spill, e.spillLock = dir, dir, lock
 	}
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := checkSetting(k, settings[k]); err != nil {
-			e.Close()
-			return nil, err
-		}
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", k, quote(settings[k]))); err != nil {
 			if strings.Contains(err.Error(), "Extension Autoloading Error") {
 				// httpfs's own (http_timeout, s3_uploader_max_filesize):

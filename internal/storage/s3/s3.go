@@ -207,27 +207,27 @@ func (e *bodyError) Unwrap() error { return e.err }
 // getObject sends in and reads at most limit bytes of its body (limit < 0:
 // all), sending it again when the body fails part way.
 func (b *Bucket) getObject(ctx context.Context, key string, in *awss3.GetObjectInput, limit int64) ([]byte, *awss3.GetObjectOutput, error) {
-	var err error
+	var last error
 	for attempt := range bodyAttempts {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, nil, b.wrap("read", key, errors.Join(ctx.Err(), err))
+				return nil, nil, b.wrap("read", key, errors.Join(ctx.Err(), last))
 			case <-time.After((100 * time.Millisecond) << attempt):
 			}
 		}
-		var data []byte
-		var out *awss3.GetObjectOutput
-		data, out, err = b.getOnce(ctx, in, limit)
+		data, out, err := b.getOnce(ctx, in, limit)
 		var be *bodyError
-		if err == nil || !errors.As(err, &be) || ctx.Err() != nil {
-			if err != nil {
-				return nil, nil, b.wrap("read", key, err)
-			}
-			return data, out, nil
+		if err != nil && errors.As(err, &be) && ctx.Err() == nil {
+			last = err // the body broke off: send it again
+			continue
 		}
+		if err != nil {
+			return nil, nil, b.wrap("read", key, err)
+		}
+		return data, out, nil
 	}
-	return nil, nil, b.wrap("read", key, fmt.Errorf("%d attempts: %w", bodyAttempts, err))
+	return nil, nil, b.wrap("read", key, fmt.Errorf("%d attempts: %w", bodyAttempts, last))
 }
 
 func (b *Bucket) getOnce(ctx context.Context, in *awss3.GetObjectInput, limit int64) ([]byte, *awss3.GetObjectOutput, error) {
