@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -387,6 +389,48 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 				t.Errorf("document %s, want result %s and exit_code %d", out.String(), tc.result, tc.code)
 			}
 		})
+	}
+}
+
+// TestSecondSignalKeepsTheDocument: the --output json document is printed
+// before the sinks report, as the text summary is, so a second signal
+// while a sink waits on its server (which exits at once) leaves a
+// scheduler the document of the outcome the process exits with. It was
+// printed last, and lost.
+func TestSecondSignalKeepsTheDocument(t *testing.T) {
+	w := biNewWS(t)
+	cmd := exec.Command(publishtest.Binary(t), w.publishArgs("second-signal", biGoodDates, "--output", "json")...)
+	var pid atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"COMPLETE"`)) {
+			for range 2 {
+				if err := syscall.Kill(int(pid.Load()), syscall.SIGTERM); err != nil {
+					t.Error(err)
+				}
+				// Let the first be taken as the first.
+				time.Sleep(300 * time.Millisecond)
+			}
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	cmd.Args = append(cmd.Args, "--lineage-url", srv.URL)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid.Store(int64(cmd.Process.Pid))
+	_ = cmd.Wait()
+	if !strings.Contains(errb.String(), "second signal (SIGTERM) after the outcome was decided") {
+		t.Fatalf("the second signal did not end the run during its report; the test proves nothing\n%s", errb.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d, want the publish's 0\n%s", code, errb.String())
+	}
+	if d := oneDoc(t, out.String()); d.Result != "published" || *d.ExitCode != 0 || d.Generation == 0 {
+		t.Errorf("document %s, want the publish's", out.String())
 	}
 }
 

@@ -38,6 +38,7 @@ func addOutputFlag(fs *pflag.FlagSet, o *string) {
 // MainEnv prints once the error, if any, is known.
 type outcome struct {
 	ran    bool   // publish's own code ran (and reported to its sinks)
+	done   bool   // the document is printed
 	output string // the checked --output; "" when publish did not get that far
 	jobID  string
 	dates  []dates.Date
@@ -77,11 +78,15 @@ type dateFigures struct {
 	CourseDayFiles     int     `json:"course_day_files"`
 }
 
-// print writes the document when the run was publish --output json: as
-// publish checked it, or, when the command line was refused before that,
-// as it read (publish --help, which succeeds, gets none). The exit code is
-// the process's (a signal's 128+signo).
+// print writes the document, once, when the run was publish --output json:
+// publish prints it before its sinks report; MainEnv prints it when the
+// command line was refused before that, as it read (publish --help, which
+// succeeds, gets none). The exit code is the process's (a signal's
+// 128+signo).
 func (o *outcome) print(ctx context.Context, env Env, pre preParse, err error) {
+	if o.done {
+		return
+	}
 	output, jobID := o.output, o.jobID
 	if output == "" && err != nil && pre.command == "publish" {
 		output, jobID = pre.output, pre.jobID
@@ -111,6 +116,7 @@ func (o *outcome) print(ctx context.Context, env Env, pre preParse, err error) {
 			d.Superseded = dates.Strings(r.Superseded)
 		}
 	}
+	o.done = true
 	b, jerr := json.Marshal(d)
 	if jerr == nil {
 		_, jerr = env.Stdout.Write(append(b, '\n'))

@@ -101,6 +101,10 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		lin := o.lineage.start(ctx, env, j, time.Now())
 		defer func() { run.Lineage, run.LineageFailures = true, lin.finish(ctx, run.Result, err, time.Now()) }()
 	}
+	// The document goes out before the sinks, as the text summary does: a
+	// second signal while they wait on their servers exits at once, and a
+	// scheduler reading stdout must still get the outcome it exits with.
+	defer func() { env.outcome.print(ctx, env, preParse{}, err) }()
 	// Runs first of the deferred reports: whatever this returns is decided
 	// before they are sent (a usage error too, refused before any publish).
 	defer func() { decide(ctx, err) }()
@@ -146,7 +150,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	prog.Close()
 	env.outcome.dates, env.outcome.res = j.Dates, &res
 	if o.output == outputJSON {
-		return err // MainEnv prints the document
+		return err // the deferred print reports it
 	}
 	printRejection(env, res, err)
 	if err != nil {
