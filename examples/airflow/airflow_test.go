@@ -319,6 +319,74 @@ func TestDAG(t *testing.T) {
 			t.Errorf("a second try ran")
 		}
 	})
+	// An operator rolls a date back while the day's publish is between its
+	// gate and its pointer move: the publish is refused (exit 6) and the
+	// task fails on its first try, without a retry, which would publish
+	// over the rollback and bring back what it took away.
+	t.Run("RollbackDuringPublishFailsWithoutRetry", func(t *testing.T) {
+		dir := t.TempDir()
+		wh := filepath.Join(dir, "warehouse")
+		for _, id := range []string{"seed-001", "seed-002"} {
+			if out, err := publishFixture(engagement, fx, wh, id, "2026-03-02", "2026-03-03"); err != nil {
+				t.Fatalf("seed publish %s: %v\n%s", id, err, tail(out))
+			}
+		}
+		a := newAirflow(t, bin, dir, engagement, wh, template.home)
+		var once sync.Once
+		var rolled sync.WaitGroup
+		var rbOut []byte
+		var rbErr error
+		err, out := a.dagsTest(t, []string{
+			// Long enough for the rollback to land on any machine.
+			"ENGAGEMENT_FAILPOINT_DELAY=before-pointer:15s",
+			"ENGAGEMENT_DAG_RETRY_DELAY_SECONDS=1",
+		}, nil, func(line string) {
+			if strings.Contains(line, `"msg":"phase"`) && strings.Contains(line, `"phase":"gate"`) {
+				once.Do(func() {
+					rolled.Go(func() {
+						rbOut, rbErr = exec.Command(engagement, "rollback", "--warehouse", wh, "--date", "2026-03-02",
+							"--to-generation", "1", "--job-id", "rb-during-publish").CombinedOutput()
+					})
+				})
+			}
+		})
+		rolled.Wait()
+		if rbOut == nil && rbErr == nil {
+			t.Fatalf("the publish's gate never ended; no rollback was run\n%s", tail(out))
+		}
+		if rbErr != nil {
+			t.Fatalf("rollback: %v\n%s", rbErr, rbOut)
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("airflow dags test: %v, want a failed run\n%s", err, tail(out))
+		}
+		if !strings.Contains(string(out), "engagement publish exited 6") {
+			t.Errorf("the task did not fail on exit 6\n%s", tail(out))
+		}
+		current, earlier := a.tries(t)
+		if got := find(current, "publish"); len(got) != 1 || got[0].State != "failed" || got[0].Try != 1 {
+			t.Errorf("publish in task_instance: %+v, want failed on try 1", got)
+		}
+		if got := find(earlier, "publish"); len(got) != 0 {
+			t.Errorf("publish in task_instance_history: %+v, want no earlier try", got)
+		}
+		// Readers see the rollback: Monday is generation 1's again, Tuesday
+		// generation 2's; no try of the DAG is named.
+		snap := publishtest.Snapshot(t, wh)
+		for d, want := range map[string]string{"2026-03-02": "seed-001", "2026-03-03": "seed-002"} {
+			got, err := snap.Date(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.JobID != want {
+				t.Errorf("%s names %s, want %s", d, got.JobID, want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(wh, "staging", "job_id="+jobIDPrefix+"2")); err == nil {
+			t.Errorf("a second try ran")
+		}
+	})
 	// At 06:00 the run day's first events have landed, and its partition
 	// is still being written: the horizon counts back from yesterday, so a
 	// run restates restatementHorizonDays dates (2 for the fixture), each

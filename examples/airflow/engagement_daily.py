@@ -11,9 +11,10 @@ partition has ended, and one date more would fall outside it (exit 2).
   one, as engagement requires (a published id exits 4, an id with an earlier
   attempt's staging exits 2).
 * Exit 1 (and a signal, 130, 143 or 129) is retried: the pointer did not move and
-  a retry with a new job id is safe. Exits 2, 3 and 4 fail the task at once,
+  a retry with a new job id is safe. Exits 2, 3, 4 and 6 fail the task at once,
   with no retry: a bad command, a gate rejection or a published job id gets
-  the same answer however often it is tried.
+  the same answer however often it is tried, and a retry after a rollback
+  that came first (6) would publish over it.
 * The sensor runs `engagement status --date D`: exit 5 means D is not
   published yet (poke again), 0 that readers see it; 2 (a wrong warehouse or
   flag) fails at once; 1 (the pointer could not be read) and a signal are
@@ -41,6 +42,7 @@ FAIL_FAST = {
     2: "usage: fix the command, config or date list; nothing was published",
     3: "the gate rejected the attempt; see rejections/job_id=<id>.json; fix the input, do not raise the cap",
     4: "the job id is already published",
+    6: "an operator's rollback of one of the dates landed while it ran; a retry would publish over it: see engagement history --date D",
 }
 NOT_PUBLISHED = 5  # status --date: the date is not published (yet)
 PINS = {"--manifest-id": "engagement_manifest_id", "--enrollment-snapshot-id": "engagement_enrollment_snapshot_id"}

@@ -172,7 +172,9 @@ gate moves the one pointer object readers follow.
 
 Exit codes: 0 published, 1 error (pointer unchanged, a retry with a new job id is
 safe), 2 usage, 3 gate rejected, 4 job id already published, 5 date not published
-(status or read --date), 130 / 143 / 129 interrupted by SIGINT / SIGTERM / SIGHUP.`,
+(status or read --date), 6 a rollback and a publish of one date raced and the other
+came first (nothing written; not to be retried blindly), 130 / 143 / 129
+interrupted by SIGINT / SIGTERM / SIGHUP.`,
 		Example: `  engagement publish --config config/fixture.conf --job-id fixture-1 --dates 2026-03-02,2026-03-03
   engagement status --warehouse warehouse`,
 		Version:       b.Version,

@@ -180,14 +180,15 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 // decide records a publish's or a rollback's outcome once it stands, so
 // that a signal during the reports that follow (the document, metrics,
 // lineage, which may wait on their servers) does not change the exit
-// code: published, a gate rejection or a published job id whatever came
-// when, a generation committed but not shown (or whose showing could not be
-// confirmed), which 130/143 would call the pointer unchanged, and any
-// other failure that met no signal. A failure after a signal may be the
-// signal's doing, which stays 130/143.
+// code: published, a gate rejection, a published job id or a race lost
+// (a rollback and a publish of one date) whatever came when, a generation
+// committed but not shown (or whose showing could not be confirmed),
+// which 130/143 would call the pointer unchanged, and any other failure
+// that met no signal. A failure after a signal may be the signal's doing,
+// which stays 130/143.
 func decide(ctx context.Context, err error) {
 	switch code := exitcode.Code(err); {
-	case err == nil, code == exitcode.GateRejected, code == exitcode.AlreadyPublished,
+	case err == nil, code == exitcode.GateRejected, code == exitcode.AlreadyPublished, code == exitcode.Raced,
 		errors.Is(err, pointer.ErrNotVisible), errors.Is(err, pointer.ErrOutcomeUnknown):
 		signals.Decide(ctx, code)
 	case ctx.Err() == nil:

@@ -33,7 +33,7 @@ func newRollbackCmd(env *Env) *cobra.Command {
 byte for byte (same files, same figures, same gate report); other dates are untouched.
 Before anything moves it refuses (exit 2) a generation that is not retained, a date G
 does not hold, and files G names that are missing or changed size. A publish or another
-rollback of the same date that lands first makes it exit 1 writing nothing. It is in
+rollback of the same date that lands first makes it exit 6 writing nothing. It is in
 the history like any other change and can itself be rolled back.`,
 		Example: `  engagement history --warehouse warehouse --date 2026-03-02
   engagement rollback --warehouse warehouse --date 2026-03-02 --to-generation 3 --job-id rollback-20260305`,

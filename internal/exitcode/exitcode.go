@@ -16,6 +16,12 @@ const (
 	GateRejected     = 3 // the gate failed; pointer unchanged, rejection record written
 	AlreadyPublished = 4 // the job id is named by the pointer or its history
 	NotPublished     = 5 // status or read --date: the warehouse holds no entry for that date (yet)
+	// A rollback and a publish of the same date overlapped and the other
+	// landed first; this one wrote nothing. Not retried by a scheduler: a
+	// retry would undo the other's change (a publish retried over an
+	// operator's rollback brings back what was rolled back), so a person
+	// decides.
+	Raced = 6
 
 	// A command ended by a signal exits 128+signo, the shell's convention:
 	// the pointer is unchanged unless its write had landed, and then the
@@ -33,6 +39,7 @@ var (
 	ErrGateRejected     = errors.New("gate rejected")
 	ErrAlreadyPublished = errors.New("job id already published")
 	ErrNotPublished     = errors.New("date not published")
+	ErrRaced            = errors.New("a concurrent change to the same date came first")
 )
 
 type coded struct {
@@ -82,6 +89,8 @@ func Code(err error) int {
 		return AlreadyPublished
 	case errors.Is(err, ErrNotPublished):
 		return NotPublished
+	case errors.Is(err, ErrRaced):
+		return Raced
 	default:
 		return Error
 	}

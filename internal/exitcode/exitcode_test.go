@@ -19,6 +19,7 @@ func TestCode(t *testing.T) {
 		{"gate", GateError(errors.New("x")), GateRejected},
 		{"published", PublishedError(errors.New("x")), AlreadyPublished},
 		{"not published", NotPublishedError(errors.New("x")), NotPublished},
+		{"raced", fmt.Errorf("move pointer: %w: date 2026-03-02 rolled back", ErrRaced), Raced},
 		// A signal cancels the run; whatever step reported it, that is no
 		// usage error (nor a gate verdict).
 		{"cancelled usage", UsageError(fmt.Errorf("duckdb.threads: %w", context.Canceled)), Error},

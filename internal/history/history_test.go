@@ -533,7 +533,7 @@ func TestRollbackRacesPublish(t *testing.T) {
 		w.publish("b", mon)
 		r := &racer{Store: w.store, other: func() { w.publish("c", mon) }}
 		_, err := history.Rollback{Bucket: w.bucket, Store: r, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at, WriterVersion: "t"}.Run(t.Context())
-		if !errors.Is(err, pointer.ErrRaced) || !strings.Contains(err.Error(), "date 2026-03-02 changed") {
+		if !errors.Is(err, pointer.ErrRaced) || exitcode.Code(err) != exitcode.Raced || !strings.Contains(err.Error(), "date 2026-03-02 changed") {
 			t.Fatalf("rollback raced by a publish: %v, want ErrRaced naming the date", err)
 		}
 		cur, _, _ := w.store.Load(t.Context())
@@ -554,7 +554,7 @@ func TestRollbackRacesPublish(t *testing.T) {
 		c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30), tue: w.entry("c", tue, 31)})
 		c.Check = pointer.NoRollbackSince(t.Context(), r, base.Generation, []dates.Date{mon, tue})
 		_, err := pointer.Publish(t.Context(), r, c)
-		if !errors.Is(err, pointer.ErrRaced) || !strings.Contains(err.Error(), "rolled 2026-03-02 back to generation 1") {
+		if !errors.Is(err, pointer.ErrRaced) || exitcode.Code(err) != exitcode.Raced || !strings.Contains(err.Error(), "rolled 2026-03-02 back to generation 1") {
 			t.Fatalf("publish raced by a rollback: %v, want ErrRaced naming the rollback", err)
 		}
 		cur, _, _ := w.store.Load(t.Context())

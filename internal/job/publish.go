@@ -468,8 +468,9 @@ func ListedSpec(ctx context.Context, src *inputs.Source, job config.Job, today d
 }
 
 // pointerError says what a failed pointer move means for the orchestrator.
-// Every case exits 1 and keeps the staging prefix: the job never deletes
-// staging, and after an unknown outcome it may be the published bytes.
+// Every case exits 1, but a race lost to a rollback (6), and keeps the
+// staging prefix: the job never deletes staging, and after an unknown
+// outcome it may be the published bytes.
 func pointerError(job config.Job, stagingRel string, err error) error {
 	switch {
 	case errors.Is(err, pointer.ErrNotVisible):

@@ -98,7 +98,7 @@ func Registry(r Run) *prometheus.Registry {
 	if !success.IsZero() && !r.omitSuccess {
 		gauge(LastSuccess, lastSuccessHelp).Set(seconds(success))
 	}
-	gauge(LastExitCode, "Exit code of the last publish (0 published, 1 error, 2 usage, 3 gate rejected, 4 already published, 130/143/129 signals).").Set(float64(r.Code))
+	gauge(LastExitCode, "Exit code of the last publish (0 published, 1 error, 2 usage, 3 gate rejected, 4 already published, 6 a rollback of one of its dates came first, 130/143/129 signals).").Set(float64(r.Code))
 	gauge(RunDuration, "Wall time of the last publish.").Set(r.Ended.Sub(r.Started).Seconds())
 	if r.HaveCap {
 		gauge(UnknownCap, "The unknown-lesson cap the last publish was gated with.").Set(r.UnknownCap)

@@ -42,8 +42,8 @@ type Commit struct {
 // ErrRaced: another operation changed one of this one's dates after it read
 // the pointer, in a way this one must not silently undo (a rollback
 // against a publish of the same date). Nothing of this operation was
-// written.
-var ErrRaced = errors.New("a concurrent change to the same date came first")
+// written. It is exitcode's sentinel (exit 6), so that no retry repeats it.
+var ErrRaced = exitcode.ErrRaced
 
 // NoRollbackSince is the Check of a publish that read generation base
 // before it began: it refuses once a rollback written after base has
