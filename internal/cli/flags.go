@@ -29,9 +29,16 @@ func EnvName(flag string) string {
 // settings.
 var noEnv = map[string]bool{"help": true, "version": true}
 
+// emptyIsGiven are flags whose variable, set but empty, is the flag given
+// empty, which the command refuses, not left out: an empty --date means
+// every date, and a sensor whose ENGAGEMENT_DATE rendered empty would read
+// "published" for a date that is not.
+var emptyIsGiven = map[string]bool{"date": true}
+
 // applyEnv sets every flag the command line left unset from its variable,
-// if that is set and not empty (an exported empty variable reads as unset).
-// A value the flag refuses is a usage error naming the variable.
+// if that is set and not empty (an exported empty variable reads as unset,
+// but for emptyIsGiven). A value the flag refuses is a usage error naming
+// the variable.
 func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -40,7 +47,7 @@ func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 		}
 		name := EnvName(f.Name)
 		v, ok := lookup(name)
-		if !ok || v == "" {
+		if !ok || v == "" && !emptyIsGiven[f.Name] {
 			return
 		}
 		if e := fs.Set(f.Name, v); e != nil {
@@ -77,7 +84,7 @@ func (o origin) date(prefix, flag, value string) (*dates.Date, error) {
 	value = strings.TrimSpace(value)
 	if value == "" {
 		if o.fs != nil && o.fs.Changed(flag) {
-			return nil, exitcode.UsageError(fmt.Errorf("%s%s is empty: give a date, or leave it out for every date", prefix, o.ref(flag)))
+			return nil, exitcode.UsageError(fmt.Errorf("%s%s is empty: give a date, or leave it out (unset) for every date", prefix, o.ref(flag)))
 		}
 		return nil, nil
 	}

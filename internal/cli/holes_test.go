@@ -252,9 +252,17 @@ func TestDateFlags(t *testing.T) {
 			}
 		})
 	}
-	// The variable alone, left empty, is no date given: every date.
-	if r := runEnv(t, map[string]string{"ENGAGEMENT_DATE": ""}, "status", "--warehouse", w.warehouse); r.code != 0 {
-		t.Errorf("status with ENGAGEMENT_DATE empty: exit %d\n%s", r.code, r.stderr)
+	// The variable set but empty is the flag given empty (a sensor whose
+	// template rendered nothing): refused, naming the variable, never
+	// every date with exit 0. Unset, it is every date.
+	for _, args := range [][]string{{"status", "--warehouse", w.warehouse}, {"read", "course_day", "--warehouse", w.warehouse}, {"history", "--warehouse", w.warehouse}} {
+		r := runEnv(t, map[string]string{"ENGAGEMENT_DATE": ""}, args...)
+		if r.code != exitcode.Usage || !strings.Contains(r.errLine(t), "ENGAGEMENT_DATE is empty") || r.stdout != "" {
+			t.Errorf("%s with ENGAGEMENT_DATE empty: exit %d, stdout %q\n%s", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runEnv(t, map[string]string{}, "status", "--warehouse", w.warehouse); r.code != 0 {
+		t.Errorf("status with ENGAGEMENT_DATE unset: exit %d\n%s", r.code, r.stderr)
 	}
 }
 
