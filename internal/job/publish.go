@@ -278,6 +278,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 	warnUncounted(p.Log, job, in)
+	p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now))
 
 	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {
 		return res, err

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // The date checks a publish makes on the landed raw partitions before it
@@ -87,13 +89,7 @@ func checkHorizon(job config.Job, ingest []dates.Date, today dates.Date, log *sl
 	if len(ingest) == 0 {
 		return fmt.Errorf("read raw %s: no ingest_date partition with data files", job.Raw)
 	}
-	newest := ingest[len(ingest)-1]
-	why := fmt.Sprintf("newest ingest_date %s", newest)
-	if yesterday := today.AddDays(-1); newest > yesterday {
-		newest = yesterday
-		why = fmt.Sprintf("newest ended ingest_date %s: today's is still being written", newest)
-	}
-	oldest := newest.AddDays(-(job.RestatementHorizonDays - 1))
+	oldest, newest, why := horizonOf(job, ingest, today)
 	var outside []string
 	for _, d := range job.Dates {
 		if d < oldest {
@@ -110,6 +106,75 @@ func checkHorizon(job config.Job, ingest []dates.Date, today dates.Date, log *sl
 	}
 	return exitcode.UsageError(fmt.Errorf("--dates: %v outside the restatement horizon %s..%s (%s, %s %d); pass --allow-outside-horizon to restate them anyway",
 		outside, oldest, newest, why, config.KeyRestatementHorizonDays, job.RestatementHorizonDays))
+}
+
+// horizonOf is the restatement horizon on the landed partitions ingest (not
+// empty): its oldest and newest dates, and why it ends where it does.
+func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, newest dates.Date, why string) {
+	newest = ingest[len(ingest)-1]
+	why = fmt.Sprintf("newest ingest_date %s", newest)
+	if yesterday := today.AddDays(-1); newest > yesterday {
+		newest = yesterday
+		why = fmt.Sprintf("newest ended ingest_date %s: today's is still being written", newest)
+	}
+	return newest.AddDays(-(job.RestatementHorizonDays - 1)), newest, why
+}
+
+// warnUnsettled warns of published dates that left the restatement horizon
+// lately (within one horizon's length) before any publish read their last
+// lateness partition, d+latenessDays. A daily run restates each date once
+// more after that partition has ended, but a missed or failed run leaves a
+// date as its last publish read it, and no later run restates it without
+// an override: its events ingested after that publish's window are never
+// counted, with exit 0 and status showing the date published. What each
+// entry's publish read is in its _attempt.json; an entry whose record
+// cannot be read is passed over (the warning is a hint, not a check).
+func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date) {
+	if len(landed) == 0 {
+		return
+	}
+	oldest, _, _ := horizonOf(job, landed, today)
+	type window struct {
+		to    dates.Date
+		known bool
+	}
+	readTo := map[string]window{} // by job id
+	var unsettled []string
+	for d, e := range base.Dates {
+		if d >= oldest || d < oldest.AddDays(-job.RestatementHorizonDays) || slices.Contains(job.Dates, d) {
+			continue
+		}
+		w, ok := readTo[e.JobID]
+		if !ok {
+			w.to, w.known = p.attemptReadTo(ctx, e.JobID)
+			readTo[e.JobID] = w
+		}
+		if w.known && w.to < d.AddDays(job.LatenessDays) {
+			unsettled = append(unsettled, fmt.Sprintf("%s (job %s read ingest_date up to %s, not %s)", d, e.JobID, w.to, d.AddDays(job.LatenessDays)))
+		}
+	}
+	if len(unsettled) == 0 {
+		return
+	}
+	slices.Sort(unsettled)
+	p.Log.Warn("dates left the restatement horizon before a publish read their last lateness partition (a missed or failed run): their events ingested after it are not counted; restate each with a new job id and --allow-outside-horizon",
+		"unsettled", unsettled, "horizon_from", oldest.String(), "lateness_days", job.LatenessDays)
+}
+
+// attemptReadTo is the newest ingest partition the attempt of jobID read,
+// from its _attempt.json's listing (its ingest_to is the window asked for,
+// which partitions not landed yet leave short), and whether that could be
+// read.
+func (p *Publisher) attemptReadTo(ctx context.Context, jobID string) (dates.Date, bool) {
+	b, _, err := p.Warehouse.Get(ctx, warehouse.AttemptPath(jobID))
+	if err != nil {
+		return 0, false
+	}
+	var a Attempt
+	if json.Unmarshal(b, &a) != nil || len(a.Inputs.IngestDates) == 0 {
+		return 0, false
+	}
+	return slices.Max(a.Inputs.IngestDates), true
 }
 
 // checkEnded refuses a requested date on or after the run date (as of

@@ -2,7 +2,10 @@ package job
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,11 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // TestHorizonEndsYesterday: the horizon counts back from the newest ingest
@@ -136,5 +144,64 @@ func TestWindowEndsByYesterday(t *testing.T) {
 		if spec.IngestFrom != tc.last.AddDays(-1) || spec.IngestTo != tc.want {
 			t.Errorf("%s: window %s..%s, want %s..%s", tc.name, spec.IngestFrom, spec.IngestTo, tc.last.AddDays(-1), tc.want)
 		}
+	}
+}
+
+// TestWarnUnsettled: a date that left the horizon before a publish read
+// its last lateness partition (the run that would have was missed) is
+// warned of, naming what its publish read; a date whose publish read it,
+// one the run restates, one older than a horizon's length past it and one
+// whose attempt record is gone are not.
+func TestWarnUnsettled(t *testing.T) {
+	dir := t.TempDir()
+	loc, err := storage.Parse(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh, err := open.Warehouse(t.Context(), loc, open.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dates.MustParse
+	readTo := map[string]string{"missed": "2026-11-21", "settled": "2026-11-21", "old": "2026-11-17", "restated": "2026-11-21", "twice-missed": "2026-11-19"}
+	for id, to := range readTo {
+		// The window asked for reaches further than what had landed.
+		b, _ := json.Marshal(Attempt{JobID: id, IngestTo: "2026-11-25", Inputs: inputs.Listing{IngestDates: []dates.Date{d(to).AddDays(-1), d(to)}}})
+		if err := os.MkdirAll(filepath.Join(dir, "staging", "job_id="+id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, warehouse.AttemptPath(id)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := pointer.Pointer{Dates: map[dates.Date]pointer.DateEntry{
+		d("2026-11-21"): {JobID: "restated"},     // in this run's dates
+		d("2026-11-20"): {JobID: "missed"},       // needs 11-22, read 11-21
+		d("2026-11-19"): {JobID: "settled"},      // needs 11-21, read it
+		d("2026-11-18"): {JobID: "twice-missed"}, // needs 11-20, read 11-19
+		d("2026-11-17"): {JobID: "old"},          // past the lookback
+		d("2026-11-16"): {JobID: "no-record"},
+	}}
+	var logs bytes.Buffer
+	p := &Publisher{Warehouse: wh, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	job := config.Job{Dates: []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, RestatementHorizonDays: 3, LatenessDays: 2}
+	p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24"))
+	for _, want := range []string{"2026-11-18 (job twice-missed read ingest_date up to 2026-11-19, not 2026-11-20)", "2026-11-20 (job missed read ingest_date up to 2026-11-21, not 2026-11-22)", "--allow-outside-horizon"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no %q in\n%s", want, logs.String())
+		}
+	}
+	for _, not := range []string{"job settled", "job restated", "job old", "no-record"} {
+		if strings.Contains(logs.String(), not) {
+			t.Errorf("%q warned of:\n%s", not, logs.String())
+		}
+	}
+	// Every date read through its last lateness partition: no warning.
+	logs.Reset()
+	delete(base.Dates, d("2026-11-20"))
+	delete(base.Dates, d("2026-11-18"))
+	p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24"))
+	if logs.Len() != 0 {
+		t.Errorf("warned with every date settled:\n%s", logs.String())
 	}
 }
