@@ -252,6 +252,16 @@ func TestMetricsFailedRuns(t *testing.T) {
 	if v := mustValue(t, tf, metrics.LastSuccess, nil); v != earlier {
 		t.Errorf("errored: last success %v, want the earlier %d", v, earlier)
 	}
+	// An engine that did not open: the config resolved, so the cap is there.
+	stderr.Reset()
+	code = cli.Main(context.Background(), append(fx.Args(filepath.Join(t.TempDir(), "wh"), "metrics-no-engine", ds...),
+		"--engine", "spark", "--spark-remote", "sc://127.0.0.1:1", "--metrics-file", file), &stdout, &stderr)
+	if code != exitcode.Error {
+		t.Fatalf("no Spark server: exit %d, want %d\n%s", code, exitcode.Error, stderr.String())
+	}
+	if v, want := mustValue(t, readTextfile(t, file), metrics.UnknownCap, nil), fx.Job(t, t.TempDir(), "cap", ds...).UnknownCap; v != want {
+		t.Errorf("no Spark server: cap %v, want the config's %v", v, want)
+	}
 	if _, ok := metrics.Value(tf, metrics.EventCount, nil); ok {
 		t.Error("errored: the textfile has event counts, as if it had published")
 	}

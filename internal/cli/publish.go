@@ -108,10 +108,13 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	// Runs first of the deferred reports: whatever this returns is decided
 	// before they are sent (a usage error too, refused before any publish).
 	defer func() { decide(ctx, err) }()
+	if j.JobID != "" {
+		// The config resolved, whether or not the engine opened.
+		run.UnknownCap, run.HaveCap = j.UnknownCap, true
+	}
 	if err != nil {
 		return err
 	}
-	run.UnknownCap, run.HaveCap = j.UnknownCap, true
 	defer eng.Close()
 	// Progress goes to stderr with the logs: a live line on a terminal, a
 	// line every few seconds otherwise (a log record each in json mode), and
