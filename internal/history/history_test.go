@@ -711,3 +711,24 @@ func TestRollbackAgainAfterItsCommit(t *testing.T) {
 		t.Errorf("pointer.json at generation %d, want 2 (nothing written)", cur.Generation)
 	}
 }
+
+// TestRollbackSuccessorGone: a history copy moved out (a damaged one, as
+// the runbook says) takes the generation before it with it as a rollback
+// target, since only it recorded that one's digest: refused (exit 2),
+// saying what to restore, nothing changed.
+func TestRollbackSuccessorGone(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon)
+	w.publish("b", mon)
+	w.publish("c", mon)
+	if err := os.Remove(filepath.Join(w.dir, "pointer-history", "2.json")); err != nil {
+		t.Fatal(err)
+	}
+	err := w.rollback("back", 1, mon)
+	if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "restore it from a backup to roll back to 1") {
+		t.Fatalf("rollback to 1 with 2 gone: exit %d (%v), want 2 saying to restore pointer-history/2.json", exitcode.Code(err), err)
+	}
+	if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 3 {
+		t.Errorf("pointer at generation %d, want 3", cur.Generation)
+	}
+}

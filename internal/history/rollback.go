@@ -200,7 +200,8 @@ func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 		var err error
 		next, err = r.Store.LoadGeneration(ctx, src.Generation+1)
 		if errors.Is(err, fs.ErrNotExist) {
-			return exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d cannot be checked: generation %d, which records its digest, is not retained", r.To, src.Generation+1))
+			return exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d cannot be checked: generation %d, which records its digest, is not retained (pointer-history/%d.json is gone); "+
+				"restore it from a backup to roll back to %d, or pick another generation from engagement history", r.To, src.Generation+1, src.Generation+1, r.To))
 		}
 		if err != nil {
 			return fmt.Errorf("rollback: read generation %d: %w", src.Generation+1, err)
