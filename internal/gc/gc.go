@@ -161,14 +161,18 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		ctx = held
 	}
 	// Retention and the staging verdicts are judged against pointer.json:
-	// one that cannot be shown unedited (its copy missing or different),
-	// which publish and rollback refuse, must not have gc expire the
-	// history it would be checked against.
+	// one that cannot be shown unedited (its copy missing or different) or
+	// that was put back by hand behind its history, which publish and
+	// rollback refuse, must not have gc expire the history it would be
+	// checked against.
 	cur, _, err := o.Store.Load(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
 	}
 	if err := pointer.OwnCopy(ctx, o.Store, cur); err != nil {
+		return rep, fmt.Errorf("gc: %w", err)
+	}
+	if err := pointer.Refused(ctx, o.Store); err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
 	}
 	expire, hist, err := planExpiry(ctx, o)

@@ -429,6 +429,16 @@ func TestGCRefusals(t *testing.T) {
 			}
 			w.file("pointer.json", strings.Replace(string(b), `"event_count": 1`, `"event_count": 7`, 1), old)
 		}, gc.Options{RetainGenerations: 1}, false, "it was edited in place"},
+		{"pointer.json put back by hand", func(w *wh) {
+			w.publish("pub-1")
+			w.publish("pub-2")
+			w.publish("pub-3")
+			b, err := os.ReadFile(filepath.Join(w.dir, "pointer-history", "1.json"))
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			w.file("pointer.json", string(b), old)
+		}, gc.Options{RetainGenerations: 1}, false, "pointer.json was replaced by hand or lost; nothing was changed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
