@@ -341,9 +341,17 @@ func (l Log) Warnings() []string {
 		w = append(w, fmt.Sprintf("pointer.json is not pointer-history/%d.json, the copy written with it: one of them was edited in place, "+
 			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it", l.Current))
 	}
-	if len(l.Missing) > 0 {
+	gaps := l.Missing
+	if slices.Contains(gaps, l.Current) {
+		// No generation comes after it to list its dates, and every write
+		// refuses: the gap warning's words would say neither.
+		gaps = slices.DeleteFunc(slices.Clone(gaps), func(g int64) bool { return g == l.Current })
+		w = append(w, fmt.Sprintf("pointer-history/%d.json, the copy written with pointer.json (generation %d), is missing: the dates generation %d changed are listed under none here, "+
+			"and publish, rollback and gc refuse until it is restored; docs/runbook.md says how", l.Current, l.Current, l.Current))
+	}
+	if len(gaps) > 0 {
 		w = append(w, fmt.Sprintf("pointer-history/ lacks generations %s, up to the current %d: gc expires only the oldest, so they were removed by hand; "+
-			"the generation after each gap lists every date it holds", Spans(l.Missing), l.Current))
+			"the generation after each gap lists every date it holds", Spans(gaps), l.Current))
 	}
 	return w
 }

@@ -203,6 +203,9 @@ func TestListTellsDamage(t *testing.T) {
 	if !slices.Equal(log.Missing, []int64{2}) {
 		t.Errorf("missing %v, want [2]", log.Missing)
 	}
+	if warned := strings.Join(log.Warnings(), "\n"); !strings.Contains(warned, "lacks generations 2, up to the current 4") || strings.Contains(warned, "is missing") {
+		t.Errorf("warnings %q, want the gap at 2 alone", warned)
+	}
 	if len(log.Expiries) != 1 || !slices.Equal(log.Expiries[0].StillRetained, []int64{1}) {
 		t.Errorf("expiries %+v, want generation 1 still retained", log.Expiries)
 	}
@@ -211,6 +214,12 @@ func TestListTellsDamage(t *testing.T) {
 	}
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Missing, []int64{4}) {
 		t.Errorf("without pointer-history/: missing %v (%v), want the current generation 4", log.Missing, err)
+	}
+	// The current copy missing: no generation after it lists its dates,
+	// and every write refuses; the warning says both, not "after each gap".
+	if warned := strings.Join(log.Warnings(), "\n"); !strings.Contains(warned, "pointer-history/4.json, the copy written with pointer.json (generation 4), is missing") ||
+		!strings.Contains(warned, "publish, rollback and gc refuse") || strings.Contains(warned, "lacks generations") {
+		t.Errorf("without pointer-history/: warnings %q", warned)
 	}
 }
 
