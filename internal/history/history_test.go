@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -739,5 +740,40 @@ func TestRollbackSuccessorGone(t *testing.T) {
 	}
 	if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 3 {
 		t.Errorf("pointer at generation %d, want 3", cur.Generation)
+	}
+}
+
+// deniedPointer refuses every replace of pointer.json.
+type deniedPointer struct{ storage.Bucket }
+
+func (d deniedPointer) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
+	if key == "pointer.json" {
+		return storage.Attrs{}, fmt.Errorf("put %s: %w", key, fs.ErrPermission)
+	}
+	return d.Bucket.Put(ctx, key, data, c)
+}
+
+// TestRollbackFailedSaysItsIDIsTaken: a rollback that fails after its
+// record was written (here on a committed generation pointer.json cannot
+// be replaced with) says its job id is spent, so the operator's rerun
+// takes a new one instead of meeting a refusal for the id.
+func TestRollbackFailedSaysItsIDIsTaken(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon)
+	w.publish("b", mon)
+	stuck := objstore.New(deniedPointer{w.bucket})
+	// Generation 3 committed, not shown: every later write meets it.
+	if _, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30)})); err == nil {
+		t.Fatal("a publish whose pointer.json replace was refused reported success")
+	}
+	_, err := history.Rollback{Bucket: w.bucket, Store: stuck, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at, WriterVersion: "t"}.Run(t.Context())
+	if !errors.Is(err, pointer.ErrStuck) {
+		t.Errorf("rollback: %v, want ErrStuck", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "job id back stays taken by its record") {
+		t.Fatalf("rollback with pointer.json not replaceable: %v, want it to say its job id stays taken", err)
+	}
+	if !w.exists("rollbacks/job_id=back.json") {
+		t.Error("no rollback record: the message would be false")
 	}
 }

@@ -485,6 +485,8 @@ func pointerError(job config.Job, stagingRel string, err error) error {
 	case errors.Is(err, pointer.ErrOutcomeUnknown):
 		return fmt.Errorf("move pointer for job %s: outcome unknown: the pointer write or the re-read that confirms it failed, so this job may or may not be published; "+
 			"run engagement status to see which job each date names; staging %s is kept; a rerun with a new job id is safe either way: %w", job.JobID, stagingRel, err)
+	case errors.Is(err, pointer.ErrStuck):
+		return fmt.Errorf("move pointer for job %s: not published, the pointer is unchanged and staging %s is kept; every publish and rollback fails the same way until pointer.json can be replaced (docs/runbook.md): %w", job.JobID, stagingRel, err)
 	case errors.Is(err, pointer.ErrNotWritten):
 		return fmt.Errorf("move pointer for job %s: not published, the pointer is unchanged and staging %s is kept; rerun with a new job id (safe): %w", job.JobID, stagingRel, err)
 	}

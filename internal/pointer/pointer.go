@@ -135,6 +135,12 @@ var ErrOutcomeUnknown = errors.New("pointer write outcome unknown")
 // this write, so a retry is safe.
 var ErrNotWritten = errors.New("pointer write did not land")
 
+// ErrStuck: a generation an earlier write committed cannot be rolled
+// forward, because pointer.json cannot be replaced (a read-only or
+// immutable file, permissions). Every write fails on it the same way until
+// that is fixed, so a rerun alone is no remedy.
+var ErrStuck = errors.New("pointer.json cannot be replaced")
+
 // Store is the seam every pointer backend implements (objstore, over a
 // local directory or S3: history object created with If-None-Match:*,
 // pointer replaced with If-Match).

@@ -173,7 +173,8 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
 		}
 		if err := s.replacePointer(ctx, ver, orphan.Generation); err != nil {
-			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
+			return fmt.Errorf("swap to generation %d: generation %d (job %s), committed by an earlier write, cannot be made visible: %w: %w",
+				next.Generation, orphan.Generation, orphan.UpdatedByJobID, pointer.ErrStuck, err)
 		}
 		return fmt.Errorf("swap to generation %d: an interrupted write had left generation %d in the history; it was rolled forward: %w",
 			next.Generation, orphan.Generation, pointer.ErrConflict)

@@ -3,6 +3,9 @@ package objstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -176,5 +179,43 @@ func TestPausedWriterOvertaken(t *testing.T) {
 	cur, _, err := s.Load(t.Context())
 	if err != nil || cur.Generation != 3 || cur.Dates[d2].JobID != "job-b" || cur.Dates[d3].JobID != "job-c" {
 		t.Errorf("pointer.json: generation %d, %v, %v; want 3 holding job-b's and job-c's dates", cur.Generation, cur.Dates, err)
+	}
+}
+
+// stuckPointer refuses every replace of pointer.json, as a read-only or
+// immutable file (or a policy that denies it) would.
+type stuckPointer struct{ storage.Bucket }
+
+func (s stuckPointer) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
+	if key == "pointer.json" {
+		return storage.Attrs{}, fmt.Errorf("put %s: %w", key, fs.ErrPermission)
+	}
+	return s.Bucket.Put(ctx, key, data, c)
+}
+
+// TestStuckRollForward: a generation committed by an earlier write that
+// pointer.json cannot be replaced with fails every later write with
+// ErrStuck, naming that generation and its job, not as this write's own
+// "did not land" that a rerun would cure.
+func TestStuckRollForward(t *testing.T) {
+	for name, newBucket := range backends {
+		t.Run(name, func(t *testing.T) {
+			b := newBucket(t)
+			if _, err := pointer.Publish(t.Context(), objstore.New(b), pointertest.Commit("job-1", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-1", pointertest.Day0)})); err != nil {
+				t.Fatal(err)
+			}
+			stuck := objstore.New(stuckPointer{b})
+			// Committed in the history, not shown: the earlier write.
+			if _, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("job-2", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-2", pointertest.Day0)})); err == nil {
+				t.Fatal("a publish whose pointer.json replace was refused reported success")
+			}
+			_, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("job-3", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-3", pointertest.Day0)}))
+			if !errors.Is(err, pointer.ErrStuck) || !strings.Contains(fmt.Sprint(err), "generation 2 (job job-2), committed by an earlier write, cannot be made visible") {
+				t.Fatalf("the next publish: %v, want ErrStuck naming generation 2 and job-2", err)
+			}
+			if cur, _, _ := objstore.New(b).Load(t.Context()); cur.UpdatedByJobID != "job-1" {
+				t.Errorf("pointer.json names %s, want job-1 still", cur.UpdatedByJobID)
+			}
+		})
 	}
 }
