@@ -92,7 +92,7 @@ func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
 		load = "LOAD httpfs"
 	}
 	if err := exec(load); err != nil {
-		return fmt.Errorf("duckdb: load the httpfs extension, which s3:// paths need (set engagement.duckdbExtensions or $%s to a directory holding v1.5.5/linux_amd64/httpfs.duckdb_extension; bash scripts/httpfs.sh install makes one): %w",
+		return fmt.Errorf("duckdb: load the httpfs extension, which s3:// paths need (set --duckdb-extensions, $%s or engagement.duckdbExtensions to a directory holding v1.5.5/linux_amd64/httpfs.duckdb_extension; bash scripts/httpfs.sh install makes one): %w",
 			ExtensionsEnv, firstLine(err))
 	}
 	// An S3 URL names one object, literally: a key may hold '?', '[' or

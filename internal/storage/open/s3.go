@@ -148,7 +148,7 @@ func pathStyle(endpoint string) (bool, error) {
 		if u, err := url.Parse(endpoint); err == nil && net.ParseIP(u.Hostname()) != nil {
 			// bucket.10.0.0.5 is no host name: DuckDB could not resolve
 			// it, while the SDK quietly falls back to path style.
-			return false, exitcode.UsageError(fmt.Errorf("engagement.s3PathStyle false: the endpoint %s is an IP address, which virtual-hosted addressing (bucket.host) cannot use; use auto or true", endpoint))
+			return false, exitcode.UsageError(fmt.Errorf("S3 path style false (--s3-path-style, ENGAGEMENT_S3_PATH_STYLE or engagement.s3PathStyle): the endpoint %s is an IP address, which virtual-hosted addressing (bucket.host) cannot use; use auto or true", endpoint))
 		}
 		return false, nil
 	case "auto", "":
@@ -162,7 +162,7 @@ func pathStyle(endpoint string) (bool, error) {
 		host := u.Hostname()
 		return host == "localhost" || net.ParseIP(host) != nil, nil
 	}
-	return false, exitcode.UsageError(fmt.Errorf("engagement.s3PathStyle %q: want auto, true or false", PathStyle))
+	return false, exitcode.UsageError(fmt.Errorf("S3 path style %q (--s3-path-style, ENGAGEMENT_S3_PATH_STYLE or engagement.s3PathStyle): want auto, true or false", PathStyle))
 }
 
 func s3Bucket(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
