@@ -98,13 +98,20 @@ func New(w io.Writer, log *slog.Logger, o Options) *Printer {
 		p.live = IsTerminal(w)
 	}
 	p.start = p.now()
-	tick := p.every
-	if p.live {
-		tick = time.Second
-	}
 	p.stopped.Add(1)
-	go p.tick(tick)
+	go p.tick(tickEvery(p.every, p.live))
 	return p
+}
+
+// tickEvery is how often the ticker looks: each second on a terminal, and
+// a fifth of the interval otherwise. A tick as long as the interval found
+// the last line a moment short of it half the time and waited one more,
+// so lines came 5 to 10 s apart where 5 s was promised.
+func tickEvery(every time.Duration, live bool) time.Duration {
+	if live {
+		return time.Second
+	}
+	return min(every/5, time.Second)
 }
 
 // IsTerminal reports whether w is a terminal.

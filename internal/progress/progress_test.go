@@ -279,3 +279,13 @@ func TestDatesRecord(t *testing.T) {
 		t.Errorf("phase record rows = %v, want 100 (%v)", phase["rows"], phase)
 	}
 }
+
+// TestTickShorterThanTheInterval: the ticker looks several times an
+// interval, so a line is late by at most a fifth of it, not by a whole one.
+func TestTickShorterThanTheInterval(t *testing.T) {
+	for _, every := range []time.Duration{5 * time.Second, time.Minute, 500 * time.Millisecond} {
+		if tick := tickEvery(every, false); tick <= 0 || tick > every/5 {
+			t.Errorf("interval %s: tick %s, want at most %s", every, tick, every/5)
+		}
+	}
+}
