@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
+	"github.com/techlearningpro/engagement/internal/storage/storagetest"
 )
 
 var (
@@ -743,16 +743,6 @@ func TestRollbackSuccessorGone(t *testing.T) {
 	}
 }
 
-// deniedPointer refuses every replace of pointer.json.
-type deniedPointer struct{ storage.Bucket }
-
-func (d deniedPointer) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
-	if key == "pointer.json" {
-		return storage.Attrs{}, fmt.Errorf("put %s: %w", key, fs.ErrPermission)
-	}
-	return d.Bucket.Put(ctx, key, data, c)
-}
-
 // TestRollbackFailedSaysItsIDIsTaken: a rollback that fails after its
 // record was written (here on a committed generation pointer.json cannot
 // be replaced with) says its job id is spent, so the operator's rerun
@@ -761,7 +751,7 @@ func TestRollbackFailedSaysItsIDIsTaken(t *testing.T) {
 	w := newWH(t)
 	w.publish("a", mon)
 	w.publish("b", mon)
-	stuck := objstore.New(deniedPointer{w.bucket})
+	stuck := objstore.New(storagetest.RefusePut{Bucket: w.bucket, Key: "pointer.json"})
 	// Generation 3 committed, not shown: every later write meets it.
 	if _, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30)})); err == nil {
 		t.Fatal("a publish whose pointer.json replace was refused reported success")

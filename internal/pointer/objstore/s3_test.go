@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
+	"github.com/techlearningpro/engagement/internal/storage/storagetest"
 )
 
 // The one pointer store, on both backends, passes the same suites.
@@ -182,17 +182,6 @@ func TestPausedWriterOvertaken(t *testing.T) {
 	}
 }
 
-// stuckPointer refuses every replace of pointer.json, as a read-only or
-// immutable file (or a policy that denies it) would.
-type stuckPointer struct{ storage.Bucket }
-
-func (s stuckPointer) Put(ctx context.Context, key string, data []byte, c storage.Cond) (storage.Attrs, error) {
-	if key == "pointer.json" {
-		return storage.Attrs{}, fmt.Errorf("put %s: %w", key, fs.ErrPermission)
-	}
-	return s.Bucket.Put(ctx, key, data, c)
-}
-
 // TestStuckRollForward: a generation committed by an earlier write that
 // pointer.json cannot be replaced with fails every later write with
 // ErrStuck, naming that generation and its job, not as this write's own
@@ -204,7 +193,7 @@ func TestStuckRollForward(t *testing.T) {
 			if _, err := pointer.Publish(t.Context(), objstore.New(b), pointertest.Commit("job-1", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-1", pointertest.Day0)})); err != nil {
 				t.Fatal(err)
 			}
-			stuck := objstore.New(stuckPointer{b})
+			stuck := objstore.New(storagetest.RefusePut{Bucket: b, Key: "pointer.json"})
 			// Committed in the history, not shown: the earlier write.
 			if _, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("job-2", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-2", pointertest.Day0)})); err == nil {
 				t.Fatal("a publish whose pointer.json replace was refused reported success")
