@@ -20,6 +20,7 @@ import (
 //     written into _attempt.json;
 //   - a key one engine refuses passed on the other (a config that worked
 //     failed the day a scheduler switched engines);
+//   - spark.speculation true was told to start the server with it on;
 //   - a duckdb.temp_directory in raw made the engine's spill directories
 //     part of the input (the next listing of raw failed).
 func TestEngineSettingsRefused(t *testing.T) {
@@ -50,6 +51,11 @@ func TestEngineSettingsRefused(t *testing.T) {
 		{"a DuckDB key refused on Spark", func(_, _ string) []string {
 			return []string{"duckdb.timezone America/New_York", "engagement.sparkRemote sc://127.0.0.1:1"}
 		}, "spark", "duckdb.timezone (%s): not settable: the engine forces UTC", ""},
+		// Refused before the server is asked: speculation is not the
+		// config's to turn on (the server's value is checked besides).
+		{"speculation on", func(_, _ string) []string {
+			return []string{"spark.speculation true", "engagement.sparkRemote sc://127.0.0.1:1"}
+		}, "spark", "spark.speculation (%s) = ", ""},
 		{"spill into raw", func(_, _ string) []string { return []string{"duckdb.temp_directory " + fx.Input("raw")} },
 			"", "duckdb.temp_directory (%s) " + fx.Input("raw") + " lies in --raw", ""},
 	} {

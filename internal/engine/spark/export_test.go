@@ -106,6 +106,76 @@ func SessionCaches(ctx context.Context, e *Engine) ([]string, error) {
 // server did. It returns the proxy's sc:// URL.
 func HoldingProxy(t testing.TB, backend string, hold func(method string) bool) string {
 	t.Helper()
+	return proxy(t, backend, hold, nil)
+}
+
+// ConfigProxy is a Spark Connect endpoint in front of backend that forwards
+// every request, and answers value for key in every configuration reply
+// that names key, as a server started with --conf key=value would: the
+// shared server is not restarted for it. It returns the proxy's sc:// URL.
+func ConfigProxy(t testing.TB, backend, key, value string) string {
+	t.Helper()
+	return proxy(t, backend, func(string) bool { return false }, func(method string, m []byte) []byte {
+		if method != "/spark.connect.SparkConnectService/Config" {
+			return m
+		}
+		return configAnswer(t, m, key, value)
+	})
+}
+
+// configAnswer rewrites a ConfigResponse (pairs = 2, each a KeyValue: key =
+// 1, value = 2) so that key's pair holds value; other fields pass as sent.
+func configAnswer(t testing.TB, m []byte, key, value string) []byte {
+	var out []byte
+	for len(m) > 0 {
+		num, typ, n := protowire.ConsumeTag(m)
+		if n < 0 {
+			t.Errorf("config reply: %v", protowire.ParseError(n))
+			return m
+		}
+		size := protowire.ConsumeFieldValue(num, typ, m[n:])
+		if size < 0 {
+			t.Errorf("config reply: %v", protowire.ParseError(size))
+			return m
+		}
+		field := m[:n+size]
+		if num == 2 && typ == protowire.BytesType {
+			pair, _ := protowire.ConsumeBytes(m[n:])
+			if k, ok := pairKey(pair); ok && k == key {
+				kv := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), key)
+				kv = protowire.AppendString(protowire.AppendTag(kv, 2, protowire.BytesType), value)
+				field = protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), kv)
+			}
+		}
+		out = append(out, field...)
+		m = m[n+size:]
+	}
+	return out
+}
+
+// pairKey is a KeyValue's key.
+func pairKey(kv []byte) (string, bool) {
+	for len(kv) > 0 {
+		num, typ, n := protowire.ConsumeTag(kv)
+		if n < 0 {
+			return "", false
+		}
+		if num == 1 && typ == protowire.BytesType {
+			k, m := protowire.ConsumeString(kv[n:])
+			return k, m >= 0
+		}
+		size := protowire.ConsumeFieldValue(num, typ, kv[n:])
+		if size < 0 {
+			return "", false
+		}
+		kv = kv[n+size:]
+	}
+	return "", false
+}
+
+// proxy forwards every request to backend save those hold takes (never
+// answered), passing each reply through rewrite (nil: as sent).
+func proxy(t testing.TB, backend string, hold func(method string) bool, rewrite func(method string, m []byte) []byte) string {
 	cb, err := newChannel(backend)
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +216,9 @@ func HoldingProxy(t testing.TB, backend string, hold func(method string) bool) s
 					return nil
 				}
 				return err
+			}
+			if rewrite != nil {
+				m = rewrite(method, m)
 			}
 			if err := ss.SendMsg(&m); err != nil {
 				return err

@@ -39,10 +39,56 @@ var forced = [][2]string{
 	{"spark.sql.parquet.filterPushdown", "false"},
 }
 
+// speculation is the one setting the engine needs from the server's start:
+// a task run twice (a speculative copy) writes its staged files twice, and
+// the job counts on one writer a file. Spark reads it when the server
+// starts and will not change it on a session, so the engine can only
+// refuse a config that asks for it and a server that runs with it.
+const speculation = "spark.speculation"
+
+// speculationOff reports whether v turns speculation off as Spark parses a
+// boolean setting (trimmed, any case). Anything else, a value Spark would
+// refuse included, is not off.
+func speculationOff(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "false") }
+
+// speculationConflict is what follows the key in the refusal of a config
+// asking for speculation: ForcedConflict's, and Open's for a caller that
+// did not check.
+func speculationConflict(v string) string {
+	return fmt.Sprintf(" = %q: not settable: the engine runs with speculation off (a task run twice writes its files twice) and refuses a server that has it on; remove the line or set false", v)
+}
+
+// serverSpeculation refuses a server whose spark.speculation (v, as the
+// session reads it) is not false: restarting it is the fix, whatever the
+// config says, so the advice always names false.
+func serverSpeculation(remote, v string) error {
+	if speculationOff(v) {
+		return nil
+	}
+	return fmt.Errorf("spark %s: the server runs with %s = %s, and a task run twice writes its files twice: restart the Spark Connect server with --conf %[2]s=false",
+		remote, speculation, v)
+}
+
+// checkSpeculation reads the server's spark.speculation whether or not the
+// config names it: a config without the line ran unchecked on a server
+// with speculation on. A server started without the key has Spark's
+// default, off.
+func (e *Engine) checkSpeculation(ctx context.Context) error {
+	var v string
+	if err := e.bounded(ctx, "get "+speculation, func(ctx context.Context) (err error) {
+		v, err = e.session.Config().GetWithDefault(ctx, speculation, "false")
+		return err
+	}); err != nil {
+		return wrap(e.remote, "get "+speculation, err)
+	}
+	return serverSpeculation(e.remote, v)
+}
+
 // ForcedConflict returns the first setting (in key order) that sets one of
-// forced to another value, with what follows the key in its error: the
-// engine applies its own value after the config's, so the config's was
-// dropped in silence (DuckDB's engine refuses its time zone alike).
+// forced to another value, or asks for speculation, with what follows the
+// key in its error: the engine applies its own value after the config's,
+// so the config's was dropped in silence (DuckDB's engine refuses its time
+// zone alike), and speculation it cannot run with.
 func ForcedConflict(settings map[string]string) (key, msg string) {
 	var keys []string
 	for k := range settings {
@@ -50,6 +96,9 @@ func ForcedConflict(settings map[string]string) (key, msg string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == speculation && !speculationOff(settings[k]) {
+			return k, speculationConflict(settings[k])
+		}
 		for _, kv := range forced {
 			if k == kv[0] && !strings.EqualFold(strings.TrimSpace(settings[k]), kv[1]) && !(k == "spark.sql.session.timeZone" && isUTC(settings[k])) {
 				return k, fmt.Sprintf(" = %q: not settable: the engine forces %s (event dates are UTC dates, timestamps are written as UTC instants, an unreadable input fails the run, no row group is skipped by its footer statistics); remove the line", settings[k], kv[1])

@@ -22,10 +22,38 @@ func TestForcedConflict(t *testing.T) {
 		{"spark.sql.parquet.filterPushdown", "true", true},
 		{"spark.sql.parquet.filterPushdown", "false", false},
 		{"spark.sql.shuffle.partitions", "8", false},
+		{"spark.speculation", "true", true},
+		{"spark.speculation", "yes", true}, // not off
+		{"spark.speculation", "false", false},
+		{"spark.speculation", " False ", false},
 	} {
 		k, msg := ForcedConflict(map[string]string{tc.key: tc.value})
 		if refused := k != ""; refused != tc.refused || (refused && (k != tc.key || !strings.Contains(msg, "not settable"))) {
 			t.Errorf("%s %s: refused %q %q, want refused %v", tc.key, tc.value, k, msg, tc.refused)
+		}
+	}
+}
+
+// TestServerSpeculation: a server whose speculation is anything but false
+// is refused, and the advice names false whatever its value.
+func TestServerSpeculation(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		refused bool
+	}{
+		{"false", false},
+		{"FALSE", false},
+		{"true", true},
+		{"TRUE", true},
+		{"", true}, // read, but not off
+	} {
+		err := serverSpeculation("sc://h:1", tc.value)
+		if (err != nil) != tc.refused {
+			t.Errorf("%q: %v, want refused %v", tc.value, err, tc.refused)
+			continue
+		}
+		if err != nil && (!strings.HasSuffix(err.Error(), "--conf spark.speculation=false") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("%q: %q, want one line ending in the --conf that turns it off", tc.value, err)
 		}
 	}
 }

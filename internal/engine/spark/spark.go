@@ -150,9 +150,15 @@ const maxMessage = 128 << 20
 // Open connects to the Spark Connect server at remote (sc://HOST:PORT) and
 // applies settings (the spark.* keys of the config, as given). A key Spark
 // will not change at runtime (a core or static setting such as
-// spark.speculation) must already have the wanted value on the server, or
-// Open fails naming it: silently running with another value is worse.
+// spark.executor.memory) must already have the wanted value on the server,
+// or Open fails naming it: silently running with another value is worse.
+// spark.speculation is the engine's, not the config's: a value other than
+// false is refused (exit 2), and so is a server running with it on,
+// whether or not the config names it.
 func Open(ctx context.Context, remote string, settings map[string]string) (*Engine, error) {
+	if v, ok := settings[speculation]; ok && !speculationOff(v) {
+		return nil, exitcode.UsageError(fmt.Errorf("%s%s", speculation, speculationConflict(v)))
+	}
 	cb, err := newChannel(remote)
 	if err != nil {
 		// The URL itself is wrong: no retry can mend it.
@@ -188,6 +194,11 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == speculation {
+			// checkSpeculation reads the server's value: a set would fail
+			// on a value spelt otherwise than the server's (FALSE).
+			continue
+		}
 		if err := e.set(ctx, k, settings[k]); err != nil {
 			// The server answered with an exception (a value Spark does not
 			// take): the config is wrong, as for a DuckDB setting, and a
@@ -202,6 +213,9 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 		if err := e.set(ctx, kv[0], kv[1]); err != nil {
 			return nil, err
 		}
+	}
+	if err := e.checkSpeculation(ctx); err != nil {
+		return nil, err
 	}
 	if err := e.findUnknown(ctx, keys); err != nil {
 		return nil, err

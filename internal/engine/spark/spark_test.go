@@ -115,8 +115,9 @@ func TestSettingErrors(t *testing.T) {
 		want     []string
 		exit     int // a value the server refuses is the config's fault
 	}{
-		{"static setting with another value", map[string]string{"spark.speculation": "true"},
-			[]string{"spark.speculation = true", "--conf spark.speculation=true"}, exitcode.Error},
+		// The shared server runs with two executor cores.
+		{"core setting with another value", map[string]string{"spark.executor.cores": "3"},
+			[]string{"spark.executor.cores = 3", "server has 2", "--conf spark.executor.cores=3"}, exitcode.Error},
 		{"bad value", map[string]string{"spark.sql.shuffle.partitions": "many"},
 			[]string{"spark.sql.shuffle.partitions", "many", "["}, exitcode.Usage},
 	}
@@ -134,6 +135,62 @@ func TestSettingErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans lines: %q", err)
+			}
+			if got := exitcode.Code(err); got != tc.exit {
+				t.Errorf("exit %d, want %d", got, tc.exit)
+			}
+		})
+	}
+}
+
+// TestSpeculationRefused: speculation is the engine's to refuse, not the
+// config's to set. A config asking for it is refused before the server is
+// asked (exit 2); a server running with it is refused (exit 1) whether or
+// not the config names the key (one without the line ran unchecked), and
+// the advice is always to restart it with false (a config with true was
+// told to start the server with true). The server's answer comes through
+// a proxy: the shared server runs with speculation off.
+func TestSpeculationRefused(t *testing.T) {
+	ctx := context.Background()
+	r := sparktest.Remote(t)
+	on := spark.ConfigProxy(t, r, "spark.speculation", "true")
+	for _, tc := range []struct {
+		name     string
+		remote   string
+		settings map[string]string
+		want     []string // empty: Open succeeds
+		exit     int
+	}{
+		{"config without the key, server off", r, map[string]string{}, nil, exitcode.OK},
+		{"config false, server off", r, map[string]string{"spark.speculation": "false"}, nil, exitcode.OK},
+		{"config FALSE, server off", r, map[string]string{"spark.speculation": " FALSE"}, nil, exitcode.OK},
+		{"config true", r, map[string]string{"spark.speculation": "true"},
+			[]string{`spark.speculation = "true": not settable`, "speculation off"}, exitcode.Usage},
+		{"config without the key, server on", on, map[string]string{},
+			[]string{"spark.speculation = true", "restart the Spark Connect server with --conf spark.speculation=false"}, exitcode.Error},
+		{"config false, server on", on, map[string]string{"spark.speculation": "false"},
+			[]string{"spark.speculation = true", "--conf spark.speculation=false"}, exitcode.Error},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := spark.Open(ctx, tc.remote, tc.settings)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				e.Close()
+				return
+			}
+			if err == nil {
+				e.Close()
+				t.Fatal("Open succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "spark.speculation=true") {
+				t.Errorf("error %q advises speculation on", err)
 			}
 			if got := exitcode.Code(err); got != tc.exit {
 				t.Errorf("exit %d, want %d", got, tc.exit)
