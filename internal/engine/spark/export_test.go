@@ -53,6 +53,11 @@ func WeakenKeyHash(e *Engine, n int) {
 	e.keyHash = func(cols string) string { return fmt.Sprintf("pmod(xxhash64(%s), %d)", cols, n) }
 }
 
+// AggregatesUpTo makes e count its inputs' dates with aggregates of their
+// own up to n dates, grouped by the date's index past it (-1: grouped
+// always; 0: the engine's own).
+func AggregatesUpTo(e *Engine, n int) { e.aggregatesUpTo = n }
+
 // Merges is how many times e built the fact grain again with a fact row's
 // courses merged.
 func Merges(e *Engine) int { return e.merges }

@@ -73,6 +73,9 @@ type Engine struct {
 	// any exact comparison (xxhash64 when nil; a test weakens it to make
 	// collisions, which the exact pass must then see through).
 	keyHash func(cols string) string
+	// aggregatesUpTo is the most dates Inspect counts with aggregates of
+	// their own (perDateAggregates when 0; -1: always grouped), a test's.
+	aggregatesUpTo int
 	// rawViewSQL is the statement that registered rawView in this
 	// session, "" before one did.
 	rawViewSQL string
