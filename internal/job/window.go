@@ -161,20 +161,25 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 		"unsettled", unsettled, "horizon_from", oldest.String(), "lateness_days", job.LatenessDays)
 }
 
-// attemptReadTo is the newest ingest partition the attempt of jobID read,
-// from its _attempt.json's listing (its ingest_to is the window asked for,
-// which partitions not landed yet leave short), and whether that could be
-// read.
+// attemptReadTo is the newest ingest partition the attempt of jobID read:
+// the newest of the raw files its _attempt.json lists (the window's), and
+// whether that could be read. Not its ingest_to, the window asked for,
+// which partitions not landed yet leave short; nor its ingest_dates, every
+// landed partition, today's still open one among them.
 func (p *Publisher) attemptReadTo(ctx context.Context, jobID string) (dates.Date, bool) {
 	b, _, err := p.Warehouse.Get(ctx, warehouse.AttemptPath(jobID))
 	if err != nil {
 		return 0, false
 	}
 	var a Attempt
-	if json.Unmarshal(b, &a) != nil || len(a.Inputs.IngestDates) == 0 {
+	if json.Unmarshal(b, &a) != nil || len(a.Inputs.Raw) == 0 {
 		return 0, false
 	}
-	return slices.Max(a.Inputs.IngestDates), true
+	newest := a.Inputs.Raw[0].IngestDate
+	for _, f := range a.Inputs.Raw[1:] {
+		newest = max(newest, f.IngestDate)
+	}
+	return newest, true
 }
 
 // checkEnded refuses a requested date on or after the run date (as of

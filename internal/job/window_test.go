@@ -165,8 +165,13 @@ func TestWarnUnsettled(t *testing.T) {
 	d := dates.MustParse
 	readTo := map[string]string{"missed": "2026-11-21", "settled": "2026-11-21", "old": "2026-11-17", "restated": "2026-11-21", "twice-missed": "2026-11-19"}
 	for id, to := range readTo {
-		// The window asked for reaches further than what had landed.
-		b, _ := json.Marshal(Attempt{JobID: id, IngestTo: "2026-11-25", Inputs: inputs.Listing{IngestDates: []dates.Date{d(to).AddDays(-1), d(to)}}})
+		// As a real record is: the window asked for reaches further than
+		// what had landed, and the landed partitions include the run day's
+		// open one, which the window left out; the raw files read are the
+		// window's.
+		b, _ := json.Marshal(Attempt{JobID: id, IngestTo: "2026-11-25", Inputs: inputs.Listing{
+			IngestDates: []dates.Date{d(to).AddDays(-1), d(to), d(to).AddDays(1)},
+			Raw:         []inputs.RawFile{{IngestDate: d(to)}, {IngestDate: d(to).AddDays(-1)}}}})
 		if err := os.MkdirAll(filepath.Join(dir, "staging", "job_id="+id), 0o755); err != nil {
 			t.Fatal(err)
 		}

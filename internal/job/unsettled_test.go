@@ -1,0 +1,83 @@
+package job_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/job"
+	"github.com/techlearningpro/engagement/internal/job/publishtest"
+)
+
+// TestMissedRunWarned plays the fixture's daily cadence (horizon 2,
+// lateness 1) at 06:00 UTC, when the run day's partition has begun to
+// land. With every run, each date's last publish reads its lateness
+// partition and nothing is warned of. With the 2026-03-03 run missed,
+// 2026-03-01 leaves the horizon as the 03-02 run read it (its late events,
+// in partition 03-02, never counted), and the 03-04 run says so, naming
+// what that run read: not the open partition of its run day, which its
+// record lists as landed but its window left out.
+func TestMissedRunWarned(t *testing.T) {
+	const warning = "dates left the restatement horizon before a publish read their last lateness partition"
+	day := func(d int) time.Time { return time.Date(2026, 3, d, 6, 0, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		name string
+		runs []int // the run days, each publishing the two days before it (one on 03-02)
+		want string
+	}{
+		{"every run", []int{2, 3, 4}, ""},
+		{"the 03-03 run missed", []int{2, 4}, "2026-03-01 (job run-02 read ingest_date up to 2026-03-01, not 2026-03-02)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := publishtest.LoadFixture(t, "")
+			wh := t.TempDir()
+			// The fixture's raw as it had landed by each run: partitions
+			// up to the run day's, which is still being written.
+			raw := filepath.Join(fx.Dir, "raw")
+			held := t.TempDir()
+			for _, p := range []string{"ingest_date=2026-03-02", "ingest_date=2026-03-03"} {
+				if err := os.Rename(filepath.Join(raw, p), filepath.Join(held, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var last string
+			for _, run := range tc.runs {
+				for _, p := range []string{"ingest_date=2026-03-02", "ingest_date=2026-03-03"} {
+					if p <= "ingest_date="+day(run).Format(time.DateOnly) {
+						_ = os.Rename(filepath.Join(held, p), filepath.Join(raw, p))
+					}
+				}
+				ds := []string{day(run - 2).Format(time.DateOnly), day(run - 1).Format(time.DateOnly)}
+				if run == 2 {
+					ds = ds[1:]
+				}
+				e, err := duckdb.Open(t.Context(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var logs bytes.Buffer
+				wb, store := publishtest.Warehouse(wh)
+				p := &job.Publisher{Engine: e, Warehouse: wb, Store: store, Inputs: publishtest.Source(),
+					Log: slog.New(slog.NewTextHandler(&logs, nil)), Clock: func() time.Time { return day(run) }}
+				_, err = p.Publish(t.Context(), fx.Job(t, wh, fmt.Sprintf("run-%02d", run), ds...))
+				e.Close()
+				if err != nil {
+					t.Fatalf("run of %s: %v\n%s", day(run).Format(time.DateOnly), err, logs.String())
+				}
+				last = logs.String()
+			}
+			switch {
+			case tc.want == "" && strings.Contains(last, warning):
+				t.Errorf("warned with every run made:\n%s", last)
+			case tc.want != "" && !strings.Contains(last, tc.want):
+				t.Errorf("the last run did not warn of %q:\n%s", tc.want, last)
+			}
+		})
+	}
+}
