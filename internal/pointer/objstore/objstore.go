@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/failpoint"
@@ -173,8 +174,13 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 			return fmt.Errorf("swap to generation %d: %w", next.Generation, err)
 		}
 		if err := s.replacePointer(ctx, ver, orphan.Generation); err != nil {
-			return fmt.Errorf("swap to generation %d: generation %d (job %s), committed by an earlier write, cannot be made visible: %w: %w",
-				next.Generation, orphan.Generation, orphan.UpdatedByJobID, pointer.ErrStuck, err)
+			if refusedForGood(err) {
+				return fmt.Errorf("swap to generation %d: generation %d (job %s), committed by an earlier write, cannot be made visible: %w: %w",
+					next.Generation, orphan.Generation, orphan.UpdatedByJobID, pointer.ErrStuck, err)
+			}
+			// A 503 or a timeout: the next write may well roll it forward.
+			return fmt.Errorf("swap to generation %d: generation %d (job %s), committed by an earlier write, was not rolled forward this time: %w",
+				next.Generation, orphan.Generation, orphan.UpdatedByJobID, err)
 		}
 		return fmt.Errorf("swap to generation %d: an interrupted write had left generation %d in the history; it was rolled forward: %w",
 			next.Generation, orphan.Generation, pointer.ErrConflict)
@@ -303,6 +309,13 @@ func cond(v pointer.Version) storage.Cond {
 		return storage.Cond{IfAbsent: true}
 	}
 	return storage.Cond{IfMatch: string(v)}
+}
+
+// refusedForGood reports whether a failed replace of pointer.json will fail
+// the same way until someone acts: permissions, an immutable file or a
+// read-only file system, an S3 policy that denies it.
+func refusedForGood(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, storage.ErrRefused)
 }
 
 // replacePointer makes pointer.json the history copy of generation gen, byte

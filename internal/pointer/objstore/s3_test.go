@@ -183,28 +183,52 @@ func TestPausedWriterOvertaken(t *testing.T) {
 }
 
 // TestStuckRollForward: a generation committed by an earlier write that
-// pointer.json cannot be replaced with fails every later write with
-// ErrStuck, naming that generation and its job, not as this write's own
-// "did not land" that a rerun would cure.
+// pointer.json cannot be replaced with (permissions) fails every later
+// write with ErrStuck, naming that generation and its job, not as this
+// write's own "did not land" that a rerun would cure; a replace that fails
+// for a moment (a 503) is no ErrStuck, and the next write rolls it forward.
 func TestStuckRollForward(t *testing.T) {
+	entry := func(job string) map[dates.Date]pointer.DateEntry {
+		return map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry(job, pointertest.Day0)}
+	}
 	for name, newBucket := range backends {
-		t.Run(name, func(t *testing.T) {
-			b := newBucket(t)
-			if _, err := pointer.Publish(t.Context(), objstore.New(b), pointertest.Commit("job-1", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-1", pointertest.Day0)})); err != nil {
-				t.Fatal(err)
-			}
-			stuck := objstore.New(storagetest.RefusePut{Bucket: b, Key: "pointer.json"})
-			// Committed in the history, not shown: the earlier write.
-			if _, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("job-2", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-2", pointertest.Day0)})); err == nil {
-				t.Fatal("a publish whose pointer.json replace was refused reported success")
-			}
-			_, err := pointer.Publish(t.Context(), stuck, pointertest.Commit("job-3", map[dates.Date]pointer.DateEntry{pointertest.Day0: pointertest.Entry("job-3", pointertest.Day0)}))
-			if !errors.Is(err, pointer.ErrStuck) || !strings.Contains(fmt.Sprint(err), "generation 2 (job job-2), committed by an earlier write, cannot be made visible") {
-				t.Fatalf("the next publish: %v, want ErrStuck naming generation 2 and job-2", err)
-			}
-			if cur, _, _ := objstore.New(b).Load(t.Context()); cur.UpdatedByJobID != "job-1" {
-				t.Errorf("pointer.json names %s, want job-1 still", cur.UpdatedByJobID)
-			}
-		})
+		for _, tc := range []struct {
+			name  string
+			err   error
+			stuck bool
+		}{
+			{"denied", nil, true},
+			{"for a moment", errors.New("StatusCode: 503, api error SlowDown"), false},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				b := newBucket(t)
+				if _, err := pointer.Publish(t.Context(), objstore.New(b), pointertest.Commit("job-1", entry("job-1"))); err != nil {
+					t.Fatal(err)
+				}
+				// Three failures: job-2's replace and the roll-forward its
+				// re-read tries, then job-3's roll-forward (all of them,
+				// when denied).
+				var left atomic.Int32
+				left.Store(3)
+				refusing := storagetest.RefusePut{Bucket: b, Key: "pointer.json", Err: tc.err}
+				if !tc.stuck {
+					refusing.Left = &left
+				}
+				s := objstore.New(refusing)
+				if _, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-2", entry("job-2"))); err == nil {
+					t.Fatal("a publish whose pointer.json replace failed reported success")
+				}
+				_, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-3", entry("job-3")))
+				if err == nil || errors.Is(err, pointer.ErrStuck) != tc.stuck || !strings.Contains(fmt.Sprint(err), "generation 2 (job job-2), committed by an earlier write") {
+					t.Fatalf("the next publish: %v, want ErrStuck %v naming generation 2 and job-2", err, tc.stuck)
+				}
+				_, err = pointer.Publish(t.Context(), s, pointertest.Commit("job-4", entry("job-4")))
+				if cur, _, _ := objstore.New(b).Load(t.Context()); tc.stuck && cur.UpdatedByJobID != "job-1" {
+					t.Errorf("pointer.json names %s, want job-1 still", cur.UpdatedByJobID)
+				} else if !tc.stuck && (err != nil || cur.UpdatedByJobID != "job-4") {
+					t.Errorf("after the 503s: %v, pointer.json names %s, want job-4", err, cur.UpdatedByJobID)
+				}
+			})
+		}
 	}
 }
