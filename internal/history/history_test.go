@@ -767,3 +767,40 @@ func TestRollbackFailedSaysItsIDIsTaken(t *testing.T) {
 		t.Error("no rollback record: the message would be false")
 	}
 }
+
+// unreadableGen fails every read of one history generation, as a server's
+// 500s would.
+type unreadableGen struct {
+	*objstore.Store
+	gen int64
+}
+
+func (u unreadableGen) LoadGeneration(ctx context.Context, g int64) (pointer.Pointer, error) {
+	if g == u.gen {
+		return pointer.Pointer{}, fmt.Errorf("get pointer-history/%d.json: StatusCode: 500, InternalError", g)
+	}
+	return u.Store.LoadGeneration(ctx, g)
+}
+
+// TestRollbackOfAnotherDateAndAReadError: a publish of Tuesday meets a
+// rollback of Monday alone, and the rollback's parent cannot be read: a
+// failure to retry (exit 1), not a race lost to a rollback of Tuesday
+// (exit 6, which the DAG does not retry and which would name Tuesday).
+func TestRollbackOfAnotherDateAndAReadError(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon, tue)
+	if err := w.rollback("rb-mon", 1, mon); err != nil {
+		t.Fatal(err)
+	}
+	s := unreadableGen{w.store, 2}
+	c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{tue: w.entry("c", tue, 31)})
+	c.Check = pointer.NoRollbackSince(t.Context(), s, 2, []dates.Date{tue})
+	_, err := pointer.Publish(t.Context(), s, c)
+	if err == nil || exitcode.Code(err) != exitcode.Error || errors.Is(err, pointer.ErrRaced) {
+		t.Fatalf("publish: exit %d (%v), want 1, not a race", exitcode.Code(err), err)
+	}
+	if cur, _, _ := w.store.Load(t.Context()); cur.Generation != 3 {
+		t.Errorf("pointer at generation %d, want the rollback's 3", cur.Generation)
+	}
+}

@@ -56,7 +56,12 @@ func NoRollbackSince(ctx context.Context, s Store, base int64, ds []dates.Date) 
 				return nil
 			}
 			for _, d := range ds {
-				if _, ok := h.Dates[d]; ok && touched(ctx, s, h, d) {
+				if _, ok := h.Dates[d]; !ok {
+					continue
+				}
+				if changed, err := touched(ctx, s, h, d); err != nil {
+					return err
+				} else if changed {
 					return fmt.Errorf("%w: generation %d (job %s) rolled %s back to generation %d after this job read generation %d; "+
 						"nothing of this job was written: check `engagement history --date %s`, then rerun with a new job id if the rollback should be replaced",
 						ErrRaced, h.Generation, h.UpdatedByJobID, d, h.SourceGeneration, base, d)
@@ -143,17 +148,23 @@ func Committed(ctx context.Context, s Store, base Pointer) int64 {
 	return base.Generation
 }
 
-// touched reports whether generation h changed date d from its parent. An
-// unreadable parent counts as a change: refusing is the safe answer.
-func touched(ctx context.Context, s Store, h Pointer, d dates.Date) bool {
+// touched reports whether generation h changed date d from its parent. A
+// parent no longer retained counts as a change: refusing is the safe
+// answer. A parent that could not be read is an error: refused as a race
+// (exit 6, not retried), a rollback of another date would fail the DAG
+// run for a moment's read error.
+func touched(ctx context.Context, s Store, h Pointer, d dates.Date) (bool, error) {
 	if h.Generation <= 1 {
-		return true
+		return true, nil
 	}
 	parent, err := s.LoadGeneration(ctx, h.Generation-1)
-	if err != nil {
-		return true
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
 	}
-	return !SameEntry(parent.Dates[d], h.Dates[d])
+	if err != nil {
+		return false, fmt.Errorf("read generation %d to check for a rollback: %w", h.Generation-1, err)
+	}
+	return !SameEntry(parent.Dates[d], h.Dates[d]), nil
 }
 
 // SameEntry reports whether two date entries are equal field by field,
