@@ -522,3 +522,47 @@ func TestHangupUnderNohup(t *testing.T) {
 		t.Fatalf("exit %d (%v), want 0: the ignored hangup must not cancel it\n%s", code, err, log.String())
 	}
 }
+
+// TestReportOutRefusals: report's --out is a directory of its own. Made in
+// raw or in the manifest's directory, the page broke the next publish's
+// listing (exit 0 for the report, exit 1 for every publish after it); a
+// directory holding a user's files is not written into; an earlier
+// report's directory is written again.
+func TestReportOutRefusals(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	user := filepath.Join(t.TempDir(), "mine")
+	if err := os.MkdirAll(user, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(user, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, out, says string
+	}{
+		{"in raw", filepath.Join(w.raw, "report"), "which holds data (ingest_date="},
+		{"deeper in raw", filepath.Join(w.raw, "r", "eport"), "which holds data (ingest_date="},
+		{"in the manifest's directory", filepath.Join(w.lessons, "report"), ".parquet): an input's next listing would fail on it"},
+		{"a user's directory", user, "holds notes.txt, which no report wrote"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, "report", "--warehouse", w.warehouse, "--out", tc.out)
+			if r.code != exitcode.Usage || !strings.Contains(r.errLine(t), tc.says) {
+				t.Fatalf("exit %d, want 2 saying %q\n%s", r.code, tc.says, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(tc.out, "index.html")); err == nil {
+				t.Error("the page was written")
+			}
+		})
+	}
+	if r := biRun(t, w.publishArgs("after-reports", biGoodDates)...); r.code != 0 {
+		t.Errorf("a publish after the refused reports: exit %d\n%s", r.code, r.stderr)
+	}
+	out := filepath.Join(t.TempDir(), "report")
+	for i := range 2 {
+		if r := biRun(t, "report", "--warehouse", w.warehouse, "--out", out); r.code != 0 {
+			t.Fatalf("report %d into its own directory: exit %d\n%s", i+1, r.code, r.stderr)
+		}
+	}
+}

@@ -103,6 +103,29 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	return nil
 }
 
+// dataParent refuses a new output directory that would be made in a
+// directory holding data (ingest_date=… partitions, Parquet files): inside
+// raw or a manifest, the next publish's listing failed on it.
+func dataParent(out string) error {
+	dir := filepath.Dir(filepath.Clean(out))
+	for {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) && filepath.Dir(dir) != dir {
+			dir = filepath.Dir(dir)
+			continue
+		}
+		if err != nil {
+			return nil // made, or refused, by the write that follows
+		}
+		for _, e := range entries {
+			if name := e.Name(); strings.HasPrefix(name, "ingest_date=") || strings.HasSuffix(name, ".parquet") {
+				return fmt.Errorf("it would be made in %s, which holds data (%s): an input's next listing would fail on it; choose a directory of its own", dir, name)
+			}
+		}
+		return nil
+	}
+}
+
 // ownDir refuses an output directory that holds anything but an earlier
 // report: --out aimed at an input (raw's directory) put an index.html
 // there, exit 0, and the next publish failed on the stray file; a user's
@@ -110,7 +133,7 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 func ownDir(out string) error {
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return dataParent(out)
 	}
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		if date == "" {
 			date = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, date, oneLine(c.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, date, OneLine(c.Detail))
 	}
 	tw.Flush()
 	ds := make([]string, 0, len(unknown))
@@ -96,11 +96,11 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 	return err
 }
 
-// oneLine keeps a value from an input (a lesson id, a column name in a
+// OneLine keeps a value from an input (a lesson id, a column name in a
 // detail) from breaking the table's rows, or from driving the operator's
 // terminal: every control or format character (an ESC sequence, a bidi
 // override that reverses the rest of the row) is written as an escape.
-func oneLine(s string) string {
+func OneLine(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
@@ -135,7 +135,7 @@ func shownKey(s string) string {
 			return strconv.QuoteToASCII(s)
 		}
 	}
-	return oneLine(s)
+	return OneLine(s)
 }
 
 // shownRunes is the most of a lesson id the table shows: one 100 KB id

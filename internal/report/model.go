@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/history"
@@ -356,6 +357,12 @@ func rejections(ctx context.Context, b storage.Bucket, m *Model) ([]job.Rejectio
 		var r job.Rejection
 		if err := json.Unmarshal(data, &r); err != nil || r.JobID == "" {
 			m.Notes = append(m.Notes, fmt.Sprintf("rejection record %s does not decode: not shown", b.Location().Join(f.Key)))
+			continue
+		}
+		if config.CheckJobID(r.JobID) != nil || warehouse.RejectionPath(r.JobID) != f.Key {
+			// Its job id names its gate report's key: one that is no job
+			// id, or not the record's own, would be read from elsewhere.
+			m.Notes = append(m.Notes, fmt.Sprintf("rejection record %s names job id %q, which is not its own: not shown", b.Location().Join(f.Key), r.JobID))
 			continue
 		}
 		out = append(out, r)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
@@ -21,7 +22,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format(time.RFC3339)
 	},
-	"rate":  func(v float64) string { return fmt.Sprintf("%.4f", v) },
+	"rate": func(v float64) string { return fmt.Sprintf("%.4f", v) },
+	// A path or note the warehouse's name runs through: a bidi override in
+	// it reversed the rest of the line, past its element.
+	"text":  gate.OneLine,
 	"pct":   percent,
 	"bytes": func(v int64) string { return Bytes(float64(v)) },
 	"op": func(c Change) string {
@@ -30,6 +34,11 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 			// (history marks it alike). Generation 1 has none: it made
 			// every date it holds.
 			return "oldest retained (earlier history expired)"
+		}
+		if c.AfterGap {
+			// Its parent was removed by hand: likewise what it holds,
+			// which may be an entry another operation made.
+			return "after a gap (what it holds)"
 		}
 		switch c.Operation {
 		case "":
@@ -85,7 +94,7 @@ func eventsChart(m Model) template.HTML {
 			hi = math.Max(hi, float64(c.EventCount))
 		}
 	}
-	ticks := niceTicks(hi)
+	ticks := countTicks(hi)
 	c := newChart("chart-events", "Events per date, by retained generation", "events", categories(m),
 		scale{lo: 0, hi: ticks[len(ticks)-1]})
 	c.axes(ticks, count)

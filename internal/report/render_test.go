@@ -25,7 +25,9 @@ import (
 func TestRenderManyDates(t *testing.T) {
 	const n = 60
 	at := time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)
-	m := Model{Warehouse: "s3://curated/engagement", Generation: 70, UpdatedBy: "nightly-70", WrittenAt: at}
+	// A bidi override in the warehouse's name (a path may hold one) must
+	// not reverse the rest of the line, past its element.
+	m := Model{Warehouse: "s3://curated/engagement\u202e-x", Generation: 70, UpdatedBy: "nightly-70", WrittenAt: at}
 	first := dates.MustParse("2026-01-01")
 	for i := range n {
 		d := first.AddDays(i)
@@ -47,6 +49,11 @@ func TestRenderManyDates(t *testing.T) {
 			// what it holds, not a change it made (the rollback's row was
 			// shown as a rollback of a date it never touched).
 			dd.Changes[0].Operation, dd.Changes[0].SourceGeneration, dd.Changes[0].Oldest = pointer.OpRollback, 1, true
+		}
+		if i == 6 {
+			// After a gap (its parent removed by hand): what it holds, not
+			// a publish of an entry another job made.
+			dd.Changes[0].AfterGap = true
 		}
 		if dd.Published {
 			dd.Files = []File{{Table: "fact_lesson_engagement", Path: "f1", Bytes: 190 << 20}, {Table: "course_day", Path: "c1", Bytes: 40 << 10}}
@@ -70,6 +77,9 @@ func TestRenderManyDates(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
+	if strings.ContainsRune(page, '\u202e') || !strings.Contains(page, `s3://curated/engagement\u202e-x`) {
+		t.Error("the warehouse's bidi override reached the page as itself, not as its escape")
+	}
 	if p := os.Getenv("ENGAGEMENT_REPORT_DUMP"); p != "" {
 		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
@@ -119,6 +129,9 @@ func TestRenderManyDates(t *testing.T) {
 	if !regexp.MustCompile(`data-date="2026-01-05" data-generation="14"><td>2026-01-05</td><td class="num">14</td><td>[^<]*</td><td>oldest retained \(earlier history expired\)</td>`).MatchString(page) {
 		t.Errorf("the oldest retained generation's row is not marked so")
 	}
+	if !regexp.MustCompile(`data-date="2026-01-07" data-generation="16"><td>2026-01-07</td><td class="num">16</td><td>[^<]*</td><td>after a gap \(what it holds\)</td>`).MatchString(page) {
+		t.Errorf("the row after a gap is not marked so")
+	}
 	over := regexp.MustCompile(`data-bytes="419430400" cx="[0-9.]+" cy="([0-9.]+)"`).FindStringSubmatch(svgs[2])
 	band := regexp.MustCompile(`class="band" x="[0-9.]+" y="([0-9.]+)"`).FindStringSubmatch(svgs[2])
 	if over == nil || band == nil || !(atof(over[1]) < atof(band[1])) {
@@ -130,4 +143,30 @@ func atof(s string) float64 {
 	var f float64
 	fmt.Sscan(s, &f)
 	return f
+}
+
+// TestCountAxisLabels: an events axis ticks whole counts, reaches the
+// highest count (its top tick is at or over it) and labels each tick with
+// every digit it has, from a date of two events to the design volume.
+func TestCountAxisLabels(t *testing.T) {
+	for _, tc := range []struct {
+		hi   float64
+		want string
+	}{
+		{0, "0 1 2 3 4 5"},
+		{2, "0 1 2 3 4 5"},
+		{9, "0 2 4 6 8 10"},
+		{12, "0 5 10 15"},
+		{60e6, "0 20M 40M 60M"},
+		{62e6, "0 20M 40M 60M 80M"},
+		{11e6, "0 2.5M 5M 7.5M 10M 12.5M"},
+	} {
+		var got []string
+		for _, v := range countTicks(tc.hi) {
+			got = append(got, count(v))
+		}
+		if s := strings.Join(got, " "); s != tc.want {
+			t.Errorf("events up to %.0f: axis %q, want %q", tc.hi, s, tc.want)
+		}
+	}
 }

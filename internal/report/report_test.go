@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,6 +160,25 @@ func testReport(t *testing.T, on publishtest.Backend) {
 		}
 		if len(m.Notes) == 0 || !strings.Contains(m.Notes[0], "pointer-history/1.json was changed after it was written") {
 			t.Errorf("notes %q: want the altered copy named first", m.Notes)
+		}
+	})
+	t.Run("record not its own", func(t *testing.T) {
+		// A record whose job id is no job id (a path out of the
+		// warehouse) or another record's: noted, naming the record, and
+		// the page still made; its gate report is never looked for.
+		for key, id := range map[string]string{"rejections/job_id=crafted-1.json": "../../../../evil", "rejections/job_id=crafted-2.json": "cap-bad"} {
+			if _, err := b.Put(context.Background(), key, []byte(`{"job_id":"`+id+`"}`), storage.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := report.Build(context.Background(), objstore.New(b), b, 0)
+		if err != nil {
+			t.Fatalf("a crafted record failed the page: %v", err)
+		}
+		for _, rec := range []string{"crafted-1.json", "crafted-2.json"} {
+			if !slices.ContainsFunc(m.Notes, func(n string) bool { return strings.Contains(n, rec) && strings.Contains(n, "which is not its own") }) {
+				t.Errorf("notes %q: none names %s", m.Notes, rec)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"html"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -134,7 +135,13 @@ func (c *chart) html() template.HTML {
 func esc(s string) string { return html.EscapeString(s) }
 
 // niceTicks are 0 and about five round steps up to at least hi.
-func niceTicks(hi float64) []float64 {
+func niceTicks(hi float64) []float64 { return ticksOf(hi, false) }
+
+// countTicks are niceTicks for a count: whole steps only, so that no axis
+// reads 0 0 1 2 2 over ticks 0, 0.5, 1, 1.5, 2.
+func countTicks(hi float64) []float64 { return ticksOf(math.Max(hi, 5), true) }
+
+func ticksOf(hi float64, whole bool) []float64 {
 	if hi <= 0 {
 		hi = 1
 	}
@@ -142,14 +149,20 @@ func niceTicks(hi float64) []float64 {
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
 	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if whole && m*mag != math.Trunc(m*mag) {
+			continue
+		}
 		if m*mag >= raw {
 			step = m * mag
 			break
 		}
 	}
-	var ticks []float64
-	for t := 0.0; t < hi+step/2; t += step {
-		ticks = append(ticks, math.Round(t/step)*step)
+	// Up to the first tick at or over hi: the axis ends there, and a top
+	// tick below hi (9 over ticks of 2) drew the highest bar past it.
+	n := int(math.Ceil(hi/step - 1e-9))
+	ticks := make([]float64, n+1)
+	for i := range ticks {
+		ticks[i] = float64(i) * step
 	}
 	return ticks
 }
@@ -180,13 +193,15 @@ func Bytes(v float64) string {
 	return trim(v) + " B"
 }
 
-// count writes an axis count short: 1.5M, 250k, 900.
+// count writes an axis count short: 1.5M, 12.5M, 250k, 900. Its ticks
+// are whole counts in steps of 1, 2, 2.5 or 5 of a power of ten, so every
+// digit they have is shown (12.5M read 12M).
 func count(v float64) string {
 	switch {
 	case v >= 1e6:
-		return trim(v/1e6) + "M"
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
 	case v >= 1e4:
-		return trim(v/1e3) + "k"
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
 	}
 	return fmt.Sprintf("%.0f", v)
 }
