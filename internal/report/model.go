@@ -92,6 +92,10 @@ func (m Model) PublishedDates() int {
 type Change struct {
 	history.Change
 	Cap float64
+	// FromPointer marks the entry readers follow when no retained
+	// generation holds it (pointer.json edited in place, its copy gone):
+	// what they see, shown as such, not the history's newest change.
+	FromPointer bool
 }
 
 // File is one current Parquet file.
@@ -194,6 +198,23 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 	for d, e := range cur.Dates {
 		dd := date(d)
 		dd.Published = true
+		if len(dd.Changes) == 0 || !sameAsChange(e, dd.Changes[0].Change) {
+			r, err := reports.get(ctx, e.JobID)
+			if err != nil {
+				return Model{}, err
+			}
+			ch := Change{Change: history.Change{Generation: cur.Generation, WrittenAt: cur.WrittenAt, WriterVersion: cur.WriterVersion,
+				Operation: cur.Operation, SourceGeneration: cur.SourceGeneration, UpdatedByJobID: cur.UpdatedByJobID, Current: true,
+				Date: d, JobID: e.JobID, ManifestID: e.ManifestID, EnrollmentSnapshotID: e.EnrollmentSnapshotID,
+				EventCount: e.EventCount, UnknownLessonRate: e.UnknownLessonRate, Files: len(e.FactFiles) + len(e.CourseDayFiles)}, FromPointer: true}
+			for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
+				ch.Bytes += f.Bytes
+			}
+			if r != nil {
+				ch.Cap = r.UnknownCap
+			}
+			dd.Changes = slices.Insert(dd.Changes, 0, ch)
+		}
 		for _, f := range e.FactFiles {
 			dd.Files = append(dd.Files, File{Table: "fact_lesson_engagement", Path: f.Path, Bytes: f.Bytes})
 		}
@@ -298,6 +319,18 @@ func checkRows(runs []Run) []CheckKey {
 		}
 	}
 	return keys
+}
+
+// sameAsChange reports whether the history's change shows entry e, as far
+// as a change records an entry.
+func sameAsChange(e pointer.DateEntry, c history.Change) bool {
+	var bytes int64
+	for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
+		bytes += f.Bytes
+	}
+	return c.JobID == e.JobID && c.ManifestID == e.ManifestID && c.EnrollmentSnapshotID == e.EnrollmentSnapshotID &&
+		c.EventCount == e.EventCount && c.UnknownLessonRate == e.UnknownLessonRate &&
+		c.Files == len(e.FactFiles)+len(e.CourseDayFiles) && c.Bytes == bytes
 }
 
 // gateReports reads each job's _gate.json once. gc removes the staging of

@@ -29,6 +29,9 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct":   percent,
 	"bytes": func(v int64) string { return Bytes(float64(v)) },
 	"op": func(c Change) string {
+		if c.FromPointer {
+			return "pointer.json, in no retained generation"
+		}
 		if c.Oldest && c.Generation > 1 {
 			// Its parent expired: what it holds, not what it changed
 			// (history marks it alike). Generation 1 has none: it made

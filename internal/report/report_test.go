@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -161,6 +162,49 @@ func testReport(t *testing.T, on publishtest.Backend) {
 		if len(m.Notes) == 0 || !strings.Contains(m.Notes[0], "pointer-history/1.json was changed after it was written") {
 			t.Errorf("notes %q: want the altered copy named first", m.Notes)
 		}
+	})
+	t.Run("pointer.json edited", func(t *testing.T) {
+		// What readers follow is pointer.json: an entry no retained
+		// generation holds is drawn as visible now, marked as such, not the
+		// history's newest change.
+		orig, _, err := b.Get(context.Background(), "pointer.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if _, err := b.Put(context.Background(), "pointer.json", orig, storage.Cond{}); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		var p map[string]any
+		if err := json.Unmarshal(orig, &p); err != nil {
+			t.Fatal(err)
+		}
+		day := fixtureDates[0]
+		entry := p["dates"].(map[string]any)[day].(map[string]any)
+		edited := entry["event_count"].(float64) + 7
+		entry["event_count"] = edited
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Put(context.Background(), "pointer.json", data, storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := report.Build(context.Background(), objstore.New(b), b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range m.Dates {
+			if d.Date.String() != day {
+				continue
+			}
+			if c := d.Changes[0]; !c.FromPointer || c.EventCount != int64(edited) {
+				t.Errorf("%s visible now: %d events (from pointer.json %v), want pointer.json's %.0f", day, c.EventCount, c.FromPointer, edited)
+			}
+			return
+		}
+		t.Errorf("%s is not on the page", day)
 	})
 	t.Run("record not its own", func(t *testing.T) {
 		// A record whose job id is no job id (a path out of the
