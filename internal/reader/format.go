@@ -1,7 +1,7 @@
 package reader
 
 import (
-	"encoding/csv"
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,23 +31,29 @@ func Write(w io.Writer, t Table, format string) error {
 		}
 		return tw.Flush()
 	case "csv":
-		cw := csv.NewWriter(w)
-		if err := cw.Write(t.Columns); err != nil {
-			return err
+		// NULL is an empty field and an empty string a quoted one (""), as
+		// DuckDB's and PostgreSQL's CSV write them: encoding/csv wrote both
+		// as nothing, and a null lesson title read back as ''.
+		bw := bufio.NewWriter(w)
+		for i, c := range t.Columns {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			bw.WriteString(csvField(c))
 		}
+		bw.WriteByte('\n')
 		for _, r := range t.Rows {
-			cells := make([]string, len(r))
 			for i, v := range r {
+				if i > 0 {
+					bw.WriteByte(',')
+				}
 				if v != nil {
-					cells[i] = cell(t.Columns[i], v)
+					bw.WriteString(csvField(cell(t.Columns[i], v)))
 				}
 			}
-			if err := cw.Write(cells); err != nil {
-				return err
-			}
+			bw.WriteByte('\n')
 		}
-		cw.Flush()
-		return cw.Error()
+		return bw.Flush()
 	case "json":
 		enc := json.NewEncoder(w)
 		for _, r := range t.Rows {
@@ -65,6 +71,17 @@ func Write(w io.Writer, t Table, format string) error {
 		return nil
 	}
 	return fmt.Errorf("--format %q: want table, csv or json", format)
+}
+
+// csvField is s as one CSV field (RFC 4180): quoted, quotes doubled, when
+// it holds a separator, a quote or a line break, starts with a space (as
+// encoding/csv quotes), or is empty (the empty string, where an empty
+// field is NULL).
+func csvField(s string) string {
+	if s != "" && !strings.ContainsAny(s, ",\"\r\n") && s[0] != ' ' && s[0] != '\t' {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
 // ambiguous reports whether a string printed bare in the table would read

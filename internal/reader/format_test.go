@@ -2,6 +2,7 @@ package reader
 
 import (
 	"bytes"
+	"encoding/csv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,33 @@ func TestWriteTableQuotesAmbiguousKeys(t *testing.T) {
 		rest, ok := strings.CutPrefix(lines[1], tc.want)
 		if !ok || !strings.HasSuffix(rest, "NULL") || strings.Trim(strings.TrimSuffix(rest, "NULL"), " ") != "" {
 			t.Errorf("key %q: row %q, want %s then NULL", tc.key, lines[1], tc.want)
+		}
+	}
+}
+
+// TestWriteCSVTellsNullFromEmpty: NULL is an empty field, the empty string
+// a quoted one, as DuckDB reads them back; fields that need quotes get
+// them, and encoding/csv reads every field back as written.
+func TestWriteCSVTellsNullFromEmpty(t *testing.T) {
+	tab := Table{Columns: []string{"course_id", "lesson_title", "manifest_id"},
+		Rows: [][]any{{"c1", "", nil}, {"c,2", `say "hi"`, " lead"}, {"c3", "two\nlines", "plain"}}}
+	var b bytes.Buffer
+	if err := Write(&b, tab, "csv"); err != nil {
+		t.Fatal(err)
+	}
+	want := "course_id,lesson_title,manifest_id\nc1,\"\",\n\"c,2\",\"say \"\"hi\"\"\",\" lead\"\nc3,\"two\nlines\",plain\n"
+	if b.String() != want {
+		t.Fatalf("csv:\n%q\nwant\n%q", b.String(), want)
+	}
+	rows, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range tab.Rows {
+		for j, v := range r {
+			if s, _ := v.(string); rows[i+1][j] != s {
+				t.Errorf("row %d column %d read back %q, want %q", i, j, rows[i+1][j], s)
+			}
 		}
 	}
 }
