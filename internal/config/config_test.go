@@ -684,3 +684,31 @@ func TestFixtureConfResolves(t *testing.T) {
 		t.Errorf("fixture spark.sql.session.timeZone = %q, want UTC", j.Spark["spark.sql.session.timeZone"])
 	}
 }
+
+// TestRefusalsMaskSecrets: a refused value that holds a secret (a Spark
+// Connect token, a Spark UI password, a secret-named engine setting) is
+// quoted with the secret masked: the error reaches the log, the result
+// document and the lineage events.
+func TestRefusalsMaskSecrets(t *testing.T) {
+	for _, tc := range []struct{ key, value string }{
+		{KeySparkRemote, `"sc://127.0.0.1:15002/;token=MARKER1"`},
+		{KeySparkRemote, "sc://127.0.0.1:15002/;token=MARKER1 # prod cluster"},
+		{KeySparkUI, "htps://ui:MARKER1@spark-ui.internal:4040"},
+		{"spark.hadoop.fs.s3a.secret.key", "#MARKER1"},
+		{"spark.hadoop.fs.s3a.secret.key", "MARKER1 # the prod key"},
+	} {
+		text := "engagement.engine spark\n" + tc.key + " " + tc.value + "\n"
+		_, err := Resolve(mustParse(t, text, "s.conf"), nil)
+		if err == nil {
+			t.Fatalf("%s %s accepted", tc.key, tc.value)
+		}
+		if strings.Contains(err.Error(), "MARKER1") || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s %s: %v: want the key named and the secret masked", tc.key, tc.value, err)
+		}
+	}
+	// From a variable, with the white space a mounted secret file leaves.
+	_, err := Resolve(mustParse(t, "engagement.engine spark\n", "s.conf"), []Override{{Key: KeySparkRemote, Value: "sc://127.0.0.1:15002/;token=MARKER1\n", Source: "ENGAGEMENT_SPARK_REMOTE"}})
+	if err == nil || strings.Contains(err.Error(), "MARKER1") {
+		t.Errorf("a token with a trailing newline: %v, want refused with the token masked", err)
+	}
+}

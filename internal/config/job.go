@@ -164,7 +164,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			// Neither engine's own format has inline comments either: the
 			// comment went to the engine as part of the value (a spill
 			// directory "/tmp/x # spill here", exit 0).
-			return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own", k, p.where(k), v))
+			return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own", k, p.where(k), redact.Value(k, v)))
 		}
 		switch {
 		case strings.HasPrefix(k, "spark."):
@@ -228,10 +228,17 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			}
 		}
 		w, given := written[k]
+		// A URL (engagement.sparkRemote, sparkUI) may carry a token or a
+		// password: the refusals quote the value with its secrets masked,
+		// its quotes, spaces and comment kept.
+		shown := w
+		if strings.Contains(w, "://") {
+			shown = redact.Text(w, w)
+		}
 		switch {
 		case !given || !strings.HasPrefix(k, "engagement.") || k == KeyProhibitedColumns:
 		case strings.TrimSpace(w) != w:
-			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", w)
+			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", shown)
 		case inFile[k] && inlineComment.MatchString(w):
 			// Only the file has comment lines; a flag or a variable may
 			// name a directory "Project #2" as it is.
@@ -239,9 +246,9 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			if pathKeys[k] {
 				hint = " (a path that holds \" #\" can be given as a flag)"
 			}
-			bad(k, "%q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own%s", w, hint)
+			bad(k, "%q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own%s", shown, hint)
 		case len(w) >= 2 && strings.ContainsRune(`"'`, rune(w[0])) && w[len(w)-1] == w[0]:
-			bad(k, "%s is quoted: the properties format takes quotes as part of the value; remove them", w)
+			bad(k, "%s is quoted: the properties format takes quotes as part of the value; remove them", shown)
 		}
 	}
 	j.Engine = values[KeyEngine]
@@ -254,7 +261,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	}
 	j.SparkUI = values[KeySparkUI]
 	if j.SparkUI != "" && !strings.HasPrefix(j.SparkUI, "http://") && !strings.HasPrefix(j.SparkUI, "https://") {
-		bad(KeySparkUI, "%q: want http://HOST:PORT (the Spark driver's UI)", j.SparkUI)
+		bad(KeySparkUI, "%q: want http://HOST:PORT (the Spark driver's UI)", redact.URL(j.SparkUI))
 	}
 	j.Warehouse, j.Raw, j.Lessons, j.Enrollments = values[KeyWarehouse], values[KeyRaw], values[KeyLessons], values[KeyEnrollments]
 	j.ManifestID, j.EnrollmentSnapshotID = values[KeyManifestID], values[KeyEnrollmentSnapshotID]

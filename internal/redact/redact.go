@@ -5,6 +5,7 @@ package redact
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -26,10 +27,34 @@ func URL(s string) string {
 // client's "while pushing to …", a *url.Error) names it in its own way.
 func Text(text, raw string) string {
 	_, secrets := split(raw)
+	return maskAll(text, secrets)
+}
+
+func maskAll(text string, secrets []string) string {
 	for _, secret := range secrets {
 		text = strings.ReplaceAll(text, secret, Mask)
 	}
 	return text
+}
+
+// Value is an engine setting's value as an error or a record may show it:
+// masked when the key's name says it holds a secret
+// (spark.hadoop.fs.s3a.secret.key), else as given.
+func Value(key, v string) string {
+	if secretKey(key) && v != "" {
+		return Mask
+	}
+	return v
+}
+
+// SettingError is err with the value v of setting key masked in its text
+// when the key's name says it holds a secret: a server's or an engine's
+// refusal may quote the value it refused.
+func SettingError(err error, key, v string) error {
+	if err == nil || !secretKey(key) || v == "" {
+		return err
+	}
+	return &masked{text: strings.ReplaceAll(err.Error(), v, Mask), err: err}
 }
 
 // split is raw as URL shows it, and the secrets it masked, each as it
@@ -47,7 +72,14 @@ func split(raw string) (string, []string) {
 	if strings.HasPrefix(strings.ToLower(raw), "sc://") {
 		base, params, ok := strings.Cut(raw, "/;")
 		if !ok {
-			return raw, nil
+			// Malformed (sc://h:p;token=…, sc://h:p/?token=…): whatever
+			// follows a token= is still the token.
+			shown := scToken.ReplaceAllStringFunc(raw, func(m string) string {
+				k, v, _ := strings.Cut(m, "=")
+				add(v)
+				return k + "=" + Mask
+			})
+			return shown, secrets
 		}
 		parts := strings.Split(params, ";")
 		for i, p := range parts {
@@ -68,30 +100,63 @@ func split(raw string) (string, []string) {
 	}
 	if p, ok := u.User.Password(); ok {
 		add(p)
+		// As written too: a library may print the URL as given, and an
+		// escape Go would not write (%2f, %20) is not QueryEscape's.
+		if _, rest, ok := strings.Cut(raw, "://"); ok {
+			if userinfo, _, ok := strings.Cut(rest, "@"); ok {
+				if _, pw, ok := strings.Cut(userinfo, ":"); ok {
+					add(pw)
+				}
+			}
+		}
 		u.User = url.UserPassword(u.User.Username(), Mask)
 	}
 	if u.RawQuery != "" {
-		q := u.Query()
-		masked := false
-		for k, vs := range q {
-			if secretKey(k) {
-				for _, v := range vs {
-					add(v)
+		// By hand, keeping each separator: url.Values drops a pair that
+		// holds a ';', which then went out unmasked. A secret's value runs
+		// to the next '&', a ';' in it included; a ';' before it parts
+		// pairs as older servers took it.
+		segments := strings.Split(u.RawQuery, "&")
+		for i, seg := range segments {
+			parts := strings.Split(seg, ";")
+			for j, part := range parts {
+				k, _, ok := strings.Cut(part, "=")
+				if name, err := url.QueryUnescape(k); !ok || !secretKey(orRaw(name, err, k)) {
+					continue
 				}
-				q[k], masked = []string{Mask}, true
+				value := strings.Join(parts[j:], ";")[len(k)+1:]
+				first, _, _ := strings.Cut(value, ";")
+				for _, v := range []string{value, first} {
+					add(v)
+					if dv, err := url.QueryUnescape(v); err == nil {
+						add(dv)
+					}
+				}
+				segments[i] = strings.Join(append(parts[:j:j], k+"="+Mask), ";")
+				break
 			}
 		}
-		if masked {
-			u.RawQuery = q.Encode()
-		}
+		u.RawQuery = strings.Join(segments, "&")
 	}
 	return u.String(), secrets
+}
+
+// scToken is a token= parameter wherever it stands in a Spark Connect URL.
+var scToken = regexp.MustCompile(`(?i)token=[^;&/?#\s]*`)
+
+func orRaw(decoded string, err error, raw string) string {
+	if err != nil {
+		return raw
+	}
+	return decoded
 }
 
 // secretKey reports a query parameter whose name says it holds a secret.
 func secretKey(k string) bool {
 	k = strings.ToLower(k)
-	for _, w := range []string{"key", "token", "secret", "sig", "pass", "auth", "credential"} {
+	// connection_string: Azure's carries an AccountKey= (DuckDB's
+	// azure_storage_connection_string).
+	for _, w := range []string{"key", "token", "secret", "sig", "pass", "auth", "credential", "connection_string"} {
 		if strings.Contains(k, w) {
 			return true
 		}
@@ -108,10 +173,7 @@ func Settings(settings map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(settings))
 	for k, v := range settings {
-		if secretKey(k) {
-			v = Mask
-		}
-		out[k] = v
+		out[k] = Value(k, v)
 	}
 	return out
 }

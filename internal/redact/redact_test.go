@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -10,7 +11,13 @@ func TestURL(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"http://marquez:5000/api/v1/lineage", "http://marquez:5000/api/v1/lineage"},
 		{"http://user:pass@127.0.0.1:18802/l?api_key=SECRETQ", "http://user:xxxxx@127.0.0.1:18802/l?api_key=xxxxx"},
-		{"http://h/l?namespace=etl&X-Amz-Signature=abc", "http://h/l?X-Amz-Signature=xxxxx&namespace=etl"},
+		{"http://h/l?namespace=etl&X-Amz-Signature=abc", "http://h/l?namespace=etl&X-Amz-Signature=xxxxx"},
+		// url.Values dropped a pair holding a ';', which went out as given.
+		{"http://h/l?apikey=Q;A9&ns=etl", "http://h/l?apikey=xxxxx&ns=etl"},
+		{"http://h/l?ns=etl;api_key=Q9", "http://h/l?ns=etl;api_key=xxxxx"},
+		// Malformed Spark Connect URLs: the token is still masked.
+		{"sc://127.0.0.1:12043;token=TOKJ", "sc://127.0.0.1:12043;token=xxxxx"},
+		{"sc://h:1/?token=TOKQ", "sc://h:1/?token=xxxxx"},
 		{"http://h/l?namespace=etl", "http://h/l?namespace=etl"},
 		{"https://user@pg:9091/", "https://user@pg:9091/"},
 		{"sc://127.0.0.1:15002", "sc://127.0.0.1:15002"},
@@ -39,6 +46,33 @@ func TestText(t *testing.T) {
 	if got := Text("spark sc://h:1/;token=SPARKSECRET: [UNAVAILABLE]", "sc://h:1/;token=SPARKSECRET"); strings.Contains(got, "SPARKSECRET") {
 		t.Errorf("Text kept the Spark token: %s", got)
 	}
+	// Escapes Go would not write are masked as written: a library prints
+	// the URL as it was given.
+	for _, tc := range []struct{ raw, secret string }{
+		{"http://pg:MKPW%2fB1@127.0.0.1:1", "MKPW%2fB1"},
+		{"http://pg:MKPW%20B2@127.0.0.1:1", "MKPW%20B2"},
+		{"http://127.0.0.1:1/l?api_key=MKQ%20A1", "MKQ%20A1"},
+		{"http://127.0.0.1:1/l?apikey=MKQ;A9", "MKQ"},
+	} {
+		if got := Text("while pushing to "+tc.raw+": 500", tc.raw); strings.Contains(got, tc.secret) {
+			t.Errorf("Text kept %q: %s", tc.secret, got)
+		}
+	}
+}
+
+// TestValue: a secret-named setting's value is masked, in itself and in an
+// error that quotes it; another's is kept.
+func TestValue(t *testing.T) {
+	if Value("spark.hadoop.fs.s3a.secret.key", "S3CR3T") != Mask || Value("spark.sql.shuffle.partitions", "8") != "8" {
+		t.Error("Value masked the wrong setting")
+	}
+	err := SettingError(errors.New(`set spark.authenticate.secret = S3CR3T: refused "S3CR3T"`), "spark.authenticate.secret", "S3CR3T")
+	if strings.Contains(err.Error(), "S3CR3T") {
+		t.Errorf("SettingError kept the value: %v", err)
+	}
+	if plain := errors.New("x = 8"); SettingError(plain, "spark.sql.shuffle.partitions", "8") != plain {
+		t.Error("SettingError wrapped a setting that is no secret")
+	}
 }
 
 // TestSettings: an engine setting whose name says it holds a secret is
@@ -50,6 +84,7 @@ func TestSettings(t *testing.T) {
 		"spark.hadoop.fs.s3a.session.token": "tok",
 		"spark.sql.shuffle.partitions":      "8",
 		"memory_limit":                      "6GB",
+		"azure_storage_connection_string":   "AccountName=a;AccountKey=K",
 	}
 	got := Settings(in)
 	want := map[string]string{
@@ -58,6 +93,7 @@ func TestSettings(t *testing.T) {
 		"spark.hadoop.fs.s3a.session.token": Mask,
 		"spark.sql.shuffle.partitions":      "8",
 		"memory_limit":                      "6GB",
+		"azure_storage_connection_string":   Mask,
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("Settings = %v, want %v", got, want)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/progress"
+	"github.com/techlearningpro/engagement/internal/redact"
 )
 
 // Engine is the DuckDB implementation of engine.Engine. It holds one
@@ -247,7 +248,9 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 				continue
 			}
 			e.Close()
-			return nil, &SettingError{Key: k, Msg: fmt.Sprintf(" = %q: %v", settings[k], err)}
+			// A secret-named key's value is never shown, nor quoted back
+			// by DuckDB's refusal.
+			return nil, &SettingError{Key: k, Msg: fmt.Sprintf(" = %q: %v", redact.Value(k, settings[k]), redact.SettingError(err, k, settings[k]))}
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "SET TimeZone = 'UTC'"); err != nil {

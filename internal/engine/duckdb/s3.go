@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/techlearningpro/engagement/internal/redact"
 	"github.com/techlearningpro/engagement/internal/storage/open"
 )
 
@@ -73,7 +74,7 @@ func (e *Engine) EnableAWS(ctx context.Context, extDir string) error {
 	}
 	for _, kv := range e.extSettings {
 		if _, err := e.conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", kv[0], quote(kv[1]))); err != nil {
-			return &SettingError{Key: kv[0], Msg: fmt.Sprintf(" = %q: %v", kv[1], firstLine(err))}
+			return &SettingError{Key: kv[0], Msg: fmt.Sprintf(" = %q: %v", redact.Value(kv[0], kv[1]), redact.SettingError(firstLine(err), kv[0], kv[1]))}
 		}
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/techlearningpro/engagement/internal/redact"
 )
 
 // forced are settings the engine owns whatever the config says: event dates
@@ -200,13 +202,16 @@ func (e *Engine) findUnknown(ctx context.Context, keys []string) error {
 func (e *Engine) UnknownSettings() []string { return e.unknown }
 
 func (e *Engine) set(ctx context.Context, key, value string) error {
-	step := fmt.Sprintf("set %s = %s", key, value)
+	// A secret-named setting's value (an S3A secret key) is never shown:
+	// this error reaches the log, the result document and the lineage.
+	shown := redact.Value(key, value)
+	step := fmt.Sprintf("set %s = %s", key, shown)
 	err := e.bounded(ctx, step, func(ctx context.Context) error { return e.session.Config().Set(ctx, key, value) })
 	if err == nil {
 		return nil
 	}
 	if se := sparkError(err); se == nil || !strings.HasPrefix(se.ErrorClass, "CANNOT_MODIFY_CONFIG") {
-		return wrap(e.remote, step, err)
+		return redact.SettingError(wrap(e.remote, step, err), key, value)
 	}
 	var got string
 	gerr := e.bounded(ctx, "get "+key, func(ctx context.Context) (err error) { got, err = e.session.Config().Get(ctx, key); return err })
@@ -221,7 +226,7 @@ func (e *Engine) set(ctx context.Context, key, value string) error {
 		got = "unset"
 	}
 	return fmt.Errorf("spark %s: %s = %s cannot be set on a running session and the server has %s: start the server with --conf %s=%s",
-		e.remote, key, value, got, key, value)
+		e.remote, key, shown, redact.Value(key, got), key, shown)
 }
 
 // Setting returns the session's value of a Spark setting.

@@ -593,3 +593,14 @@ func TestReadBackManySplitParts(t *testing.T) {
 		t.Errorf("figures %+v, want %d rows summing to %d", f, parts, 400*6)
 	}
 }
+
+// TestSettingErrorsMaskSecrets: a secret-named setting the server refuses
+// to change on a session (a static one) is named without its value, nor
+// the server's: the error reaches the log, the result document and the
+// lineage events.
+func TestSettingErrorsMaskSecrets(t *testing.T) {
+	_, err := spark.Open(context.Background(), sparktest.Remote(t), map[string]string{"spark.authenticate.secret": "MARKER1"})
+	if err == nil || strings.Contains(err.Error(), "MARKER1") || !strings.Contains(err.Error(), "spark.authenticate.secret") {
+		t.Fatalf("Open: %v, want an error naming the key, not its value", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/engine"
+	"github.com/techlearningpro/engagement/internal/redact"
 )
 
 // The Spark application's REST API (/api/v1 on the driver's UI port) is
@@ -73,7 +74,7 @@ func (e *Engine) findUI(ctx context.Context) (*ui, string) {
 		return nil, err.Error()
 	}
 	if len(apps) == 0 {
-		return nil, base + " lists no application"
+		return nil, redact.URL(base) + " lists no application"
 	}
 	c.app = apps[0].ID
 	return c, ""
@@ -88,16 +89,19 @@ func (c *ui) get(ctx context.Context, path string, out any) error {
 	if err != nil {
 		return err
 	}
+	// The UI may sit behind basic auth (engagement.sparkUI with user and
+	// password): these reasons reach the monitor records.
+	base, shown := redact.URL(c.base), redact.URL(u)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("spark UI %s: %w", c.base, err)
+		return redact.Error(fmt.Errorf("spark UI %s: %w", base, err), c.base)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("spark UI %s: GET %s: %s", c.base, u, resp.Status)
+		return fmt.Errorf("spark UI %s: GET %s: %s", base, shown, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("spark UI %s: GET %s: %w", c.base, u, err)
+		return fmt.Errorf("spark UI %s: GET %s: %w", base, shown, err)
 	}
 	return nil
 }

@@ -1,7 +1,11 @@
 package spark
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/techlearningpro/engagement/internal/engine"
 )
@@ -69,5 +73,23 @@ func TestExecutorState(t *testing.T) {
 				t.Errorf("executorState = %v, %v, %q; want %v, %v, %q", live, had, reason, tc.live, tc.had, tc.reason)
 			}
 		})
+	}
+}
+
+// TestUIErrorsMaskTheirPassword: a UI behind basic auth that refuses, or
+// does not answer, is named without the password (its reasons reach the
+// monitor records).
+func TestUIErrorsMaskTheirPassword(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	for _, base := range []string{strings.Replace(srv.URL, "http://", "http://ui:MARKER1@", 1), "http://ui:MARKER1@127.0.0.1:1"} {
+		c := &ui{base: base, http: &http.Client{Timeout: 5 * time.Second}}
+		var out any
+		err := c.get(t.Context(), "/applications", &out)
+		if err == nil || strings.Contains(err.Error(), "MARKER1") {
+			t.Errorf("%s: %v, want an error without the password", base, err)
+		}
 	}
 }
