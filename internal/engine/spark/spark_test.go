@@ -124,21 +124,7 @@ func TestSettingErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := spark.Open(ctx, r, tc.settings)
-			if err == nil {
-				e.Close()
-				t.Fatal("Open succeeded")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("error spans lines: %q", err)
-			}
-			if got := exitcode.Code(err); got != tc.exit {
-				t.Errorf("exit %d, want %d", got, tc.exit)
-			}
+			openRefused(t, e, err, tc.want, tc.exit)
 		})
 	}
 }
@@ -180,22 +166,32 @@ func TestSpeculationRefused(t *testing.T) {
 				e.Close()
 				return
 			}
-			if err == nil {
-				e.Close()
-				t.Fatal("Open succeeded")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			openRefused(t, e, err, tc.want, tc.exit)
 			if strings.Contains(err.Error(), "spark.speculation=true") {
 				t.Errorf("error %q advises speculation on", err)
 			}
-			if got := exitcode.Code(err); got != tc.exit {
-				t.Errorf("exit %d, want %d", got, tc.exit)
-			}
 		})
+	}
+}
+
+// openRefused checks that Open failed on one line holding every want, with
+// exit code exit.
+func openRefused(t *testing.T, e *spark.Engine, err error, want []string, exit int) {
+	t.Helper()
+	if err == nil {
+		e.Close()
+		t.Fatal("Open succeeded")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error spans lines: %q", err)
+	}
+	if got := exitcode.Code(err); got != exit {
+		t.Errorf("exit %d, want %d", got, exit)
 	}
 }
 
