@@ -206,6 +206,19 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	return log, nil
 }
 
+// Current is date d of generation p as a change of the current generation,
+// for a reader of pointer.json beside the history (report).
+func Current(p pointer.Pointer, d dates.Date) Change {
+	return change(p, d, p.Dates[d], true, false)
+}
+
+// SameEntry reports whether two changes show the same date entry, as far
+// as a change records one: the job, pins, figures, file count and bytes.
+func SameEntry(a, b Change) bool {
+	return a.JobID == b.JobID && a.ManifestID == b.ManifestID && a.EnrollmentSnapshotID == b.EnrollmentSnapshotID &&
+		a.EventCount == b.EventCount && a.UnknownLessonRate == b.UnknownLessonRate && a.Files == b.Files && a.Bytes == b.Bytes
+}
+
 func change(p pointer.Pointer, d dates.Date, e pointer.DateEntry, current, oldest bool) Change {
 	c := Change{
 		Generation: p.Generation, WrittenAt: p.WrittenAt, WriterVersion: p.WriterVersion, Operation: p.Operation,

@@ -121,7 +121,11 @@ func split(raw string) (string, []string) {
 			parts := strings.Split(seg, ";")
 			for j, part := range parts {
 				k, _, ok := strings.Cut(part, "=")
-				if name, err := url.QueryUnescape(k); !ok || !secretKey(orRaw(name, err, k)) {
+				name, err := url.QueryUnescape(k)
+				if err != nil {
+					name = k
+				}
+				if !ok || !secretKey(name) {
 					continue
 				}
 				value := strings.Join(parts[j:], ";")[len(k)+1:]
@@ -143,13 +147,6 @@ func split(raw string) (string, []string) {
 
 // scToken is a token= parameter wherever it stands in a Spark Connect URL.
 var scToken = regexp.MustCompile(`(?i)token=[^;&/?#\s]*`)
-
-func orRaw(decoded string, err error, raw string) string {
-	if err != nil {
-		return raw
-	}
-	return decoded
-}
 
 // secretKey reports a query parameter whose name says it holds a secret.
 func secretKey(k string) bool {

@@ -198,18 +198,12 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 	for d, e := range cur.Dates {
 		dd := date(d)
 		dd.Published = true
-		if len(dd.Changes) == 0 || !sameAsChange(e, dd.Changes[0].Change) {
+		if now := history.Current(cur, d); len(dd.Changes) == 0 || !history.SameEntry(now, dd.Changes[0].Change) {
 			r, err := reports.get(ctx, e.JobID)
 			if err != nil {
 				return Model{}, err
 			}
-			ch := Change{Change: history.Change{Generation: cur.Generation, WrittenAt: cur.WrittenAt, WriterVersion: cur.WriterVersion,
-				Operation: cur.Operation, SourceGeneration: cur.SourceGeneration, UpdatedByJobID: cur.UpdatedByJobID, Current: true,
-				Date: d, JobID: e.JobID, ManifestID: e.ManifestID, EnrollmentSnapshotID: e.EnrollmentSnapshotID,
-				EventCount: e.EventCount, UnknownLessonRate: e.UnknownLessonRate, Files: len(e.FactFiles) + len(e.CourseDayFiles)}, FromPointer: true}
-			for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
-				ch.Bytes += f.Bytes
-			}
+			ch := Change{Change: now, FromPointer: true}
 			if r != nil {
 				ch.Cap = r.UnknownCap
 			}
@@ -319,18 +313,6 @@ func checkRows(runs []Run) []CheckKey {
 		}
 	}
 	return keys
-}
-
-// sameAsChange reports whether the history's change shows entry e, as far
-// as a change records an entry.
-func sameAsChange(e pointer.DateEntry, c history.Change) bool {
-	var bytes int64
-	for _, f := range slices.Concat(e.FactFiles, e.CourseDayFiles) {
-		bytes += f.Bytes
-	}
-	return c.JobID == e.JobID && c.ManifestID == e.ManifestID && c.EnrollmentSnapshotID == e.EnrollmentSnapshotID &&
-		c.EventCount == e.EventCount && c.UnknownLessonRate == e.UnknownLessonRate &&
-		c.Files == len(e.FactFiles)+len(e.CourseDayFiles) && c.Bytes == bytes
 }
 
 // gateReports reads each job's _gate.json once. gc removes the staging of
