@@ -26,6 +26,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/metrics"
 	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/version"
 )
@@ -206,6 +207,7 @@ type outputDoc struct {
 		CourseDayFiles     int     `json:"course_day_files"`
 	} `json:"dates"`
 	FailedChecks []gate.Check `json:"failed_checks"`
+	Unsettled    []string     `json:"unsettled_dates"`
 }
 
 // oneDoc is stdout as exactly one JSON document on one line.
@@ -297,6 +299,55 @@ func TestPublishOutputJSON(t *testing.T) {
 				t.Error("pointer.json changed")
 			}
 		})
+	}
+}
+
+// TestUnsettledReported: a date whose last publish did not read its
+// lateness partition (the next day's run was missed) and has left the
+// horizon is in the document, the text summary and the metrics, not only
+// in the log a scheduler does not read. The fixture: horizon 2, lateness 1;
+// 2026-03-01 published while raw held only its own partition, then
+// 2026-03-02 and 03-03 once theirs landed, which moves the horizon past it.
+func TestUnsettledReported(t *testing.T) {
+	w := biNewWS(t)
+	held := t.TempDir()
+	later := []string{"ingest_date=2026-03-02", "ingest_date=2026-03-03"}
+	for _, p := range later {
+		if err := os.Rename(filepath.Join(w.raw, p), filepath.Join(held, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := biRun(t, w.publishArgs("u-1", "2026-03-01", "--as-of", "2026-03-02")...); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, p := range later {
+		if err := os.Rename(filepath.Join(held, p), filepath.Join(w.raw, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prom := filepath.Join(t.TempDir(), "engagement.prom")
+	r := biRun(t, w.publishArgs("u-2", "2026-03-02,2026-03-03", "--output", "json", "--metrics-file", prom)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if d := oneDoc(t, r.stdout); !slices.Equal(d.Unsettled, []string{"2026-03-01"}) {
+		t.Errorf("document's unsettled_dates %v, want [2026-03-01]: %s", d.Unsettled, r.stdout)
+	}
+	f, err := os.Open(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := metrics.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := metrics.Value(fams, metrics.Unsettled, nil); !ok || v != 1 {
+		t.Errorf("%s = %v (found %v), want 1", metrics.Unsettled, v, ok)
+	}
+	r = biRun(t, w.publishArgs("u-3", "2026-03-03")...)
+	if want := "unsettled_dates=2026-03-01:"; r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("exit %d, summary without %q:\n%s", r.code, want, r.stdout)
 	}
 }
 

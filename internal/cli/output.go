@@ -66,6 +66,7 @@ type document struct {
 	Generation   int64         `json:"generation,omitempty"`
 	Dates        []dateFigures `json:"dates,omitempty"`
 	Superseded   []string      `json:"superseded_dates,omitempty"`
+	Unsettled    []string      `json:"unsettled_dates,omitempty"`
 	FailedChecks []gate.Check  `json:"failed_checks,omitempty"`
 }
 
@@ -106,6 +107,8 @@ func (o *outcome) print(ctx context.Context, env Env, pre preParse, err error) {
 		if r.Rejection != nil {
 			d.FailedChecks = r.Rejection.Failed
 		}
+		// Other dates than the run's, so whatever its outcome.
+		d.Unsettled = dates.Strings(r.Unsettled)
 		if err == nil {
 			d.Generation = r.Pointer.Generation
 			for _, day := range o.dates {

@@ -76,6 +76,12 @@ type Result struct {
 	// Superseded are this job's dates that a concurrent job's later
 	// generation, built on this one's, already names instead.
 	Superseded []dates.Date
+	// Unsettled are published dates outside this run's dates that left the
+	// restatement horizon before a publish read their last lateness
+	// partition (warnUnsettled); UnsettledChecked is whether the run got
+	// far enough to look.
+	Unsettled        []dates.Date
+	UnsettledChecked bool
 }
 
 // Publisher runs attempts. Clock is read at the start of an attempt (the
@@ -278,7 +284,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 	warnUncounted(p.Log, job, in)
-	p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now))
+	res.Unsettled, res.UnsettledChecked = p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now)), true
 
 	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {
 		return res, err

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
@@ -30,9 +32,10 @@ func TestMissedRunWarned(t *testing.T) {
 		name string
 		runs []int // the run days, each publishing the two days before it (one on 03-02)
 		want string
+		days []string // the last run's Unsettled: what its document and metrics carry
 	}{
-		{"every run", []int{2, 3, 4}, ""},
-		{"the 03-03 run missed", []int{2, 4}, "2026-03-01 (job run-02 read ingest_date up to 2026-03-01, not 2026-03-02)"},
+		{"every run", []int{2, 3, 4}, "", nil},
+		{"the 03-03 run missed", []int{2, 4}, "2026-03-01 (job run-02 read ingest_date up to 2026-03-01, not 2026-03-02)", []string{"2026-03-01"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := publishtest.LoadFixture(t, "")
@@ -47,6 +50,7 @@ func TestMissedRunWarned(t *testing.T) {
 				}
 			}
 			var last string
+			var res job.Result
 			for _, run := range tc.runs {
 				for _, p := range []string{"ingest_date=2026-03-02", "ingest_date=2026-03-03"} {
 					if p <= "ingest_date="+day(run).Format(time.DateOnly) {
@@ -65,12 +69,15 @@ func TestMissedRunWarned(t *testing.T) {
 				wb, store := publishtest.Warehouse(wh)
 				p := &job.Publisher{Engine: e, Warehouse: wb, Store: store, Inputs: publishtest.Source(),
 					Log: slog.New(slog.NewTextHandler(&logs, nil)), Clock: func() time.Time { return day(run) }}
-				_, err = p.Publish(t.Context(), fx.Job(t, wh, fmt.Sprintf("run-%02d", run), ds...))
+				res, err = p.Publish(t.Context(), fx.Job(t, wh, fmt.Sprintf("run-%02d", run), ds...))
 				e.Close()
 				if err != nil {
 					t.Fatalf("run of %s: %v\n%s", day(run).Format(time.DateOnly), err, logs.String())
 				}
 				last = logs.String()
+			}
+			if !res.UnsettledChecked || !slices.Equal(dates.Strings(res.Unsettled), tc.days) {
+				t.Errorf("Unsettled = %v (checked %v), want %v", res.Unsettled, res.UnsettledChecked, tc.days)
 			}
 			switch {
 			case tc.want == "" && strings.Contains(last, warning):

@@ -128,10 +128,12 @@ func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, n
 // an override: its events ingested after that publish's window are never
 // counted, with exit 0 and status showing the date published. What each
 // entry's publish read is in its _attempt.json; an entry whose record
-// cannot be read is passed over (the warning is a hint, not a check).
-func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date) {
+// cannot be read is passed over (the warning is a hint, not a check). It
+// returns those dates, which the run's document and metrics carry, so a
+// scheduler and an alert see them and not only the log.
+func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date) []dates.Date {
 	if len(landed) == 0 {
-		return
+		return nil
 	}
 	oldest, _, _ := horizonOf(job, landed, today)
 	type window struct {
@@ -140,6 +142,7 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 	}
 	readTo := map[string]window{} // by job id
 	var unsettled []string
+	var days []dates.Date
 	for d, e := range base.Dates {
 		if d >= oldest || d < oldest.AddDays(-job.RestatementHorizonDays) || slices.Contains(job.Dates, d) {
 			continue
@@ -151,14 +154,17 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 		}
 		if w.known && w.to < d.AddDays(job.LatenessDays) {
 			unsettled = append(unsettled, fmt.Sprintf("%s (job %s read ingest_date up to %s, not %s)", d, e.JobID, w.to, d.AddDays(job.LatenessDays)))
+			days = append(days, d)
 		}
 	}
 	if len(unsettled) == 0 {
-		return
+		return nil
 	}
 	slices.Sort(unsettled)
+	slices.Sort(days)
 	p.Log.Warn("dates left the restatement horizon before a publish read their last lateness partition (a missed or failed run): their events ingested after it are not counted; restate each with a new job id and --allow-outside-horizon",
 		"unsettled", unsettled, "horizon_from", oldest.String(), "lateness_days", job.LatenessDays)
+	return days
 }
 
 // attemptReadTo is the newest ingest partition the attempt of jobID read:

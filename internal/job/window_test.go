@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,7 +191,10 @@ func TestWarnUnsettled(t *testing.T) {
 	var logs bytes.Buffer
 	p := &Publisher{Warehouse: wh, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	job := config.Job{Dates: []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, RestatementHorizonDays: 3, LatenessDays: 2}
-	p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24"))
+	got := p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24"))
+	if want := []dates.Date{d("2026-11-18"), d("2026-11-20")}; !slices.Equal(got, want) {
+		t.Errorf("returned %v, want %v", got, want)
+	}
 	for _, want := range []string{"2026-11-18 (job twice-missed read ingest_date up to 2026-11-19, not 2026-11-20)", "2026-11-20 (job missed read ingest_date up to 2026-11-21, not 2026-11-22)", "--allow-outside-horizon"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no %q in\n%s", want, logs.String())
@@ -205,8 +209,7 @@ func TestWarnUnsettled(t *testing.T) {
 	logs.Reset()
 	delete(base.Dates, d("2026-11-20"))
 	delete(base.Dates, d("2026-11-18"))
-	p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24"))
-	if logs.Len() != 0 {
-		t.Errorf("warned with every date settled:\n%s", logs.String())
+	if got := p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24")); logs.Len() != 0 || got != nil {
+		t.Errorf("warned with every date settled (returned %v):\n%s", got, logs.String())
 	}
 }

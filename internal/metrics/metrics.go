@@ -48,6 +48,7 @@ const (
 	PeakRSS        = "engagement_peak_rss_bytes"
 	ExportFailures = "engagement_metrics_export_failures"
 	LineageFails   = "engagement_lineage_failures"
+	Unsettled      = "engagement_unsettled_dates"
 )
 
 // Run is what one publish did, as the command saw it.
@@ -125,6 +126,9 @@ func Registry(r Run) *prometheus.Registry {
 			fb.WithLabelValues(ds).Set(float64(bytes))
 			ff.WithLabelValues(ds).Set(float64(len(e.FactFiles)))
 		}
+	}
+	if r.Result.UnsettledChecked {
+		gauge(Unsettled, "Published dates that left the restatement horizon before a publish read their last lateness partition (a missed or failed run).").Set(float64(len(r.Result.Unsettled)))
 	}
 	if len(r.Result.Report.Checks) > 0 {
 		gc := vec(GateCheck, "1 when the gate check passed in the last publish, 0 when it failed.", "check", "date")

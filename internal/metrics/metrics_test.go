@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -94,6 +95,40 @@ func TestRegistryTextfile(t *testing.T) {
 		}
 		if got := metrics.PreviousSuccess(path); !got.Equal(tc.wantSuccess) {
 			t.Errorf("%s: PreviousSuccess %v, want %v", tc.name, got, tc.wantSuccess)
+		}
+	}
+}
+
+// TestUnsettledDates: the count of dates a missed run left unsettled is
+// there whenever the run looked (0 included, so an alert on it resolves),
+// and absent when the run failed before it could.
+func TestUnsettledDates(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		unsettled []dates.Date
+		checked   bool
+		want      float64
+		found     bool
+	}{
+		{"two dates", []dates.Date{dates.MustParse("2026-02-27"), dates.MustParse("2026-02-28")}, true, 2, true},
+		{"none", nil, true, 0, true},
+		{"not looked", nil, false, 0, false},
+	} {
+		run := metrics.Run{Result: job.Result{Unsettled: tc.unsettled, UnsettledChecked: tc.checked}, Code: exitcode.Error}
+		path := filepath.Join(t.TempDir(), "m.prom")
+		if err := metrics.WriteFile(path, metrics.Registry(run)); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fams, err := metrics.Parse(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := metrics.Value(fams, metrics.Unsettled, nil); ok != tc.found || got != tc.want {
+			t.Errorf("%s: %s = %v (found %v), want %v (found %v)", tc.name, metrics.Unsettled, got, ok, tc.want, tc.found)
 		}
 	}
 }
