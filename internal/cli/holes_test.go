@@ -538,9 +538,14 @@ func TestReportOutRefusals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(user, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	dangling := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Join(t.TempDir(), "gone", "dir"), dangling); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, out, says string
 	}{
+		{"a symbolic link to nothing", dangling, "a symbolic link to "},
 		{"in raw", filepath.Join(w.raw, "report"), "which holds data (ingest_date="},
 		{"deeper in raw", filepath.Join(w.raw, "r", "eport"), "which holds data (ingest_date="},
 		{"in the manifest's directory", filepath.Join(w.lessons, "report"), ".parquet): an input's next listing would fail on it"},

@@ -67,6 +67,11 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	}
 	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))
+	} else if errors.Is(err, fs.ErrNotExist) {
+		// A symlink to nothing: the directory cannot be made through it.
+		if to, lerr := os.Readlink(o.out); lerr == nil {
+			return exitcode.UsageError(fmt.Errorf("report: %s %s: a symbolic link to %s, which does not exist: make that directory or give another", o.ref("out"), o.out, to))
+		}
 	}
 	if err := outsideWarehouse(o.out, o.warehouse); err != nil {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))

@@ -193,7 +193,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 			job.JobID, committed.Generation, committed.Generation))
 	}
 	if published {
-		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published (named by the pointer or its history); its staging is never rewritten: rerun with a new job id", job.JobID))
+		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published, or used by a rollback (named by the pointer or its history); a job id is used once, and its staging is never rewritten: rerun with a new job id", job.JobID))
 	}
 	stagingRel := warehouse.StagingDir(job.JobID)
 	stagingURI := locs.Warehouse.Join(stagingRel).String()

@@ -178,7 +178,7 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 	}
 	gens := map[int64]Run{}
 	for _, c := range log.Changes {
-		r, err := reports.get(ctx, c.JobID)
+		r, err := reports.get(ctx, c.JobID, notShown)
 		if err != nil {
 			return Model{}, err
 		}
@@ -199,7 +199,7 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 		dd := date(d)
 		dd.Published = true
 		if now := history.Current(cur, d); len(dd.Changes) == 0 || !history.SameEntry(now, dd.Changes[0].Change) {
-			r, err := reports.get(ctx, e.JobID)
+			r, err := reports.get(ctx, e.JobID, notShown)
 			if err != nil {
 				return Model{}, err
 			}
@@ -220,7 +220,7 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 	all := make([]Run, 0, len(gens))
 	for _, g := range slices.Sorted(maps.Keys(gens)) {
 		run := gens[g]
-		r, err := reports.get(ctx, run.JobID)
+		r, err := reports.get(ctx, run.JobID, notShown)
 		if err != nil {
 			return Model{}, err
 		}
@@ -231,7 +231,7 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 		return Model{}, err
 	}
 	for _, rej := range rejected {
-		r, err := reports.get(ctx, rej.JobID)
+		r, err := reports.get(ctx, rej.JobID, "only its failed checks are shown, from its rejection record")
 		if err != nil {
 			return Model{}, err
 		}
@@ -315,6 +315,9 @@ func checkRows(runs []Run) []CheckKey {
 	return keys
 }
 
+// notShown is what the page lacks without a published run's gate report.
+const notShown = "its checks and cap are not shown"
+
 // gateReports reads each job's _gate.json once. gc removes the staging of
 // a job no retained generation names, and a rejected attempt's after
 // --min-age; a missing report is noted, not fatal.
@@ -324,7 +327,9 @@ type gateReports struct {
 	notes []string
 }
 
-func (g *gateReports) get(ctx context.Context, jobID string) (*gate.Report, error) {
+// get reads jobID's report; lost names what the page then lacks, for
+// the note.
+func (g *gateReports) get(ctx context.Context, jobID, lost string) (*gate.Report, error) {
 	if r, ok := g.byJob[jobID]; ok {
 		return r, nil
 	}
@@ -332,7 +337,7 @@ func (g *gateReports) get(ctx context.Context, jobID string) (*gate.Report, erro
 	data, _, err := g.b.Get(ctx, key)
 	if storage.IsNotExist(err) {
 		g.byJob[jobID] = nil
-		g.notes = append(g.notes, fmt.Sprintf("no gate report for job %s at %s: its checks and cap are not shown", jobID, g.b.Location().Join(key)))
+		g.notes = append(g.notes, fmt.Sprintf("no gate report for job %s at %s: %s", jobID, g.b.Location().Join(key), lost))
 		return nil, nil
 	}
 	if err != nil {
@@ -341,7 +346,7 @@ func (g *gateReports) get(ctx context.Context, jobID string) (*gate.Report, erro
 	var r gate.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		g.byJob[jobID] = nil
-		g.notes = append(g.notes, fmt.Sprintf("gate report %s does not decode (%v): its checks and cap are not shown", g.b.Location().Join(key), err))
+		g.notes = append(g.notes, fmt.Sprintf("gate report %s does not decode (%v): %s", g.b.Location().Join(key), err, lost))
 		return nil, nil
 	}
 	g.byJob[jobID] = &r

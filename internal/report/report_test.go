@@ -131,8 +131,15 @@ func testReport(t *testing.T, on publishtest.Backend) {
 				t.Errorf("cap-bad %s on %s: %q, want unknown (\"\")", gate.CheckNullKeys, d, v)
 			}
 		}
-		if len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "no gate report for job cap-bad") {
-			t.Errorf("notes %q: want one naming cap-bad's gate report", m.Notes)
+		if len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "no gate report for job cap-bad") || !strings.Contains(m.Notes[0], "only its failed checks are shown") {
+			t.Errorf("notes %q: want one naming cap-bad's gate report and saying its failed checks are shown", m.Notes)
+		}
+		var page bytes.Buffer
+		if err := report.Render(&page, m); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(page.String(), "failed checks only</span>"); n != 1 {
+			t.Errorf("%d runs marked as failed checks only, want cap-bad's", n)
 		}
 	})
 	t.Run("altered copy", func(t *testing.T) {
