@@ -188,31 +188,43 @@ func setOnce(c *cobra.Command) {
 // flags read a leading 0 as octal and 0x as hex: --to-generation 010
 // rolled back to generation 8 and --retain-generations 010 kept 8, exit 0,
 // while 09 was refused.
-type decimal[T int | int64] struct{ p *T }
+type decimal[T int | int64 | uint64] struct{ p *T }
 
 func (d decimal[T]) String() string {
 	if d.p == nil {
 		return "0"
 	}
-	return strconv.FormatInt(int64(*d.p), 10)
+	return fmt.Sprint(*d.p)
 }
 
 func (d decimal[T]) Set(s string) error {
-	v, err := strconv.ParseInt(s, 10, 64)
+	var v T
+	var err error
+	if zero := T(0); zero-1 > zero { // unsigned (gen's --seed)
+		var u uint64
+		u, err = strconv.ParseUint(s, 10, 64)
+		v = T(u)
+	} else {
+		var i int64
+		i, err = strconv.ParseInt(s, 10, 64)
+		if v = T(i); err == nil && int64(v) != i {
+			err = strconv.ErrRange
+		}
+	}
 	switch {
-	case errors.Is(err, strconv.ErrRange), err == nil && int64(T(v)) != v:
+	case errors.Is(err, strconv.ErrRange):
 		return errors.New("out of range")
 	case err != nil:
 		return errors.New("not a whole number in decimal digits")
 	}
-	*d.p = T(v)
+	*d.p = v
 	return nil
 }
 
 func (d decimal[T]) Type() string { return "int" }
 
 // decimalVar defines an integer flag that takes decimal digits only.
-func decimalVar[T int | int64](fs *pflag.FlagSet, p *T, name string, value T, usage string) {
+func decimalVar[T int | int64 | uint64](fs *pflag.FlagSet, p *T, name string, value T, usage string) {
 	*p = value
 	fs.Var(decimal[T]{p}, name, usage)
 }

@@ -42,7 +42,7 @@ options give bit-identical files; --variant injects one defect the gate must cat
 	o := &opts.gen
 	fs.StringVar(&o.Out, "out", "", "output directory, absent or empty (required)")
 	decimalVar(fs, &o.Events, "events", 0, fmt.Sprintf("number of events (default %d, or %d for --shape %s)", gen.DefaultEvents, gen.DesignEvents, gen.ShapeDesign))
-	fs.Uint64Var(&o.Seed, "seed", 7, "seed; the same seed and options give bit-identical files")
+	decimalVar(fs, &o.Seed, "seed", 7, "seed; the same seed and options give bit-identical files")
 	fs.StringVar(&o.Variant, "variant", "", fmt.Sprintf("one defect to inject: %v", gen.Variants))
 	decimalVar(fs, &o.Dates, "dates", 0, fmt.Sprintf("--shape %s only: spread the events over this many event dates from %s (default %d)", gen.ShapeDesign, gen.DesignDates[0], gen.DefaultDesignDates))
 	fs.StringVar(&o.Shape, "shape", gen.ShapeFixture, fmt.Sprintf("%s (the committed fixture's shape, any size) or %s (the design volume: 60M events, 40,000 lessons, ~20M enrollments at the default size)", gen.ShapeFixture, gen.ShapeDesign))

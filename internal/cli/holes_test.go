@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -222,6 +223,27 @@ func TestPointerIsADirectory(t *testing.T) {
 	biDiffTrees(t, "pointer-history", historyBefore, biHashTree(t, filepath.Join(w.warehouse, "pointer-history")))
 }
 
+// --config given empty (the DAG's engagement_config Variable left blank)
+// is refused, not read as no file: the run would publish on the defaults,
+// without the production memory limit, hot courses or freshness bound.
+func TestEmptyConfigRefused(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	before := w.pointerBytes()
+	for _, args := range [][]string{
+		w.publishArgs("empty-conf", biGoodDates, "--config", ""),
+		{"explain", "--config", "", "--dates", biGoodDates, "--raw", w.raw, "--lessons", w.lessons, "--enrollments", w.enrollments},
+	} {
+		r := biRun(t, args...)
+		if r.code != exitcode.Usage || !strings.Contains(r.errLine(t), "--config is empty") {
+			t.Errorf("%s --config \"\": exit %d, want 2 saying --config is empty\n%s", args[0], r.code, r.stderr)
+		}
+	}
+	if !bytes.Equal(w.pointerBytes(), before) {
+		t.Error("pointer.json changed")
+	}
+}
+
 // An optional --date given empty (an unset variable in a sensor's script)
 // is refused rather than read as every date; read of a date the pointer
 // does not hold exits 5 as status does, never an empty table.
@@ -310,6 +332,14 @@ func TestIntegerFlagsAreDecimal(t *testing.T) {
 	}
 	if exp, err := gen.ReadExpected(filepath.Join(out, "expected.json")); err != nil || exp.Events != 300 {
 		t.Errorf("gen --events 0300 made %d events (%v), want 300", exp.Events, err)
+	}
+	// The seed too: --seed 010 made seed 8's files and recorded 8.
+	seeded := filepath.Join(t.TempDir(), "seeded")
+	if r := biRun(t, "gen", "--out", seeded, "--events", "200", "--seed", "010"); r.code != 0 || !strings.Contains(r.stdout, "(seed 10,") {
+		t.Errorf("gen --seed 010: exit %d, stdout %q: want seed 10", r.code, r.stdout)
+	}
+	if r := biRun(t, "gen", "--out", filepath.Join(t.TempDir(), "hex"), "--seed", "0x8"); r.code != exitcode.Usage || !strings.Contains(r.errLine(t), "not a whole number in decimal digits") {
+		t.Errorf("gen --seed 0x8: exit %d, want 2\n%s", r.code, r.stderr)
 	}
 }
 

@@ -15,8 +15,10 @@ import (
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	wh "github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // The hostile-input corpus: one directory per case under testdata/hostile,
@@ -602,11 +604,52 @@ func checkPublished(t *testing.T, w *biWS, tc hostileCase, jobID string, before 
 			t.Errorf("%s: pointer says %d events, %d unknown; expected.json %d, %d", d, e.EventCount, e.UnknownLessonCount, want.Events, want.Unknown)
 		}
 		checkCourseDay(t, w.warehouse, d, e, exp.ByDateCourse[d], tc.CourseRename)
+		checkTitles(t, w.warehouse, jobID, d, e)
 	}
 	for d, e := range old.Dates {
 		if !published[d] && !equalEntries(e, cur.Dates[d]) {
 			t.Errorf("publishing %v changed the entry of %s", tc.Published, d)
 		}
+	}
+}
+
+// checkTitles compares each fact row's lesson_title for d with its pin
+// row's in the manifest files the attempt read, loaded whole into a table
+// first (a scan without a filter reads every row group, whatever a footer
+// says): a matched row carries its lesson's title, an unknown one none.
+// The counts alone miss a title lost to a join (published NULL, exit 0).
+func checkTitles(t *testing.T, warehouse, jobID string, d dates.Date, e pointer.DateEntry) {
+	t.Helper()
+	var att job.Attempt
+	if err := json.Unmarshal(publishtest.Get(t, warehouse, wh.AttemptPath(jobID)), &att); err != nil {
+		t.Fatal(err)
+	}
+	var lessons, facts []string
+	for _, p := range att.Inputs.LessonPaths() {
+		lessons = append(lessons, biSQLQuote(p))
+	}
+	for _, f := range e.FactFiles {
+		facts = append(facts, biSQLQuote(publishtest.Join(t, warehouse, f.Path)))
+	}
+	if len(facts) == 0 || len(lessons) == 0 {
+		t.Fatalf("%s: %d fact files, %d manifest files", d, len(facts), len(lessons))
+	}
+	db := publishtest.DBFor(t, warehouse)
+	if _, err := db.Exec(`CREATE OR REPLACE TEMP TABLE pin AS SELECT lesson_id, lesson_title, manifest_id FROM read_parquet([` +
+		strings.Join(lessons, ", ") + `], union_by_name=true, hive_partitioning=false)`); err != nil {
+		t.Fatal(err)
+	}
+	var matched, wrong, unknownTitled int64
+	err := db.QueryRow(`SELECT count(*) FILTER (WHERE f.manifest_id IS NOT NULL),
+		count(*) FILTER (WHERE f.manifest_id IS NOT NULL AND f.lesson_title IS DISTINCT FROM p.lesson_title),
+		count(*) FILTER (WHERE f.manifest_id IS NULL AND f.lesson_title IS NOT NULL)
+		FROM read_parquet([`+strings.Join(facts, ", ")+`]) f
+		LEFT JOIN (SELECT * FROM pin WHERE manifest_id = ?) p ON f.lesson_id = p.lesson_id`, e.ManifestID).Scan(&matched, &wrong, &unknownTitled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if matched == 0 || wrong != 0 || unknownTitled != 0 {
+		t.Errorf("%s: %d matched fact rows, %d of them without their pin row's title, %d unknown rows with a title", d, matched, wrong, unknownTitled)
 	}
 }
 

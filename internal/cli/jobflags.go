@@ -97,6 +97,12 @@ func (f *jobFlags) places() (config.Job, bool) {
 // props reads the --config file; nil without one.
 func (f *jobFlags) props() (*config.Properties, error) {
 	if f.configPath == "" {
+		if f.fs.Changed("config") && f.env("config") == "" {
+			// A template or variable that rendered nothing (the DAG's
+			// engagement_config) would run on the defaults: no memory
+			// limit, no hot courses, another freshness bound.
+			return nil, exitcode.UsageError(fmt.Errorf("--config is empty: give the config file, or leave the flag out to run on the defaults and the ENGAGEMENT_* variables"))
+		}
 		return nil, nil
 	}
 	p, err := config.ReadFile(f.configPath)

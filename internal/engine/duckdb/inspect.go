@@ -156,51 +156,58 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 		return in, err
 	}
 
+	if err := e.withOptimizersOff(ctx, pinSafe, func() error { return e.inspectPins(ctx, spec, &in) }); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// inspectPins checks the manifest and enrollment pins and counts their
+// figures into in, every statement reading every row group (pinSafe).
+func (e *Engine) inspectPins(ctx context.Context, spec engine.Spec, in *engine.Inputs) error {
+	var err error
 	check := func(what string, files []string, required []engine.Column) error {
 		_, err := e.checkColumns(ctx, what, files, required)
 		return err
 	}
 	if err := engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check); err != nil {
-		return in, err
+		return err
 	}
 	lessons, enrollments := spec.Inputs.LessonPaths(), spec.Inputs.EnrollmentPaths()
 
 	if in.Figures.ManifestRows, err = e.pinRows(ctx, "lessons", spec.Lessons, lessons, "manifest_id", spec.ManifestID, "--manifest-id"); err != nil {
-		return in, err
+		return err
 	}
 	pin := fmt.Sprintf("FROM read_parquet(%s, union_by_name=true, hive_partitioning=false) WHERE %s", FileList(lessons), pinFilter("manifest_id", spec.ManifestID))
 	// A null lesson_id is no key at all: counted for its own check and kept
 	// out of the duplicate and title figures, which name lessons.
 	if err := e.conn.QueryRowContext(ctx, "SELECT count(*) FILTER (WHERE lesson_id IS NULL) "+pin).Scan(&in.Figures.NullLessonIDs); err != nil {
-		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+		return fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
 	}
 	dupLessons, err := e.strings(ctx, `SELECT lesson_id `+pin+` AND lesson_id IS NOT NULL
 		 GROUP BY lesson_id HAVING count(*) > 1 ORDER BY lesson_id LIMIT 20`)
 	if err != nil {
-		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+		return fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
 	}
 	in.Figures.DuplicateLessonIDs = dupLessons
 	titles, err := e.conn.QueryContext(ctx, `SELECT lesson_id, strlen(lesson_title) `+pin+`
 		 AND lesson_title IS NOT NULL ORDER BY 2 DESC, 1 NULLS LAST LIMIT 1`)
 	if err != nil {
-		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+		return fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
 	}
 	for titles.Next() {
 		var lesson sql.NullString
 		if err := titles.Scan(&lesson, &in.Figures.LongestTitleBytes); err != nil {
 			titles.Close()
-			return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
+			return fmt.Errorf("check manifest %s: %w", spec.Lessons, err)
 		}
 		in.Figures.LongestTitleLesson = lesson.String
 	}
 	titles.Close()
 	if err := titles.Err(); err != nil {
-		return in, fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
+		return fmt.Errorf("check manifest %s: %w", spec.Lessons, firstLine(err))
 	}
-	if err := e.checkEnrollments(ctx, spec, enrollments, &in); err != nil {
-		return in, err
-	}
-	return in, nil
+	return e.checkEnrollments(ctx, spec, enrollments, in)
 }
 
 // eventIdentity counts, before any join, the raw events that cannot be

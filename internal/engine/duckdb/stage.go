@@ -231,7 +231,11 @@ func (r *runner) BuildFacts(ctx context.Context, spec engine.Spec) (map[dates.Da
 	if err := r.mergeConflictRows(ctx); err != nil {
 		return nil, release, err
 	}
-	if r.titleEnum, err = r.makeTitleType(ctx, spec); err != nil {
+	err = e.withOptimizersOff(ctx, pinSafe, func() (err error) {
+		r.titleEnum, err = r.makeTitleType(ctx, spec)
+		return err
+	})
+	if err != nil {
 		return nil, release, err
 	}
 	figs, err := r.countFigures(ctx)
@@ -402,6 +406,14 @@ func (r *runner) enumTitles(ds []dates.Date) bool {
 // grain (so a row's file is a function of its key). Each date is reported
 // written as its last COPY ends.
 func (r *runner) Write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
+	if table != engine.FactTable {
+		return r.write(ctx, spec, table, n, dir, splitDir, written)
+	}
+	// The fact rows' titles are joined from the manifest pin's Parquet.
+	return r.e.withOptimizersOff(ctx, pinSafe, func() error { return r.write(ctx, spec, table, n, dir, splitDir, written) })
+}
+
+func (r *runner) write(ctx context.Context, spec engine.Spec, table string, n map[dates.Date]int, dir, splitDir engine.Dir, written func(dates.Date)) error {
 	var ds []dates.Date
 	for _, d := range spec.Dates {
 		if _, ok := n[d]; ok {
