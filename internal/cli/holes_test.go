@@ -388,7 +388,7 @@ func testHandCopiedPointer(t *testing.T, keepTime bool) {
 	}
 	const says = "it was put back by hand"
 	if r := biRun(t, "history", "--warehouse", w.warehouse); r.code != 0 || !strings.Contains(r.stdout, "warning: the next publish or rollback will refuse to move pointer.json") ||
-		!strings.Contains(r.stdout, says) || strings.Contains(r.stdout, "interrupted write;") {
+		!strings.Contains(r.stdout, says) || strings.Contains(r.stdout, "is committed past pointer.json") {
 		t.Errorf("history: exit %d, want the refusal warned of\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	before := w.hashTree(w.warehouse)

@@ -154,6 +154,12 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 		}
 		b.WriteString("-- The *_staging_* tables list every attempt under staging/; query the views, which read only the generation's files.\n")
 	}
+	if dialect == "duckdb" {
+		// One transaction: a view that fails to bind (an unreadable file)
+		// must not leave the other on the new generation and this one on
+		// the old, which a join of the two would mix without an error.
+		b.WriteString("BEGIN TRANSACTION;\n")
+	}
 	ident := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	if dialect == "spark" {
 		ident = func(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
@@ -223,6 +229,9 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 			continue
 		}
 		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %s%s AS\n%s;\n", prefix, ident(table), strings.Join(parts, "\nUNION ALL\n"))
+	}
+	if dialect == "duckdb" {
+		b.WriteString("COMMIT;\n")
 	}
 	return b.String(), nil
 }

@@ -101,6 +101,45 @@ func TestViewsDuckDB(t *testing.T) {
 	}
 }
 
+// TestViewsDuckDBAllOrNothing: the DuckDB statements are one transaction.
+// With a course_day file unreadable, its view fails to bind; the fact
+// view, created first, must not stand alone on the new generation beside
+// the old course_day view (a join of the two mixed generations silently).
+func TestViewsDuckDBAllOrNothing(t *testing.T) {
+	warehouse := filepath.Join(t.TempDir(), "wh")
+	viewsWarehouse(t, warehouse)
+	sql := views(t, "--warehouse", warehouse, "--dialect", "duckdb")
+	snap := publishtest.Snapshot(t, warehouse)
+	d, err := snap.Date("2026-03-03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := d.Files(reader.CourseDayTable)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("course_day files of 2026-03-03: %v, %v", files, err)
+	}
+	if err := os.Remove(strings.TrimPrefix(files[0].URI, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	db := publishtest.DB(t)
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), sql); err == nil {
+		t.Fatal("the views were created over a missing file")
+	}
+	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+	var n int
+	if err := conn.QueryRowContext(context.Background(), "SELECT count(*) FROM duckdb_views() WHERE NOT internal").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d views created by statements that failed part way", n)
+	}
+}
+
 // TestViewsSpark runs the printed Spark SQL on the Spark Connect server
 // (ENGAGEMENT_SPARK_REMOTE), in a schema of its own.
 func TestViewsSpark(t *testing.T) {

@@ -340,8 +340,8 @@ func Expiries(ctx context.Context, b storage.Bucket) ([]Expiry, error) {
 func (l Log) Warnings() []string {
 	var w []string
 	if l.Pending > 0 {
-		w = append(w, fmt.Sprintf("pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write; "+
-			"readers see generation %d until the next publish or rollback rolls it forward", l.Pending, l.PendingJobID, l.Current, l.Current))
+		w = append(w, fmt.Sprintf("pointer-history/%d.json (job %s) is committed past pointer.json (generation %d): an interrupted write, or one that replaces pointer.json next (run history again to tell); "+
+			"readers see generation %d until that writer or the next publish or rollback rolls it forward", l.Pending, l.PendingJobID, l.Current, l.Current))
 	}
 	if l.Refused != "" {
 		w = append(w, "the next publish or rollback will refuse to move pointer.json: "+l.Refused)

@@ -309,7 +309,7 @@ func TestListTellsHandCopiedPointer(t *testing.T) {
 				t.Errorf("pending %d, refused %q; want no pending generation and a refusal saying %q", log.Pending, log.Refused, tc.says)
 			}
 			warned := strings.Join(log.Warnings(), "\n")
-			if !strings.Contains(warned, "the next publish or rollback will refuse to move pointer.json") || strings.Contains(warned, "interrupted write;") {
+			if !strings.Contains(warned, "the next publish or rollback will refuse to move pointer.json") || strings.Contains(warned, "is committed past pointer.json") {
 				t.Errorf("warnings %q; want the refusal, not an interrupted write", warned)
 			}
 			// What history says is what the next publish then meets.

@@ -246,6 +246,14 @@ func (s *Store) Pending(ctx context.Context) (*pointer.Pointer, error) {
 	if err == nil && orphan != nil {
 		err = s.edited(ctx, cur, ver, *orphan)
 	}
+	if err == nil && orphan != nil {
+		// A writer between its history copy and its replace finishes
+		// first as a rule: pointer.json moved since is that (history, not
+		// under the writers' lock, called it an interrupted write).
+		if _, now, lerr := s.Load(ctx); lerr == nil && now != ver {
+			return nil, nil
+		}
+	}
 	if err == nil {
 		return orphan, nil
 	}

@@ -261,7 +261,10 @@ func (b *Bucket) walk(dir, dirKey string, fn func(key string, fi fs.FileInfo)) e
 		}
 		p := filepath.Join(dir, e.Name())
 		key := path.Join(dirKey, e.Name())
-		fi, err := os.Lstat(p)
+		fi, err := lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the directory was read (goneSinceRead)
+		}
 		if err != nil {
 			return fmt.Errorf("list %s: %w", p, err)
 		}
@@ -285,6 +288,16 @@ func (b *Bucket) walk(dir, dirKey string, fn func(key string, fi fs.FileInfo)) e
 	}
 	return nil
 }
+
+// lstat is os.Lstat; a test removes the entry first (goneSinceRead).
+var lstat = os.Lstat
+
+// goneSinceRead: an entry removed between reading its directory and
+// looking at it (gc expiring history copies while history or report
+// lists them) was listed as a whole-listing "not found", which the
+// pointer store took for a missing pointer-history directory: history
+// printed no generation and the current copy missing, exit 0. It is left
+// out, as a listing a moment later would.
 
 // ListDir implements storage.Bucket. Without FollowLinks a symlink entry is
 // reported as an Object with Link set and not followed. An entry that is
@@ -315,7 +328,10 @@ func (b *Bucket) ListDir(ctx context.Context, dir string) ([]storage.Object, []s
 			continue
 		}
 		ep := filepath.Join(p, e.Name())
-		fi, err := os.Lstat(ep)
+		fi, err := lstat(ep)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the directory was read (goneSinceRead)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("list %s: %w", p, err)
 		}
