@@ -41,9 +41,12 @@ const MaxTitleBytes = 64 << 10
 
 // InputFigures are what the engine saw in the inputs before any join.
 type InputFigures struct {
-	RawFiles             int      `json:"raw_files"`
-	RawColumns           []string `json:"raw_columns"`
-	ProhibitedFound      []string `json:"prohibited_found"`
+	RawFiles        int      `json:"raw_files"`
+	RawColumns      []string `json:"raw_columns"`
+	ProhibitedFound []string `json:"prohibited_found"`
+	// Prohibited is the list the raw schema was checked against
+	// (engagement.prohibitedColumns); empty when the check is off.
+	Prohibited           []string `json:"prohibited"`
 	ManifestRows         int64    `json:"manifest_rows"`
 	NullLessonIDs        int64    `json:"null_lesson_ids"` // manifest pin rows without a lesson_id
 	DuplicateLessonIDs   []string `json:"duplicate_lesson_ids"`
@@ -142,14 +145,21 @@ func (r *Report) Finish() {
 // fails before the expensive part of the job, and they are still rejections:
 // the supplier has to fix the input, a retry will not.
 func InputChecks(in InputFigures) []Check {
+	prohibited := Check{
+		Name:   CheckProhibitedColumns,
+		Passed: len(in.ProhibitedFound) == 0,
+		// Quoted: a name's stray space ("email ") shows.
+		Detail:  listDetail("prohibited columns in the raw schema read", quoteAll(in.ProhibitedFound)),
+		Figures: map[string]any{"found": nonNil(in.ProhibitedFound), "raw_columns": nonNil(in.RawColumns), "prohibited": nonNil(in.Prohibited)},
+	}
+	if len(in.Prohibited) == 0 && len(in.ProhibitedFound) == 0 {
+		// Turned off by the operator: passed, but the record and the
+		// report say nothing was checked rather than "none found".
+		prohibited.Warning = true
+		prohibited.Detail = "off (engagement.prohibitedColumns none): no raw column was checked"
+	}
 	return []Check{
-		{
-			Name:   CheckProhibitedColumns,
-			Passed: len(in.ProhibitedFound) == 0,
-			// Quoted: a name's stray space ("email ") shows.
-			Detail:  listDetail("prohibited columns in the raw schema read", quoteAll(in.ProhibitedFound)),
-			Figures: map[string]any{"found": nonNil(in.ProhibitedFound), "raw_columns": nonNil(in.RawColumns)},
-		},
+		prohibited,
 		{
 			Name:    CheckManifestUniqueLesson,
 			Passed:  len(in.DuplicateLessonIDs) == 0,

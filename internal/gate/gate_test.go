@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func clean() figures {
 	return figures{
 		in: InputFigures{
 			RawFiles: 2, RawColumns: []string{"event_id", "learner_key", "lesson_id", "course_id", "event_time"},
+			Prohibited:   []string{"email", "phone"},
 			ManifestRows: 10, EnrollmentRows: 400,
 		},
 		stage: StageFigures{InputEvents: 100},
@@ -160,6 +162,30 @@ func TestEachCheckTripsAlone(t *testing.T) {
 				t.Errorf("Reasons() = %q, want it to start with %s", r.Reasons(), name)
 			}
 		})
+	}
+}
+
+// TestProhibitedColumnsOff: with engagement.prohibitedColumns none the
+// check passes, but its record says it was off, with a warning the report
+// shows, not "none found" over a schema that may hold Email; the list
+// checked is in the figures.
+func TestProhibitedColumnsOff(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		prohibited []string
+		warning    bool
+		detail     string
+	}{
+		{"on", []string{"email", "phone"}, false, "none: prohibited columns"},
+		{"off", nil, true, "off (engagement.prohibitedColumns none)"},
+	} {
+		f := clean()
+		f.in.Prohibited = tc.prohibited
+		f.in.RawColumns = append(f.in.RawColumns, "Email")
+		c := checkByName(t, f.report(0.02), CheckProhibitedColumns)
+		if !c.Passed || c.Warning != tc.warning || !strings.HasPrefix(c.Detail, tc.detail) || fmt.Sprint(c.Figures["prohibited"]) != fmt.Sprint(nonNil(tc.prohibited)) {
+			t.Errorf("%s: %+v, want passed, warning %v, detail %q…, figures' prohibited %v", tc.name, c, tc.warning, tc.detail, tc.prohibited)
+		}
 	}
 }
 

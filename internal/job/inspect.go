@@ -36,7 +36,7 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if err != nil {
 		return in, err
 	}
-	in.Figures.ProhibitedFound = found
+	in.Figures.ProhibitedFound, in.Figures.Prohibited = found, spec.ProhibitedColumns
 	return in, nil
 }
 
