@@ -136,10 +136,21 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("publish: exit %d\n%s", code, stderr)
 	}
 	var att struct {
-		Build map[string]any `json:"build"`
+		Build      map[string]any `json:"build"`
+		Lateness   int            `json:"lateness_days"`
+		Horizon    int            `json:"restatement_horizon_days"`
+		Freshness  int            `json:"freshness_max_days"`
+		Prohibited []string       `json:"prohibited_columns"`
+		AsOf       string         `json:"as_of_date"`
+		WorkingDir string         `json:"working_directory"`
 	}
 	if err := json.Unmarshal(publishtest.Get(t, wh, warehouse.AttemptPath("build-1")), &att); err != nil {
 		t.Fatal(err)
+	}
+	// And the settings that decided which events counted (config/fixture.conf).
+	if att.Lateness != 1 || att.Horizon != 2 || att.Freshness != 2 || att.AsOf != "2026-03-04" || att.WorkingDir == "" ||
+		strings.Join(att.Prohibited, ",") != "email,payment_token,card_number,raw_ip" {
+		t.Errorf("_attempt.json settings %+v, want fixture.conf's", att)
 	}
 	for k, v := range bin {
 		if att.Build[k] != v {

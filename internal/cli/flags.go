@@ -221,7 +221,12 @@ func (d decimal[T]) Set(s string) error {
 	return nil
 }
 
-func (d decimal[T]) Type() string { return "int" }
+func (d decimal[T]) Type() string {
+	if zero := T(0); zero-1 > zero {
+		return "uint"
+	}
+	return "int"
+}
 
 // decimalVar defines an integer flag that takes decimal digits only.
 func decimalVar[T int | int64 | uint64](fs *pflag.FlagSet, p *T, name string, value T, usage string) {

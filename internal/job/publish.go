@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
@@ -29,21 +30,32 @@ import (
 
 // Attempt is the content of _attempt.json.
 type Attempt struct {
-	JobID                string    `json:"job_id"`
-	WriterVersion        string    `json:"writer_version"`
-	Engine               string    `json:"engine"`
-	Dates                []string  `json:"dates"`
-	IngestFrom           string    `json:"ingest_from,omitempty"` // absent with no dates: no window
-	IngestTo             string    `json:"ingest_to,omitempty"`
-	Raw                  string    `json:"raw"`
-	Lessons              string    `json:"lessons"`
-	Enrollments          string    `json:"enrollments"`
-	ManifestID           string    `json:"manifest_id"`
-	EnrollmentSnapshotID string    `json:"enrollment_snapshot_id"`
-	UnknownCap           float64   `json:"unknown_cap"`
-	HotCourses           []string  `json:"hot_courses"`
-	OutsideHorizon       bool      `json:"outside_horizon_override"`
-	StartedAt            time.Time `json:"started_at"`
+	JobID                string   `json:"job_id"`
+	WriterVersion        string   `json:"writer_version"`
+	Engine               string   `json:"engine"`
+	Dates                []string `json:"dates"`
+	IngestFrom           string   `json:"ingest_from,omitempty"` // absent with no dates: no window
+	IngestTo             string   `json:"ingest_to,omitempty"`
+	Raw                  string   `json:"raw"`
+	Lessons              string   `json:"lessons"`
+	Enrollments          string   `json:"enrollments"`
+	ManifestID           string   `json:"manifest_id"`
+	EnrollmentSnapshotID string   `json:"enrollment_snapshot_id"`
+	UnknownCap           float64  `json:"unknown_cap"`
+	HotCourses           []string `json:"hot_courses"`
+	OutsideHorizon       bool     `json:"outside_horizon_override"`
+	// The job settings that decide which events count and which checks
+	// ran: what an audit (and warnUnsettled, later) must not take from
+	// today's config.
+	LatenessDays           int      `json:"lateness_days"`
+	RestatementHorizonDays int      `json:"restatement_horizon_days"`
+	FreshnessMaxDays       int      `json:"freshness_max_days"`
+	ProhibitedColumns      []string `json:"prohibited_columns"`
+	AsOfDate               string   `json:"as_of_date,omitempty"` // engagement.asOfDate or --as-of, when given
+	// WorkingDirectory is the one the relative paths above and in Inputs
+	// are relative to.
+	WorkingDirectory string    `json:"working_directory,omitempty"`
+	StartedAt        time.Time `json:"started_at"`
 	// BaseGeneration is the generation the attempt started from, the
 	// newest committed one (pointer.json's, or the history copy an
 	// interrupted write committed past it): a rollback of one of its dates
@@ -544,7 +556,16 @@ func attemptRecord(job config.Job, spec engine.Spec, engineName, writer string, 
 		Raw: job.Raw, Lessons: job.Lessons, Enrollments: job.Enrollments,
 		ManifestID: job.ManifestID, EnrollmentSnapshotID: job.EnrollmentSnapshotID,
 		UnknownCap: job.UnknownCap, HotCourses: job.HotCourses, OutsideHorizon: job.AllowOutsideHorizon,
-		StartedAt: now, Settings: redact.Settings(spec.Settings), Inputs: spec.Inputs, Build: version.Get(),
+		LatenessDays: job.LatenessDays, RestatementHorizonDays: job.RestatementHorizonDays, FreshnessMaxDays: job.FreshnessMaxDays,
+		ProhibitedColumns: nonNil(job.ProhibitedColumns),
+		StartedAt:         now, Settings: redact.Settings(spec.Settings), Inputs: spec.Inputs, Build: version.Get(),
+	}
+	if job.AsOfSet {
+		a.AsOfDate = job.AsOf.String()
+	}
+	// Not the transform's: where this process runs, for the record.
+	if wd, err := os.Getwd(); err == nil {
+		a.WorkingDirectory = wd
 	}
 	if len(job.Dates) > 0 {
 		a.IngestFrom, a.IngestTo = spec.IngestFrom.String(), spec.IngestTo.String()
@@ -571,9 +592,10 @@ func entries(job config.Job, st engine.Staged, figures map[dates.Date]gate.Stage
 	return out
 }
 
-func nonNil(f []pointer.File) []pointer.File {
-	if f == nil {
-		return []pointer.File{}
+// nonNil is s, or an empty slice for nil: a JSON list, never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return f
+	return s
 }

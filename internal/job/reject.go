@@ -125,16 +125,9 @@ func (p *Publisher) topUnknown(ctx context.Context, rej *Rejection, staged engin
 	// in one order whatever an engine returns.
 	rej.TopUnknownLessons = map[string][]gate.LessonCount{}
 	for _, d := range ds {
-		l := nonNilLessons(top[d])
+		l := nonNil(top[d])
 		gate.SortLessons(l)
 		rej.TopUnknownLessons[d.String()] = l
 	}
 	return nil
-}
-
-func nonNilLessons(l []gate.LessonCount) []gate.LessonCount {
-	if l == nil {
-		return []gate.LessonCount{}
-	}
-	return l
 }

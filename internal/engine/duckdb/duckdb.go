@@ -120,18 +120,27 @@ var settingName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // one changes what is published, the others keep the engine from running
 // (and were blamed on a setting the engine applies after them).
 var refused = map[string]string{
-	"default_collation":         "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
-	"lock_configuration":        "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
-	"enable_external_access":    "the engine reads the inputs and writes the staging through it",
-	"timezone":                  "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
-	"s3_url_compatibility_mode": "the engine reads every S3 URL literally: off, a key holding [ ] * ? is a glob, and another file than the one listed is read (a hidden one, with exit 0)",
-	"calendar":                  "an event's date is the Gregorian UTC date; another calendar would move the dates the engine's casts compute",
-	"binary_as_string":          "an unannotated binary key column would be read as a string and published, where the Spark engine refuses it: the keys are strings",
-	"default_order":             "the engine breaks ties in its checks (the longest title's lesson, the sample of repeated event ids) by ascending order, as the Spark engine does",
-	"default_null_order":        "the engine's orderings place nulls as the Spark engine does",
-	"null_order":                "the engine's orderings place nulls as the Spark engine does (null_order is default_null_order's other name)",
-	"errors_as_json":            "the engine reads DuckDB's errors to name the file, column or setting at fault",
+	"default_collation":            "keys would compare by it in the joins, groups and checks (nocase merges alice and ALICE, and passes a course conflict): the tables are defined on the keys' bytes",
+	"lock_configuration":           "the engine applies its own settings (the UTC time zone, its spill directory) after the config's",
+	"enable_external_access":       "the engine reads the inputs and writes the staging through it",
+	"timezone":                     "the engine forces UTC, so that an event's date never depends on a zone (the value would be dropped in silence)",
+	"s3_url_compatibility_mode":    "the engine reads every S3 URL literally: off, a key holding [ ] * ? is a glob, and another file than the one listed is read (a hidden one, with exit 0)",
+	"calendar":                     "an event's date is the Gregorian UTC date; another calendar would move the dates the engine's casts compute",
+	"binary_as_string":             "an unannotated binary key column would be read as a string and published, where the Spark engine refuses it: the keys are strings",
+	"default_order":                "the engine breaks ties in its checks (the longest title's lesson, the sample of repeated event ids) by ascending order, as the Spark engine does",
+	"default_null_order":           "the engine's orderings place nulls as the Spark engine does",
+	"null_order":                   "the engine's orderings place nulls as the Spark engine does (null_order is default_null_order's other name)",
+	"errors_as_json":               "the engine reads DuckDB's errors to name the file, column or setting at fault",
+	"autoinstall_known_extensions": "httpfs comes from --duckdb-extensions (or its explicit install) alone: auto-install fetched it from the internet, past the directory a host pins",
+	"autoload_known_extensions":    "httpfs comes from --duckdb-extensions (or its explicit install) alone: auto-load took another copy from ~/.duckdb and set its keys before the engine's",
+	"max_memory":                   "it is memory_limit's other name: write duckdb.memory_limit, which the engine reads to explain an out-of-memory error",
+	"worker_threads":               "it is threads' other name: write duckdb.threads, which the engine reads to explain an out-of-memory error",
 }
+
+// sameSetting pairs names DuckDB reads as one setting (duckdb_settings()'s
+// aliases) that the engine leaves settable: given both, one line would
+// win by the keys' order, not the later line's.
+var sameSetting = [][2]string{{"checkpoint_threshold", "wal_autocheckpoint"}, {"username", "user"}}
 
 func init() {
 	// Settings that write what the engine runs somewhere: its statements
@@ -207,6 +216,12 @@ func CheckSettings(settings map[string]string) error {
 			return err
 		}
 	}
+	for _, p := range sameSetting {
+		_, a := settings[p[0]]
+		if _, b := settings[p[1]]; a && b {
+			return &SettingError{Key: p[1], Msg: fmt.Sprintf(": one DuckDB setting with duckdb.%s, also given: keep one", p[0])}
+		}
+	}
 	return nil
 }
 
@@ -231,6 +246,17 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	// httpfs comes only from the configured directory (EnableAWS) or its
+	// explicit INSTALL: with DuckDB's defaults, setting one of its keys
+	// loaded it from ~/.duckdb or fetched it from the internet, past
+	// --duckdb-extensions, and set it before EnableS3's retries, which then
+	// replaced the config's.
+	for _, q := range []string{"SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("duckdb: %s: %w", q, firstLine(err))
+		}
+	}
 	settings = withDefaults(settings)
 	if parent := settings["temp_directory"]; parent != "" {
 		dir, lock := spillDir(parent)
@@ -238,12 +264,11 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", k, quote(settings[k]))); err != nil {
-			if strings.Contains(err.Error(), "Extension Autoloading Error") {
+			if strings.Contains(err.Error(), "exists in the httpfs extension") {
 				// httpfs's own (http_timeout, s3_uploader_max_filesize):
-				// DuckDB would fetch httpfs from the network to set it;
-				// it is set once the engine loads httpfs from the
-				// configured directory (EnableAWS), and is of no use
-				// before: only s3:// locations need httpfs.
+				// set once the engine loads httpfs from the configured
+				// directory (EnableAWS), after its own defaults, and of no
+				// use before: only s3:// locations need httpfs.
 				e.extSettings = append(e.extSettings, [2]string{k, settings[k]})
 				continue
 			}

@@ -51,6 +51,14 @@ func TestOpenRefusesSettings(t *testing.T) {
 		{"s3_endpoint", "127.0.0.1:1", "duckdb.s3_endpoint: not settable"},
 		{"Threads", "2", "duckdb.Threads: not a DuckDB setting name: write it in lower case (duckdb.threads)"},
 		{"memory-limit", "1GB", "duckdb.memory-limit: not a DuckDB setting name"},
+		// Loaded httpfs from ~/.duckdb or the internet, past
+		// --duckdb-extensions.
+		{"autoload_known_extensions", "true", "duckdb.autoload_known_extensions: not settable"},
+		{"autoinstall_known_extensions", "true", "duckdb.autoinstall_known_extensions: not settable"},
+		// Other names of the settings the engine reads: the later of two
+		// lines lost, and the memory error said no limit was set.
+		{"max_memory", "2GB", "duckdb.max_memory: not settable: it is memory_limit's other name"},
+		{"worker_threads", "2", "duckdb.worker_threads: not settable: it is threads' other name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
@@ -63,6 +71,23 @@ func TestOpenRefusesSettings(t *testing.T) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOneSettingTwoNames: two names of one DuckDB setting are refused
+// together (the later line would not win), each alone is accepted.
+func TestOneSettingTwoNames(t *testing.T) {
+	both := map[string]string{"checkpoint_threshold": "16MB", "wal_autocheckpoint": "32MB"}
+	if err := duckdb.CheckSettings(both); err == nil || !strings.Contains(err.Error(), "duckdb.wal_autocheckpoint: one DuckDB setting with duckdb.checkpoint_threshold") {
+		t.Errorf("both names: %v", err)
+	}
+	for k, v := range both {
+		e, err := duckdb.Open(context.Background(), map[string]string{k: v})
+		if err != nil {
+			t.Errorf("%s alone: %v", k, err)
+			continue
+		}
+		e.Close()
 	}
 }
 
