@@ -13,7 +13,8 @@ fact_lesson_engagement or course_day. It loads pointer.json once and prints
 one JSON line of figures per date; a date not published or a file that cannot
 be read, or a WAREHOUSE whose pointer.json was lost (its history is there)
 or whose first publish has not reached it yet, exits 1; a bad table or date
-(before anything is read), or a WAREHOUSE without pointer.json or history,
+(before anything is read), a WAREHOUSE without pointer.json or history, or a
+pointer.json of a format newer than this reader knows (as engagement does),
 exits 2.
 """
 import datetime
@@ -50,6 +51,10 @@ class NotPublished(LookupError):
 
 class BadArgument(ValueError):
     """A table or date the reader cannot mean: a usage error (exit 2)."""
+
+
+class NewerFormat(ValueError):
+    """A pointer written by a newer engagement: exit 2, as engagement's own."""
 
 
 def check_args(table, dates):
@@ -130,7 +135,7 @@ def open_pointer(warehouse):
                          f"damaged; copy the newest pointer-history/<generation>.json over it")
     # A newer format may mean something this code does not know: refuse it.
     if pointer["format_version"] > NEWEST_FORMAT:
-        raise ValueError(f"{warehouse}/pointer.json: format {pointer['format_version']} is newer than {NEWEST_FORMAT}")
+        raise NewerFormat(f"{warehouse}/pointer.json: format {pointer['format_version']} is newer than {NEWEST_FORMAT}: use a newer reader")
     return fs, root, pointer
 
 
@@ -188,7 +193,7 @@ if __name__ == "__main__":
         for date in dates:
             entry, df = read_date(opened, date, table)
             print(json.dumps({"date": date, "job_id": entry["job_id"], "table": table, **summary(df, table)}))
-    except BadArgument as e:
+    except (BadArgument, NewerFormat) as e:
         print(f"read_date.py: {e}", file=sys.stderr)
         sys.exit(2)
     except NotPublished as e:

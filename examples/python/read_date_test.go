@@ -189,6 +189,15 @@ func TestReadDate(t *testing.T) {
 			t.Errorf("pointer.json %s: exit %d, output %s; want exit 1 saying it is not a pointer", body, cmd.ProcessState.ExitCode(), out)
 		}
 	}
+	// A newer format: exit 2, as engagement's own readers (docs/pointer.md).
+	if err := os.WriteFile(filepath.Join(first, "pointer.json"), []byte(`{"format_version":99,"generation":2,"dates":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(python, script, first, "course_day", "2026-03-02")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "format 99 is newer than") {
+		t.Errorf("a newer pointer format: exit %d, output %s; want exit 2 saying it is newer", cmd.ProcessState.ExitCode(), out)
+	}
 }
 
 // TestReadDateS3OddKeys: on S3 the warehouse's key is taken literally, as
