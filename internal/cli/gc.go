@@ -77,6 +77,11 @@ func runGC(ctx context.Context, env Env, o *gcOptions) error {
 	if !(o.retainDays >= 0 && o.retainDays < 1e5) {
 		return exitcode.UsageError(fmt.Errorf("gc: %s %v: want 0 (keep all) or a number of days below 100000", o.ref("retain-days"), o.retainDays))
 	}
+	// gc.Run refuses the same, naming the flag; here the variable that
+	// set it is named when one did (ENGAGEMENT_MIN_AGE).
+	if err := gc.CheckMinAge(o.minAge, o.force); err != nil {
+		return o.wrap("min-age", err)
+	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, o.lockTimeout)
 	if err != nil {
 		return err

@@ -111,3 +111,16 @@ func TestStdoutFull(t *testing.T) {
 		}
 	}
 }
+
+// A --min-age set by its variable is refused naming the variable, as every
+// other flag's value is.
+func TestGCMinAgeVariableNamed(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	for _, v := range []string{"10m", "-1h"} {
+		r := runEnv(t, map[string]string{"ENGAGEMENT_MIN_AGE": v}, "gc", "--warehouse", w.warehouse)
+		if r.code != 2 || !strings.Contains(r.errLine(t), "ENGAGEMENT_MIN_AGE") {
+			t.Errorf("ENGAGEMENT_MIN_AGE=%s: exit %d, want 2 naming the variable\n%s", v, r.code, r.stderr)
+		}
+	}
+}

@@ -97,6 +97,10 @@ type Verdict struct {
 	// DeletePrefix aborts them last), which nothing would list again. They
 	// are aborted; no object is deleted under it.
 	uploadsOf string
+	// with is the staging prefix a marker is deleted with: the prefix's
+	// own delete rewrites and removes it last, so a gc stopped before it
+	// still leaves the marker naming the prefix.
+	with string
 }
 
 // Report is the outcome of a run, in path order.
@@ -117,20 +121,29 @@ func (r Report) Deleted() []Verdict {
 	return out
 }
 
+// CheckMinAge refuses a negative min-age, and one below MinAgeFloor
+// without force (usage errors).
+func CheckMinAge(minAge time.Duration, force bool) error {
+	if minAge < 0 {
+		return exitcode.UsageError(fmt.Errorf("gc: --min-age %s: must not be negative", minAge))
+	}
+	if minAge < MinAgeFloor && !force {
+		return exitcode.UsageError(fmt.Errorf("gc: --min-age %s is below the floor %s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", minAge, MinAgeFloor))
+	}
+	return nil
+}
+
 // Run decides and, unless DryRun, deletes. It refuses to run (usage error)
 // on a min-age below the floor without Force and on a warehouse with no
 // pointer: a mistyped --warehouse pointing at someone else's directory must
 // not be cleaned as "nothing published, everything unreferenced".
 func Run(ctx context.Context, o Options) (Report, error) {
 	var rep Report
-	if o.MinAge < 0 {
-		return rep, exitcode.UsageError(fmt.Errorf("gc: --min-age %s: must not be negative", o.MinAge))
+	if err := CheckMinAge(o.MinAge, o.Force); err != nil {
+		return rep, err
 	}
 	if o.RetainGenerations < 0 || o.RetainFor < 0 {
 		return rep, exitcode.UsageError(fmt.Errorf("gc: --retain-generations %d, --retain-days %s: must not be negative", o.RetainGenerations, o.RetainFor))
-	}
-	if o.MinAge < MinAgeFloor && !o.Force {
-		return rep, exitcode.UsageError(fmt.Errorf("gc: --min-age %s is below the floor %s; an attempt still running could lose its staging: pass --force-min-age if every attempt has ended", o.MinAge, MinAgeFloor))
 	}
 	root := o.Bucket.Location()
 	if _, err := o.Bucket.Stat(ctx, "pointer.json"); err != nil {
@@ -239,7 +252,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		// A marker whose prefix goes now goes with it (removed last by the
 		// prefix's own delete): say so, instead of "kept".
 		if target, ok := markerOf(path.Base(v.Path)); ok && markers[target] && deleting[target] {
-			rep.Verdicts[i].Delete = true
+			rep.Verdicts[i].Delete, rep.Verdicts[i].with = true, warehouse.StagingRoot+"/"+target
 			rep.Verdicts[i].Reason = "the marker of an interrupted gc of " + target + ", deleted with it"
 		}
 	}
@@ -297,8 +310,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, nil
 	}
 	var deleted []string
+	// A marker sorts before its prefix: deleted first on its own, a gc
+	// stopped between left the prefix with neither its marker nor (an
+	// interrupted delete goes in key order) its _attempt.json, kept by
+	// every later gc as "inspect by hand".
+	defer func() {
+		for i, v := range rep.Verdicts {
+			if v.with != "" {
+				rep.Verdicts[i].Done = slices.Contains(deleted, v.with)
+			}
+		}
+	}()
 	for i, v := range rep.Verdicts {
-		if !v.Delete {
+		if !v.Delete || v.with != "" {
 			continue
 		}
 		if strings.HasPrefix(v.Path, warehouse.StagingRoot+"/") && !strings.Contains(v.Path, deletingPrefix) {
@@ -365,7 +389,9 @@ func rollbacksInUse(ctx context.Context, o Options) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, f := range files {
-		if f.Link || o.Now.Sub(f.ModTime) >= o.MinAge {
+		if f.Link || o.Now.Sub(f.ModTime) >= o.MinAge || !isRecordName(path.Base(f.Key)) {
+			// An operator's notes beside the records are no record:
+			// judgeRecords reports them, and they name no prefix.
 			continue
 		}
 		data, _, err := o.Bucket.Get(ctx, f.Key)

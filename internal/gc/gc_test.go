@@ -332,6 +332,75 @@ func TestGCFinishesAMarkedPrefix(t *testing.T) {
 	}
 }
 
+// TestGCMarkerOutlivesAStop: a second gc that stops before the marked
+// prefix (here a delete between them fails, as a signal makes it) keeps
+// the marker, which sorts first: deleted on its own, it left the prefix
+// with neither marker nor _attempt.json, kept by every later gc as
+// "inspect by hand". The next gc then finishes both.
+func TestGCMarkerOutlivesAStop(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("half", old, old)
+	os.Remove(filepath.Join(w.dir, "staging/job_id=half/_attempt.json"))
+	w.file("staging/.gc-deleting-job_id=half", "staging/job_id=half\n", old)
+	w.prefix("a-old", old, old) // sorts between the marker and its prefix
+	real := w.bucket
+	w.bucket = failingDeletes{Bucket: real, prefix: "job_id=a-old"}
+	rep, err := w.run(gc.Options{})
+	if err == nil {
+		t.Fatal("the failing delete was not reported")
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "staging/.gc-deleting-job_id=half")); err != nil {
+		t.Fatalf("the marker was deleted before its prefix: %v", err)
+	}
+	for _, v := range rep.Verdicts {
+		if v.Path == "staging/.gc-deleting-job_id=half" && v.Done {
+			t.Error("the marker is reported deleted")
+		}
+	}
+	w.bucket = real
+	if _, err := w.run(gc.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"staging/job_id=half", "staging/.gc-deleting-job_id=half", "staging/job_id=a-old"} {
+		if _, err := os.Stat(filepath.Join(w.dir, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still there after the next gc: %v", p, err)
+		}
+	}
+}
+
+// TestGCNotesBesideRollbacks: an operator's fresh file in rollbacks/ (an
+// incident's notes) is no record: gc and its dry run read it as one and
+// exited 1 on every run until it aged past --min-age.
+func TestGCNotesBesideRollbacks(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.file("rollbacks/NOTES.txt", "incident 42 notes", now)
+	for _, o := range []gc.Options{{DryRun: true}, {}, {DryRun: true, RetainGenerations: 5}, {RetainGenerations: 5}} {
+		rep, err := w.run(o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		if o.RetainGenerations == 0 {
+			continue // records are judged with a retention rule only
+		}
+		found := false
+		for _, v := range rep.Verdicts {
+			if v.Path == "rollbacks/NOTES.txt" {
+				found = !v.Delete && strings.Contains(v.Reason, "not a job_id=<id>.json record")
+			}
+		}
+		if !found {
+			t.Errorf("%+v: the notes are not reported kept as no record: %+v", o, rep.Verdicts)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "rollbacks/NOTES.txt")); err != nil {
+		t.Errorf("the notes are gone: %v", err)
+	}
+}
+
 // TestGCMarkersBypassNoRule: a .gc-deleting- name, whether an interrupted
 // gc's or planted by hand, deletes nothing but itself; the prefix it names
 // is judged by every rule (named, idle, a job_id= name), so a marker never

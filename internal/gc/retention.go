@@ -138,6 +138,19 @@ func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next
 	return "", nil
 }
 
+// recordID is the job id of a rejection or rollback record's file name
+// (job_id=<id>.json); ok is false for any other name.
+func recordID(name string) (string, bool) {
+	base, isJSON := strings.CutSuffix(name, ".json")
+	id, ok := strings.CutPrefix(base, prefixPrefix)
+	if !isJSON || !ok || config.CheckJobID(id) != nil {
+		return "", false
+	}
+	return id, true
+}
+
+func isRecordName(name string) bool { _, ok := recordID(name); return ok }
+
 // judgeRecords decides the rejection and rollback records, under retention
 // only: a rejection record goes once idle for MinAge (a rejected job is
 // never named by a generation); a rollback record once idle for MinAge and
@@ -154,12 +167,12 @@ func judgeRecords(ctx context.Context, o Options, named map[string]string) ([]Ve
 		}
 		for _, f := range files {
 			name := path.Base(f.Key)
-			id, ok := strings.CutPrefix(strings.TrimSuffix(name, ".json"), prefixPrefix)
+			id, ok := recordID(name)
 			idle := o.Now.Sub(f.ModTime)
 			switch {
 			case f.Link:
 				out = append(out, Verdict{Path: f.Key, Reason: "a symlink, never followed or deleted"})
-			case !ok || !strings.HasSuffix(name, ".json") || config.CheckJobID(id) != nil:
+			case !ok:
 				out = append(out, Verdict{Path: f.Key, Reason: "not a job_id=<id>.json record"})
 			case named[warehouse.StagingDir(id)] != "":
 				out = append(out, Verdict{Path: f.Key, Reason: "its job is named by " + named[warehouse.StagingDir(id)]})
