@@ -286,7 +286,7 @@ func noArgs(c *cobra.Command, args []string) error {
 
 // oneLine keeps an error to one line for the terminal; the JSON log has the rest.
 func oneLine(err error) string {
-	line := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	line := squeeze(err.Error())
 	// Whatever an engine or a store quotes from the input stays text: no
 	// ESC sequence or bidi override reaches the operator's terminal.
 	return strings.Map(func(r rune) rune {
@@ -295,6 +295,34 @@ func oneLine(err error) string {
 		}
 		return r
 	}, line)
+}
+
+// squeeze joins s's lines and runs of white space into single spaces,
+// except inside a double-quoted value ("s1  " as %q quotes a pin), whose
+// spaces are its own: a pin with two trailing spaces showed as one.
+func squeeze(s string) string {
+	var b strings.Builder
+	quoted, escaped, space := false, false, false
+	for _, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' || (r == ' ' && !quoted) {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		switch {
+		case escaped:
+			escaped = false
+		case r == '\\' && quoted:
+			escaped = true
+		case r == '"':
+			quoted = !quoted
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // readerGone reports a write to the process's stdout that failed because

@@ -52,3 +52,17 @@ func TestOneLineKeepsTerminalSafe(t *testing.T) {
 		t.Errorf("oneLine = %q, want %q", got, want)
 	}
 }
+
+// TestOneLineKeepsQuotedSpaces: white space folds outside quotes only; a
+// quoted value keeps its own (a pin "s1  " read as "s1 " on the line).
+func TestOneLineKeepsQuotedSpaces(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"no rows of --enrollment-snapshot-id \"s1\"\n  (present: \"s1  \")", `no rows of --enrollment-snapshot-id "s1" (present: "s1  ")`},
+		{"a \"quote \\\"  inside\"  then  out", `a "quote \"  inside" then out`},
+		{"  lead\n\ntrail  ", "lead trail"},
+	} {
+		if got := oneLine(errors.New(tc.in)); got != tc.want {
+			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

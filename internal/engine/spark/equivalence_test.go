@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +52,10 @@ func TestEnginesPublishTheSameTables(t *testing.T) {
 		load func(t *testing.T) publishtest.Fixture
 	}{
 		{"fixture", func(t *testing.T) publishtest.Fixture { return onS3(t, publishtest.LoadFixture(t, "")) }},
+		// A Spark 4 writer's collated keys: Spark merged LEARNER-…1 with
+		// learner-…1 (and enrolled it); DuckDB, and the contract, compare
+		// bytes.
+		{"collated learner_key", func(t *testing.T) publishtest.Fixture { return onS3(t, collatedFixture(t)) }},
 		{"generated 250K events", func(t *testing.T) publishtest.Fixture {
 			dir := filepath.Join(t.TempDir(), "generated")
 			exp, err := gen.Generate(context.Background(), gen.Options{Out: dir, Events: 250_000})
@@ -242,4 +248,47 @@ func TestConflictRowsMergedOnlyWhenSuspect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// collatedFixture is the fixture with learner_key declared UTF8_LCASE in
+// every raw and enrollment file's Spark schema (the row metadata a Spark 4
+// writer of a STRING COLLATE UTF8_LCASE column leaves), and the keys
+// ending in 1 upper-cased in raw alone: by bytes, other learners than the
+// enrolled ones. The event counts stay expected.json's.
+func collatedFixture(t *testing.T) publishtest.Fixture {
+	fx := publishtest.LoadFixture(t, "")
+	schema := func(cols ...string) string {
+		var fields []string
+		for _, c := range cols {
+			name, typ, _ := strings.Cut(c, ":")
+			md := "{}"
+			if name == "learner_key" {
+				md = `{"__COLLATIONS":{"learner_key":"spark.UTF8_LCASE"}}`
+			}
+			fields = append(fields, fmt.Sprintf(`{"name":%q,"type":%q,"nullable":true,"metadata":%s}`, name, typ, md))
+		}
+		return `{"type":"struct","fields":[` + strings.Join(fields, ",") + `]}`
+	}
+	db := publishtest.DB(t)
+	rewrite := func(path, sel, sparkSchema string) {
+		tmp := path + ".new"
+		q := fmt.Sprintf(`COPY (SELECT %s FROM read_parquet('%s', hive_partitioning=false)) TO '%s' (FORMAT parquet, KV_METADATA {"org.apache.spark.sql.parquet.row.metadata": '%s'})`,
+			sel, path, tmp, sparkSchema)
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("rewrite %s: %v", path, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := schema("event_id:string", "learner_key:string", "lesson_id:string", "course_id:string", "event_time:timestamp", "client_payload:string")
+	files, err := filepath.Glob(fx.Input("raw/*/*.parquet"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("raw files: %v %v", files, err)
+	}
+	for _, f := range files {
+		rewrite(f, "* REPLACE (CASE WHEN learner_key LIKE '%1' THEN upper(learner_key) ELSE learner_key END AS learner_key)", raw)
+	}
+	rewrite(fx.Input("enrollments/part-0.parquet"), "*", schema("learner_key:string", "course_id:string", "snapshot_id:string"))
+	return fx
 }
