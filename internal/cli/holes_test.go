@@ -576,6 +576,8 @@ func TestReportOutRefusals(t *testing.T) {
 		name, out, says string
 	}{
 		{"a symbolic link to nothing", dangling, "a symbolic link to "},
+		{"a symbolic link to nothing, with a slash", dangling + "/", "a symbolic link to "},
+		{"below a symbolic link to nothing", filepath.Join(dangling, "sub"), dangling + " is a symbolic link to "},
 		{"in raw", filepath.Join(w.raw, "report"), "which holds data (ingest_date="},
 		{"deeper in raw", filepath.Join(w.raw, "r", "eport"), "which holds data (ingest_date="},
 		{"in the manifest's directory", filepath.Join(w.lessons, "report"), ".parquet): an input's next listing would fail on it"},

@@ -333,6 +333,16 @@ func TestUnsettledReported(t *testing.T) {
 	if d := oneDoc(t, r.stdout); !slices.Equal(d.Unsettled, []string{"2026-03-01"}) {
 		t.Errorf("document's unsettled_dates %v, want [2026-03-01]: %s", d.Unsettled, r.stdout)
 	}
+	// And a monitor record, for alerting on the log.
+	var sig map[string]any
+	for _, rec := range jsonLines(t, "stderr", r.stderr) {
+		if rec["msg"] == "monitor" && rec["signal"] == "unsettled_dates" {
+			sig = rec
+		}
+	}
+	if figs, _ := sig["figures"].(map[string]any); sig["status"] != "warn" || fmt.Sprint(figs["dates"]) != "[2026-03-01]" {
+		t.Errorf("monitor record %v, want unsettled_dates warn with [2026-03-01]", sig)
+	}
 	f, err := os.Open(prom)
 	if err != nil {
 		t.Fatal(err)
@@ -348,6 +358,11 @@ func TestUnsettledReported(t *testing.T) {
 	r = biRun(t, w.publishArgs("u-3", "2026-03-03")...)
 	if want := "unsettled_dates=2026-03-01:"; r.code != 0 || !strings.Contains(r.stdout, want) {
 		t.Errorf("exit %d, summary without %q:\n%s", r.code, want, r.stdout)
+	}
+	// A rejected run's text output says them too, after its table.
+	r = biRun(t, w.publishArgs("u-4", "2026-03-03", "--unknown-cap", "0.001")...)
+	if want := "unsettled_dates=2026-03-01:"; r.code != exitcode.GateRejected || !strings.Contains(r.stdout, want) {
+		t.Errorf("rejected: exit %d, stdout without %q:\n%s", r.code, want, r.stdout)
 	}
 }
 

@@ -170,10 +170,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		fmt.Fprintf(&out, "  superseded_dates=%s: a concurrent job's later generation replaced them; readers see its files\n",
 			strings.Join(dates.Strings(res.Superseded), ","))
 	}
-	if len(res.Unsettled) > 0 {
-		fmt.Fprintf(&out, "  unsettled_dates=%s: they left the restatement horizon before a publish read their last lateness partition; restate each with --allow-outside-horizon\n",
-			strings.Join(dates.Strings(res.Unsettled), ","))
-	}
+	out.WriteString(unsettledLine(res))
 	// The pointer has moved: what the exit code reports is the publish, so a
 	// closed stdout (a scheduler that stopped reading) only costs the
 	// summary, which the log says.

@@ -2,7 +2,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"strings"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job"
 )
@@ -17,5 +21,17 @@ func printRejection(env Env, res job.Result, err error) {
 	}
 	if werr := res.Rejection.WriteTable(env.Stdout); werr != nil {
 		env.Log.Warn("rejected, but the table of failed checks could not be printed to stdout", "error", werr.Error())
+		return
 	}
+	// Other dates than the rejected run's: as its summary would say them.
+	_, _ = io.WriteString(env.Stdout, unsettledLine(res))
+}
+
+// unsettledLine is the text output's line for res.Unsettled, "" without.
+func unsettledLine(res job.Result) string {
+	if len(res.Unsettled) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  unsettled_dates=%s: they left the restatement horizon before a publish read their last lateness partition; restate each with --allow-outside-horizon\n",
+		strings.Join(dates.Strings(res.Unsettled), ","))
 }

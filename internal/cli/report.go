@@ -68,9 +68,18 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))
 	} else if errors.Is(err, fs.ErrNotExist) {
-		// A symlink to nothing: the directory cannot be made through it.
-		if to, lerr := os.Readlink(o.out); lerr == nil {
-			return exitcode.UsageError(fmt.Errorf("report: %s %s: a symbolic link to %s, which does not exist: make that directory or give another", o.ref("out"), o.out, to))
+		// A symlink to nothing, or one below it (dl/sub): the directory
+		// cannot be made through it.
+		for p := filepath.Clean(o.out); ; p = filepath.Dir(p) {
+			if to, lerr := os.Readlink(p); lerr == nil {
+				if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
+					return exitcode.UsageError(fmt.Errorf("report: %s %s: %s is a symbolic link to %s, which does not exist: make that directory or give another", o.ref("out"), o.out, p, to))
+				}
+				break
+			}
+			if _, lerr := os.Lstat(p); lerr == nil || filepath.Dir(p) == p {
+				break
+			}
 		}
 	}
 	if err := outsideWarehouse(o.out, o.warehouse); err != nil {

@@ -163,6 +163,17 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	for _, s := range m.signals {
 		monitor.Emit(ctx, m.log, s)
 	}
+	if res.UnsettledChecked {
+		// Dates whose late events a missed run left uncounted: a warning
+		// to restate them, whatever this run's own outcome.
+		status := monitor.OK
+		if len(res.Unsettled) > 0 {
+			status = monitor.Warn
+		}
+		monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.UnsettledDates, Status: status, Figures: map[string]any{
+			"dates": dates.Strings(res.Unsettled), "lateness_days": m.job.LatenessDays, "restatement_horizon_days": m.job.RestatementHorizonDays,
+		}})
+	}
 	// A run that ended before any check (an error, a signal, a job id
 	// taken) was judged by nothing: "ok" would say its data passed.
 	gateStatus := monitor.Unavailable

@@ -31,6 +31,7 @@ const (
 	FileLayout        = "file_layout"
 	DatesInPointer    = "dates_in_pointer"
 	RawFreshness      = "raw_freshness"
+	UnsettledDates    = "unsettled_dates" // late events
 )
 
 // Domains names the failure domain of each signal.
@@ -44,6 +45,7 @@ var Domains = map[string]string{
 	FileLayout:        "layout",
 	DatesInPointer:    "partial_publish",
 	RawFreshness:      "freshness",
+	UnsettledDates:    "late_events",
 }
 
 // Signal is one monitor line.

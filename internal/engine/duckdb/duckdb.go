@@ -177,8 +177,10 @@ func (e *SettingError) In(where string) string {
 }
 
 // offSwitches are refused keys whose value false turns off what they are
-// refused for: a config that pins them off writes nothing.
+// refused for: a config that pins them off writes nothing (or, for the
+// extension switches, asks what the engine sets anyway).
 var offSwitches = map[string]bool{"enable_logging": true, "enable_http_logging": true, "allow_unredacted_secrets": true,
+	"autoinstall_known_extensions": true, "autoload_known_extensions": true,
 	"enable_progress_bar": true, "enable_progress_bar_print": true}
 
 // checkSetting refuses a name that is no DuckDB setting's, or a setting

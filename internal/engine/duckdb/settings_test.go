@@ -247,6 +247,8 @@ func TestSpillDirSwept(t *testing.T) {
 func TestOpenAcceptsOffSwitches(t *testing.T) {
 	for _, s := range []map[string]string{
 		{"enable_progress_bar": "false"}, {"enable_logging": "0"}, {"allow_unredacted_secrets": "FALSE"}, {"s3_kms_key_id": "my-key"},
+		// A hardened config's own, the engine's value too.
+		{"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"},
 	} {
 		e, err := duckdb.Open(context.Background(), s)
 		if err != nil {
