@@ -343,16 +343,11 @@ func TestUnsettledReported(t *testing.T) {
 	if figs, _ := sig["figures"].(map[string]any); sig["status"] != "warn" || fmt.Sprint(figs["dates"]) != "[2026-03-01]" {
 		t.Errorf("monitor record %v, want unsettled_dates warn with [2026-03-01]", sig)
 	}
-	f, err := os.Open(prom)
+	b, err := os.ReadFile(prom)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fams, err := metrics.Parse(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := metrics.Value(fams, metrics.Unsettled, nil); !ok || v != 1 {
+	if v, ok := metrics.Value(parseText(t, b), metrics.Unsettled, nil); !ok || v != 1 {
 		t.Errorf("%s = %v (found %v), want 1", metrics.Unsettled, v, ok)
 	}
 	r = biRun(t, w.publishArgs("u-3", "2026-03-03")...)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gate"
@@ -52,18 +54,7 @@ func TestRegistryTextfile(t *testing.T) {
 			UnknownCap: 0.02, HaveCap: true, PreviousSuccess: prev,
 			Phases: []metrics.Phase{{Name: "stage", Duration: 30 * time.Second}}}
 		path := filepath.Join(t.TempDir(), "m.prom")
-		if err := metrics.WriteFile(path, metrics.Registry(run)); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fams, err := metrics.Parse(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		fams := writeAndParse(t, path, run)
 		for _, want := range []struct {
 			name   string
 			labels map[string]string
@@ -115,18 +106,7 @@ func TestUnsettledDates(t *testing.T) {
 		{"not looked", nil, false, 0, false},
 	} {
 		run := metrics.Run{Result: job.Result{Unsettled: tc.unsettled, UnsettledChecked: tc.checked}, Code: exitcode.Error}
-		path := filepath.Join(t.TempDir(), "m.prom")
-		if err := metrics.WriteFile(path, metrics.Registry(run)); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fams, err := metrics.Parse(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
+		fams := writeAndParse(t, filepath.Join(t.TempDir(), "m.prom"), run)
 		if got, ok := metrics.Value(fams, metrics.Unsettled, nil); ok != tc.found || got != tc.want {
 			t.Errorf("%s: %s = %v (found %v), want %v (found %v)", tc.name, metrics.Unsettled, got, ok, tc.want, tc.found)
 		}
@@ -193,4 +173,22 @@ func TestPushSuccessGroupRefused(t *testing.T) {
 	if runGroup != 1 {
 		t.Errorf("the run's group was pushed %d times, want 1", runGroup)
 	}
+}
+
+// writeAndParse writes run's textfile at path and reads it back with the
+// library's parser.
+func writeAndParse(t *testing.T, path string, run metrics.Run) map[string]*dto.MetricFamily {
+	t.Helper()
+	if err := metrics.WriteFile(path, metrics.Registry(run)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := metrics.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
 }

@@ -317,19 +317,7 @@ func TestInterruptedWriteInCopiedWarehouse(t *testing.T) {
 			dir := t.TempDir()
 			s := newLocal(dir)
 			d := pointertest.Day0
-			p1, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-a", d)}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			orphan := p1.Normalized()
-			orphan.Generation, orphan.UpdatedByJobID = 2, "job-b"
-			orphan.Parent = &pointer.Parent{Generation: 1, SHA256: p1.Digest}
-			orphan.Dates = map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-b", d)}
-			data, err := pointer.Encode(orphan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			backdoor{dir}.PutHistory(t, 2, data)
+			interruptedSecond(t, dir, s)
 			// The history copy's modification time is its write's; a
 			// second later, the modes change.
 			time.Sleep(1100 * time.Millisecond)
@@ -338,7 +326,7 @@ func TestInterruptedWriteInCopiedWarehouse(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err = pointer.Publish(t.Context(), s, pointertest.Commit("job-c", map[dates.Date]pointer.DateEntry{d.AddDays(1): pointertest.Entry("job-c", d.AddDays(1))}))
+			_, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-c", map[dates.Date]pointer.DateEntry{d.AddDays(1): pointertest.Entry("job-c", d.AddDays(1))}))
 			if tc.refuse != errors.Is(err, pointer.ErrHandEdited) {
 				t.Fatalf("publish: %v; want refused as a hand edit: %v", err, tc.refuse)
 			}
@@ -349,6 +337,28 @@ func TestInterruptedWriteInCopiedWarehouse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// interruptedSecond publishes generation 1 (job-a, Day0) through s and
+// leaves generation 2 (job-b) as an interrupted write does: its history
+// copy in dir, pointer.json still at 1. It returns the copy's bytes.
+func interruptedSecond(t *testing.T, dir string, s pointer.Store) []byte {
+	t.Helper()
+	d := pointertest.Day0
+	p1, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-a", d)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := p1.Normalized()
+	next.Generation, next.UpdatedByJobID = 2, "job-b"
+	next.Parent = &pointer.Parent{Generation: 1, SHA256: p1.Digest}
+	next.Dates = map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-b", d)}
+	data, err := pointer.Encode(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backdoor{dir}.PutHistory(t, 2, data)
+	return data
 }
 
 // finishesAfterStat is a bucket on which the writer of generation 2,
@@ -381,21 +391,7 @@ func (b *finishesAfterStat) Stat(ctx context.Context, key string) (storage.Attrs
 func TestPendingWriterFinished(t *testing.T) {
 	for _, finish := range []bool{false, true} {
 		dir := t.TempDir()
-		s := newLocal(dir)
-		d := pointertest.Day0
-		p1, err := pointer.Publish(t.Context(), s, pointertest.Commit("job-a", map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-a", d)}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		next := p1.Normalized()
-		next.Generation, next.UpdatedByJobID = 2, "job-b"
-		next.Parent = &pointer.Parent{Generation: 1, SHA256: p1.Digest}
-		next.Dates = map[dates.Date]pointer.DateEntry{d: pointertest.Entry("job-b", d)}
-		data, err := pointer.Encode(next)
-		if err != nil {
-			t.Fatal(err)
-		}
-		backdoor{dir}.PutHistory(t, 2, data)
+		data := interruptedSecond(t, dir, newLocal(dir))
 		b := &finishesAfterStat{Bucket: local.New(dir, local.Options{}), copyKey: "pointer-history/2.json", data: data, done: !finish}
 		got, err := objstore.New(b).Pending(t.Context())
 		switch {
