@@ -128,6 +128,13 @@ func TestVersion(t *testing.T) {
 			t.Errorf("json %s is empty: %s", k, js)
 		}
 	}
+	// Present whatever the build recorded, as the text form shows them.
+	if _, ok := bin["revision"].(string); !ok {
+		t.Errorf("json has no revision string: %s", js)
+	}
+	if _, ok := bin["modified"].(bool); !ok {
+		t.Errorf("json has no modified boolean: %s", js)
+	}
 
 	// The attempt record carries the same build.
 	fx := h.LoadFixture(t, "")
@@ -201,6 +208,20 @@ func TestDidYouMean(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGenOutIsAFile: a file where gen's directory goes, or above it, is
+// the command's mistake (exit 2), as for every other command; it was 1.
+func TestGenOutIsAFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{f, filepath.Join(f, "sub")} {
+		if r := runEnv(t, nil, "gen", "--out", out, "--events", "200"); r.code != exitcode.Usage {
+			t.Errorf("gen --out %s: exit %d, want 2\n%s", out, r.code, r.stderr)
+		}
 	}
 }
 

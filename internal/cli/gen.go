@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +64,9 @@ func runGen(ctx context.Context, env Env, opts *genOptions) error {
 		return exitcode.UsageError(err)
 	}
 	exp, err := gen.Generate(ctx, o)
-	if errors.Is(err, gen.ErrOutNotEmpty) {
+	if errors.Is(err, gen.ErrOutNotEmpty) || errors.Is(err, syscall.ENOTDIR) {
+		// A file where the directory goes (or above it): a retry would
+		// meet it again.
 		return exitcode.UsageError(err)
 	}
 	if err != nil {

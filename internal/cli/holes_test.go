@@ -603,3 +603,42 @@ func TestReportOutRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A warehouse whose first publish is running or was rejected holds
+// attempts but no pointer.json: a sensor asking for a date waits (exit 5)
+// instead of dying on "no warehouse" (exit 2), as it waits on a first
+// generation committed but not yet visible. A path with nothing of
+// engagement's in it stays exit 2.
+func TestSensorOnANewWarehouse(t *testing.T) {
+	w := biNewWS(t)
+	if r := biRun(t, w.publishArgs("first-rejected", biGoodDates, "--unknown-cap", "0.001")...); r.code != exitcode.GateRejected {
+		t.Fatalf("rejected first publish: exit %d\n%s", r.code, r.stderr)
+	}
+	running := filepath.Join(t.TempDir(), "running")
+	if err := os.MkdirAll(filepath.Join(running, "staging", "job_id=first-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(running, "staging", "job_id=first-1", "_attempt.json"), []byte(`{"job_id":"first-1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"rejected, a date", []string{"status", "--warehouse", w.warehouse, "--date", "2026-03-02"}, exitcode.NotPublished, "2026-03-02 is not published yet"},
+		{"running, a date", []string{"status", "--warehouse", running, "--date", "2026-03-02"}, exitcode.NotPublished, "2026-03-02 is not published yet"},
+		{"running, read a date", []string{"read", "course_day", "--warehouse", running, "--date", "2026-03-02"}, exitcode.NotPublished, "is not published yet"},
+		{"running, no date", []string{"status", "--warehouse", running}, exitcode.Usage, "nothing is published at"},
+		{"nothing of ours", []string{"status", "--warehouse", empty, "--date", "2026-03-02"}, exitcode.Usage, "no warehouse at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.errLine(t), tc.says) {
+				t.Errorf("exit %d, want %d saying %q\n%s", r.code, tc.code, tc.says, r.stderr)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/pointer/objstore"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/open"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // warehouseStore opens the warehouse at where (a local path or an s3:// URL)
@@ -70,9 +72,27 @@ func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore
 			// of one date say it is not published yet, exit 5).
 			return pointer.Pointer{}, fmt.Errorf("%s: %w", cmd, &loneFirstError{pointer.LoneFirst(where)})
 		}
+		if newest == 0 && attemptsBegun(ctx, store.Bucket()) {
+			// A first publish running, or rejected: a warehouse all the
+			// same. A sensor asking for a date waits on it (notYet).
+			return pointer.Pointer{}, exitcode.UsageError(&noneYetError{fmt.Sprintf("%s: nothing is published at %s yet: it holds attempts (staging/ or rejections/) but no pointer.json, as while its first publish runs or after it was rejected", cmd, where)})
+		}
 		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("%s: no warehouse at %s (no pointer.json): nothing was published there; check %s", cmd, where, flag))
 	}
 	return p, nil
+}
+
+// noneYetError: a warehouse whose first publish has not moved the
+// pointer yet (exit 2, but for one date asked: exit 5, notYet).
+type noneYetError struct{ msg string }
+
+func (e *noneYetError) Error() string { return e.msg }
+
+// attemptsBegun reports whether the warehouse root holds engagement's own
+// attempt entries, staging/ or rejections/.
+func attemptsBegun(ctx context.Context, b storage.Bucket) bool {
+	_, dirs, err := b.ListDir(ctx, "")
+	return err == nil && (slices.Contains(dirs, warehouse.StagingRoot) || slices.Contains(dirs, warehouse.RejectionsRoot))
 }
 
 // loneFirstError: the warehouse's first publish stopped after committing
@@ -88,6 +108,11 @@ func notYet(err error, date string) error {
 	var lf *loneFirstError
 	if date != "" && errors.As(err, &lf) {
 		return exitcode.NotPublishedError(fmt.Errorf("%s is not published yet: %w", date, err))
+	}
+	// Not wrapped: the usage mark would win over exit 5.
+	var ny *noneYetError
+	if date != "" && errors.As(err, &ny) {
+		return exitcode.NotPublishedError(fmt.Errorf("%s is not published yet: %s", date, ny.msg))
 	}
 	return err
 }

@@ -20,8 +20,8 @@ type Build struct {
 	// Version is String(): module version, revision, modified.
 	Version  string `json:"version"`
 	Module   string `json:"module"`
-	Revision string `json:"revision,omitempty"`
-	Modified bool   `json:"modified,omitempty"`
+	Revision string `json:"revision"` // "" when the build recorded none
+	Modified bool   `json:"modified"`
 	Go       string `json:"go"`
 	// DuckDB is the linked library's own version (duckdb_library_version);
 	// DuckDBGo the Go binding's module version.

@@ -43,6 +43,9 @@ type Store struct {
 
 var _ pointer.Store = (*Store)(nil)
 
+// Bucket is the warehouse bucket the store is on.
+func (s *Store) Bucket() storage.Bucket { return s.b }
+
 // New returns the store of the warehouse bucket b.
 func New(b storage.Bucket) *Store { return &Store{b: b} }
 
