@@ -373,6 +373,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, fmt.Errorf("gc: %s was deleted but %s now names it: a publisher raced gc; republish its dates with a new job id", p, after[p])
 		}
 	}
+	// Likewise a rollback whose record was written while its prefix was
+	// being deleted (the check before each delete is not the delete).
+	if len(deleted) > 0 {
+		recorded, err := rollbacksInUse(ctx, o)
+		if err != nil {
+			return rep, fmt.Errorf("gc: deleted %d prefixes, then could not check that no rollback named one meanwhile: %w", len(deleted), err)
+		}
+		for _, p := range deleted {
+			if by := recorded[p]; by != "" {
+				return rep, fmt.Errorf("gc: %s was deleted but it is %s: a rollback raced gc; if it landed, publish its dates again with a new job id", p, by)
+			}
+		}
+	}
 	return rep, nil
 }
 

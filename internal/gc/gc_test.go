@@ -370,6 +370,39 @@ func TestGCMarkerOutlivesAStop(t *testing.T) {
 	}
 }
 
+// rollbackDuring is a real local bucket on which a rollback records the
+// prefix under target while gc deletes it, as one may without a lock.
+type rollbackDuring struct {
+	storage.Bucket
+	target string
+	record func()
+}
+
+func (b rollbackDuring) DeletePrefix(ctx context.Context, p string) error {
+	if strings.Contains(p, b.target) {
+		b.record()
+	}
+	return b.Bucket.DeletePrefix(ctx, p)
+}
+
+// TestGCRacesARollback: a rollback that recorded a prefix while gc was
+// deleting it (after gc's last look at the records) names deleted files
+// once it lands; gc says so, exit 1, instead of exit 0.
+func TestGCRacesARollback(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.prefix("a-old", old, old)
+	w.bucket = rollbackDuring{Bucket: w.bucket, target: "job_id=a-old", record: func() {
+		rec, _ := json.Marshal(history.Record{JobID: "back", ToGeneration: 1, Prefixes: []string{"staging/job_id=a-old"}})
+		w.file("rollbacks/job_id=back.json", string(rec), now)
+	}}
+	_, err := w.run(gc.Options{})
+	if err == nil || !strings.Contains(err.Error(), "a rollback raced gc") || !strings.Contains(err.Error(), "staging/job_id=a-old") {
+		t.Fatalf("error %v, want the race named", err)
+	}
+}
+
 // TestGCNotesBesideRollbacks: an operator's fresh file in rollbacks/ (an
 // incident's notes) is no record: gc and its dry run read it as one and
 // exited 1 on every run until it aged past --min-age.

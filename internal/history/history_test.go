@@ -533,6 +533,22 @@ func diesAfterTheCommit(write func()) {
 	write()
 }
 
+// TestRollbackRacesGC: on S3 no lock keeps gc out, and a gc that read no
+// record of the rollback yet deleted the target's files between the
+// rollback's check and its swap: the pointer named deleted files, both
+// exit 0. The rollback now looks again once it landed, and says so.
+func TestRollbackRacesGC(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon)
+	w.publish("b", mon)
+	gone := "staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet"
+	r := &racer{Store: w.store, other: func() { os.Remove(filepath.Join(w.dir, gone)) }}
+	_, err := history.Rollback{Bucket: w.bucket, Store: r, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at, WriterVersion: "t"}.Run(t.Context())
+	if err == nil || exitcode.Code(err) != exitcode.Error || !strings.Contains(err.Error(), "landed as generation 3") || !strings.Contains(err.Error(), gone+": missing") {
+		t.Fatalf("error %v (exit %d), want exit 1 saying it landed and naming the missing file", err, exitcode.Code(err))
+	}
+}
+
 // TestRollbackRacesPublish: a rollback and a publish of the same date,
 // either landing first: exactly one wins, the other gets ErrRaced and
 // writes nothing.

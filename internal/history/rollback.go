@@ -167,6 +167,16 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("rollback: %w", err)
 	}
+	// Without a lock (S3) a gc that read no record of this rollback yet
+	// may have deleted the files between the check above and the swap:
+	// readers would now fail on the dates, with exit 0. Look again.
+	switch bad, err := badFiles(ctx, r.Bucket, r.To, entries); {
+	case err != nil:
+		return out, fmt.Errorf("rollback: landed as generation %d, but its files could not be checked again (check `engagement status --date` of each date): %w", out.Pointer.Generation, err)
+	case bad != "":
+		return out, fmt.Errorf("rollback: landed as generation %d, but a gc deleted or changed files it names meanwhile: %s: readers of %s fail; publish them again with a new job id",
+			out.Pointer.Generation, bad, strings.Join(dates.Strings(r.Dates), ","))
+	}
 	return out, nil
 }
 
@@ -300,6 +310,17 @@ func prefixOf(p string) string {
 // recorded, and every gate report is there: a rollback that named a
 // deleted file would publish a hole.
 func checkFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[dates.Date]pointer.DateEntry) error {
+	bad, err := badFiles(ctx, b, gen, entries)
+	if err != nil || len(bad) == 0 {
+		return err
+	}
+	return exitcode.UsageError(fmt.Errorf("rollback: generation %d names files that are not as it recorded them, nothing was changed: %s", gen, bad))
+}
+
+// badFiles lists (the first five of) the files and gate reports the
+// entries name that are missing or not of their recorded size; "" when
+// none is.
+func badFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[dates.Date]pointer.DateEntry) (string, error) {
 	var bad []string
 	ds := make([]dates.Date, 0, len(entries))
 	for d := range entries {
@@ -310,7 +331,7 @@ func checkFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[da
 		e := entries[d]
 		mismatched, err := warehouse.CheckFiles(ctx, b, slices.Concat(e.FactFiles, e.CourseDayFiles))
 		if err != nil {
-			return fmt.Errorf("rollback: %w", err)
+			return "", fmt.Errorf("rollback: %w", err)
 		}
 		for _, m := range mismatched {
 			if m.Missing {
@@ -323,20 +344,19 @@ func checkFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[da
 			if _, err := b.Stat(ctx, e.GateReport); storage.IsNotExist(err) {
 				bad = append(bad, fmt.Sprintf("%s: missing", e.GateReport))
 			} else if err != nil {
-				return fmt.Errorf("rollback: check %s: %w", b.Location().Join(e.GateReport), err)
+				return "", fmt.Errorf("rollback: check %s: %w", b.Location().Join(e.GateReport), err)
 			}
 		}
 	}
 	if len(bad) == 0 {
-		return nil
+		return "", nil
 	}
 	more := ""
 	if len(bad) > 5 {
 		more = fmt.Sprintf(" and %d more", len(bad)-5)
 		bad = bad[:5]
 	}
-	return exitcode.UsageError(fmt.Errorf("rollback: generation %d names files that are not as it recorded them, nothing was changed: %s%s",
-		gen, strings.Join(bad, "; "), more))
+	return strings.Join(bad, "; ") + more, nil
 }
 
 func heldDates(p pointer.Pointer) string {
