@@ -218,6 +218,14 @@ func (s *Source) ListPath(ctx context.Context, what string, loc storage.Location
 	if loc.String() == "" {
 		return nil, fmt.Errorf("%s: no path given", what)
 	}
+	// The location itself is opened first: the first open of an S3 bucket
+	// checks it by a listing under the opened location, and its parent
+	// (the bucket's root, for s3://b/lessons) is above what a policy
+	// granting s3:ListBucket under the inputs' prefixes allows.
+	b, err := s.bucket(ctx, loc)
+	if err != nil {
+		return nil, naming(what, loc, err)
+	}
 	parent, err := s.bucket(ctx, loc.Dir())
 	if err != nil {
 		return nil, naming(what, loc, err)
@@ -228,10 +236,6 @@ func (s *Source) ListPath(ctx context.Context, what string, loc storage.Location
 	}
 	if !storage.IsNotExist(statErr) {
 		return nil, naming(what, loc, statErr)
-	}
-	b, err := s.bucket(ctx, loc)
-	if err != nil {
-		return nil, naming(what, loc, err)
 	}
 	files, err := dataFiles(ctx, b, what, "", true)
 	if storage.IsNotExist(err) {

@@ -2,11 +2,15 @@ package open
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -161,5 +165,22 @@ func TestBackoffOutlastsABriefOutage(t *testing.T) {
 	}
 	if span < 9*time.Second {
 		t.Errorf("the 7 retries span at most %v, want 9 s", span)
+	}
+}
+
+// TestRetriesNotRationed: the retryer hands out a retry for every fault,
+// however many came before; the SDK's default quota refused them once a
+// few dozen had drained it, and every later fault failed at once.
+func TestRetriesNotRationed(t *testing.T) {
+	_, c, err := S3(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Options().Retryer
+	fault := &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 500}}, Err: errors.New("InternalError")}
+	for i := range 200 {
+		if _, err := r.GetRetryToken(t.Context(), fault); err != nil {
+			t.Fatalf("retry %d refused: %v", i+1, err)
+		}
 	}
 }

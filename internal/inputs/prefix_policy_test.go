@@ -1,0 +1,59 @@
+package inputs
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/open"
+	"github.com/techlearningpro/engagement/internal/storage/s3"
+	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
+)
+
+// TestListPathListsNothingAbove: a pin's first open of its bucket checked
+// the bucket by listing the pin's parent (the bucket's root for
+// s3://b/lessons), which a policy granting s3:ListBucket under the inputs'
+// prefixes only refuses: exit 2, access denied. The listing is now the
+// pin's own prefix. The proxy refuses any listing above the pin.
+func TestListPathListsNothingAbove(t *testing.T) {
+	proxy := s3test.StartProxy(t)
+	root := s3test.Location(t)
+	pin := root
+	pin.Key += "/lessons"
+	proxy.SetRule(func(r s3test.Request) s3test.Fault {
+		if r.Method == "GET" && r.Key == "" && !strings.HasPrefix(r.Prefix, pin.Key) {
+			return s3test.Denied
+		}
+		return s3test.Pass
+	})
+	_, c, err := open.S3(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3.New(c, pin).Put(t.Context(), "part-0.parquet", []byte("PAR1"), storage.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	opts := c.Options()
+	opts.BaseEndpoint = aws.String(proxy.URL)
+	via := awss3.New(opts)
+	// As open.Input: one check per bucket, at its first open.
+	checked := map[string]bool{}
+	src := NewSource(func(ctx context.Context, loc storage.Location) (storage.Bucket, error) {
+		b := s3.New(via, loc)
+		if !checked[loc.Bucket] {
+			if err := b.Check(ctx); err != nil {
+				return nil, err
+			}
+			checked[loc.Bucket] = true
+		}
+		return b, nil
+	})
+	files, err := src.ListPath(t.Context(), "lessons", pin)
+	if err != nil || len(files) != 1 || !strings.HasSuffix(files[0].Path, "/lessons/part-0.parquet") {
+		t.Fatalf("ListPath %s with listing granted under it: %v, %v", pin, files, err)
+	}
+}
