@@ -43,7 +43,8 @@ func TestDeletePrefixDirectoryMarkers(t *testing.T) {
 	if _, err := b.Put(t.Context(), "staging/job_id=b/_attempt.json", []byte("{}"), storage.Cond{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, marker := range []string{"staging/job_id=a/", "staging/job_id=a/fact_lesson_engagement/_temporary/0/"} {
+	// And a key with a backslash, which Delete refuses as a name.
+	for _, marker := range []string{"staging/job_id=a/", "staging/job_id=a/fact_lesson_engagement/_temporary/0/", `staging/job_id=a/fact\part-0.parquet`} {
 		if _, err := c.PutObject(t.Context(), &awss3.PutObjectInput{Bucket: aws.String(loc.Bucket), Key: aws.String(loc.Key + "/" + marker), Body: bytes.NewReader(nil)}); err != nil {
 			t.Fatal(err)
 		}

@@ -396,16 +396,12 @@ func (b *Bucket) DeletePrefix(ctx context.Context, prefix string) error {
 		return err
 	}
 	for _, o := range objs {
-		// A "directory marker" (a key ending in "/": the S3 console's
-		// "Create folder", s3fs, Hadoop's S3A) is no key Delete accepts;
-		// refused, it stopped every later gc at this prefix, exit 1.
-		if dirKey, ok := strings.CutSuffix(o.Key, "/"); ok && storage.CheckKey(dirKey) == nil {
-			if err := b.delete(ctx, o.Key); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := b.Delete(ctx, o.Key); err != nil {
+		// Each listed key as the server listed it, under the checked
+		// prefix: a "directory marker" (a key ending in "/": the S3
+		// console's "Create folder", s3fs, Hadoop's S3A) or a key with a
+		// backslash is no key Delete accepts, and refused, it stopped
+		// every later gc at this prefix, exit 1, the prefix half deleted.
+		if err := b.delete(ctx, o.Key); err != nil {
 			return err
 		}
 	}
