@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/signals"
 )
@@ -29,6 +30,8 @@ func TestDecideAfterASignal(t *testing.T) {
 	}{
 		{"not visible", fmt.Errorf("move pointer: %w", pointer.ErrNotVisible), exitcode.Error, "came after the outcome was decided: exit 1"},
 		{"outcome unknown", fmt.Errorf("move pointer: %w", pointer.ErrOutcomeUnknown), exitcode.Error, "came after the outcome was decided: exit 1"},
+		// A rollback that moved the pointer, then found its files gone.
+		{"rollback landed", fmt.Errorf("%w as generation 4, but a gc deleted or changed files it names meanwhile", history.ErrLanded), exitcode.Error, "came after the outcome was decided: exit 1"},
 		{"another failure", errors.New("stage: context canceled"), 143, "interrupted by SIGTERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -622,6 +622,10 @@ func TestSensorOnANewWarehouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
+	lake := t.TempDir() // another tool's staging layer: no attempt of ours
+	if err := os.MkdirAll(filepath.Join(lake, "staging", "orders"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -633,6 +637,8 @@ func TestSensorOnANewWarehouse(t *testing.T) {
 		{"running, read a date", []string{"read", "course_day", "--warehouse", running, "--date", "2026-03-02"}, exitcode.NotPublished, "is not published yet"},
 		{"running, no date", []string{"status", "--warehouse", running}, exitcode.Usage, "nothing is published at"},
 		{"nothing of ours", []string{"status", "--warehouse", empty, "--date", "2026-03-02"}, exitcode.Usage, "no warehouse at"},
+		{"a data lake's staging/", []string{"status", "--warehouse", lake, "--date", "2026-03-02"}, exitcode.Usage, "no warehouse at"},
+		{"running, a misspelt table", []string{"read", "course_dya", "--warehouse", running, "--date", "2026-03-02"}, exitcode.Usage, `unknown table "course_dya"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := biRun(t, tc.args...)

@@ -22,6 +22,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/metrics"
@@ -193,7 +194,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 func decide(ctx context.Context, err error) {
 	switch code := exitcode.Code(err); {
 	case err == nil, code == exitcode.GateRejected, code == exitcode.AlreadyPublished, code == exitcode.Raced,
-		errors.Is(err, pointer.ErrNotVisible), errors.Is(err, pointer.ErrOutcomeUnknown):
+		errors.Is(err, pointer.ErrNotVisible), errors.Is(err, pointer.ErrOutcomeUnknown), errors.Is(err, history.ErrLanded):
 		signals.Decide(ctx, code)
 	case ctx.Err() == nil:
 		signals.Decide(ctx, code)

@@ -65,6 +65,11 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 	if err != nil {
 		return err
 	}
+	// The table first: a sensor's misspelt table is its mistake (exit
+	// 2), never a date to wait on.
+	if _, err := reader.FileColumns(o.table); err != nil {
+		return exitcode.UsageError(fmt.Errorf("read: %w", err))
+	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
 	if err != nil {
 		return err

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -72,7 +73,13 @@ func loadPublished(ctx context.Context, cmd, flag, where string, store *objstore
 			// of one date say it is not published yet, exit 5).
 			return pointer.Pointer{}, fmt.Errorf("%s: %w", cmd, &loneFirstError{pointer.LoneFirst(where)})
 		}
-		if newest == 0 && attemptsBegun(ctx, store.Bucket()) {
+		begun, err := attemptsBegun(ctx, store.Bucket())
+		if err != nil {
+			// Not "no warehouse" (exit 2, failed at once): the listing
+			// may work on a retry.
+			return pointer.Pointer{}, fmt.Errorf("%s: no pointer.json at %s, and its staging/ and rejections/ cannot be listed: %w", cmd, where, err)
+		}
+		if newest == 0 && begun {
 			// A first publish running, or rejected: a warehouse all the
 			// same. A sensor asking for a date waits on it (notYet).
 			return pointer.Pointer{}, exitcode.UsageError(&noneYetError{fmt.Sprintf("%s: nothing is published at %s yet: it holds attempts (staging/ or rejections/) but no pointer.json, as while its first publish runs or after it was rejected", cmd, where)})
@@ -89,10 +96,39 @@ type noneYetError struct{ msg string }
 func (e *noneYetError) Error() string { return e.msg }
 
 // attemptsBegun reports whether the warehouse root holds engagement's own
-// attempt entries, staging/ or rejections/.
-func attemptsBegun(ctx context.Context, b storage.Bucket) bool {
-	_, dirs, err := b.ListDir(ctx, "")
-	return err == nil && (slices.Contains(dirs, warehouse.StagingRoot) || slices.Contains(dirs, warehouse.RejectionsRoot))
+// attempts: a staging/job_id=<id>/_attempt.json or a
+// rejections/job_id=<id>.json. A staging/ of another tool's (a data
+// lake's layer, a mistyped --warehouse) is none: that path stays "no
+// warehouse", exit 2.
+func attemptsBegun(ctx context.Context, b storage.Bucket) (bool, error) {
+	files, _, err := b.ListDir(ctx, warehouse.RejectionsRoot)
+	if err != nil && !storage.IsNotExist(err) {
+		return false, err
+	}
+	for _, f := range files {
+		if id, ok := strings.CutPrefix(strings.TrimSuffix(path.Base(f.Key), ".json"), "job_id="); ok && strings.HasSuffix(f.Key, ".json") && config.CheckJobID(id) == nil {
+			return true, nil
+		}
+	}
+	_, dirs, err := b.ListDir(ctx, warehouse.StagingRoot)
+	if storage.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, d := range dirs {
+		id, ok := strings.CutPrefix(d, "job_id=")
+		if !ok || config.CheckJobID(id) != nil {
+			continue
+		}
+		if _, err := b.Stat(ctx, warehouse.AttemptPath(id)); err == nil {
+			return true, nil
+		} else if !storage.IsNotExist(err) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // loneFirstError: the warehouse's first publish stopped after committing

@@ -370,7 +370,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	for _, p := range deleted {
 		if after[p] != "" {
-			return rep, fmt.Errorf("gc: %s was deleted but %s now names it: a publisher raced gc; republish its dates with a new job id", p, after[p])
+			return rep, fmt.Errorf("gc: %s was deleted but %s now names it: a publish or a rollback raced gc (on S3, where no lock keeps them apart): readers of its dates fail; publish them again with a new job id", p, after[p])
 		}
 	}
 	// Likewise a rollback whose record was written while its prefix was

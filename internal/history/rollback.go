@@ -34,6 +34,14 @@ type Rollback struct {
 	WriterVersion string
 }
 
+// ErrLanded begins the error of a rollback that moved the pointer and then
+// found its files changed (a gc raced it) or could not look: exit 1, the
+// outcome decided, whatever signal follows.
+var ErrLanded = errors.New("rollback: landed")
+
+// recheckTimeout bounds the look at the files once the rollback landed.
+const recheckTimeout = 30 * time.Second
+
 // Record is the content of rollbacks/job_id=<id>.json.
 type Record struct {
 	JobID          string    `json:"job_id"`
@@ -170,12 +178,16 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	// Without a lock (S3) a gc that read no record of this rollback yet
 	// may have deleted the files between the check above and the swap:
 	// readers would now fail on the dates, with exit 0. Look again.
-	switch bad, err := badFiles(ctx, r.Bucket, r.To, entries); {
+	// Landed: the outcome stands whatever comes now, a signal included,
+	// so the look is not cancelled with the command (bounded instead).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recheckTimeout)
+	defer cancel()
+	switch bad, err := badFiles(cctx, r.Bucket, r.To, entries); {
 	case err != nil:
-		return out, fmt.Errorf("rollback: landed as generation %d, but its files could not be checked again (check `engagement status --date` of each date): %w", out.Pointer.Generation, err)
+		return out, fmt.Errorf("%w as generation %d, but its files could not be checked again (check `engagement status --date` of each date): %w", ErrLanded, out.Pointer.Generation, err)
 	case bad != "":
-		return out, fmt.Errorf("rollback: landed as generation %d, but a gc deleted or changed files it names meanwhile: %s: readers of %s fail; publish them again with a new job id",
-			out.Pointer.Generation, bad, strings.Join(dates.Strings(r.Dates), ","))
+		return out, fmt.Errorf("%w as generation %d, but a gc deleted or changed files it names meanwhile: %s: readers of %s fail; publish them again with a new job id",
+			ErrLanded, out.Pointer.Generation, bad, strings.Join(dates.Strings(r.Dates), ","))
 	}
 	return out, nil
 }
