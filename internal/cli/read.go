@@ -27,7 +27,9 @@ func newReadCmd(env *Env) *cobra.Command {
 		Short: "Print a published table as readers see it",
 		Long: `read prints fact_lesson_engagement or course_day as a reader sees it: the pointer
 first, then exactly the files it lists, with event_date taken from the pointer.
-A warehouse with no pointer.json is refused (exit 2), never shown as empty.`,
+A warehouse with no pointer.json is refused (exit 2), never shown as empty; but with
+--date, one whose first publish has written its attempt is "not published yet" (exit 5),
+and one whose pointer.json was lost (its history is there) is exit 1.`,
 		Example: `  engagement read course_day --warehouse warehouse --date 2026-03-02
   engagement read fact_lesson_engagement --warehouse s3://curated/engagement --format csv > fact.csv`,
 		ValidArgs: []cobra.Completion{engine.FactTable, engine.CourseDayTable},

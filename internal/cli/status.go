@@ -29,7 +29,9 @@ func newStatusCmd(env *Env) *cobra.Command {
 		Long: `status loads the warehouse's pointer and prints, per published date, the job that
 published it, its pins and its figures. With --date it prints that date alone and
 exits 5 when the date is not published, so a scheduler's sensor can wait on it.
-A warehouse with no pointer.json is refused (exit 2), never shown as empty.`,
+A warehouse with no pointer.json is refused (exit 2), never shown as empty; but with
+--date, one whose first publish has written its attempt is "not published yet" (exit 5),
+and one whose pointer.json was lost (its history is there) is exit 1.`,
 		Example: `  engagement status --warehouse warehouse
   engagement status --warehouse s3://curated/engagement --date 2026-03-02 --format json`,
 		Args: noArgs,
