@@ -370,21 +370,6 @@ func TestGCMarkerOutlivesAStop(t *testing.T) {
 	}
 }
 
-// rollbackDuring is a real local bucket on which a rollback records the
-// prefix under target while gc deletes it, as one may without a lock.
-type rollbackDuring struct {
-	storage.Bucket
-	target string
-	record func()
-}
-
-func (b rollbackDuring) DeletePrefix(ctx context.Context, p string) error {
-	if strings.Contains(p, b.target) {
-		b.record()
-	}
-	return b.Bucket.DeletePrefix(ctx, p)
-}
-
 // TestGCRacesARollback: a rollback that recorded a prefix while gc was
 // deleting it (after gc's last look at the records) names deleted files
 // once it lands; gc says so, exit 1, instead of exit 0.
@@ -393,9 +378,11 @@ func TestGCRacesARollback(t *testing.T) {
 	w.prefix("pub-1", old, old)
 	w.publish("pub-1")
 	w.prefix("a-old", old, old)
-	w.bucket = rollbackDuring{Bucket: w.bucket, target: "job_id=a-old", record: func() {
+	// The rollback records the prefix while gc deletes it.
+	w.bucket = failingDeletes{Bucket: w.bucket, prefix: "job_id=a-old", before: func() error {
 		rec, _ := json.Marshal(history.Record{JobID: "back", ToGeneration: 1, Prefixes: []string{"staging/job_id=a-old"}})
 		w.file("rollbacks/job_id=back.json", string(rec), now)
+		return nil
 	}}
 	_, err := w.run(gc.Options{})
 	if err == nil || !strings.Contains(err.Error(), "a rollback raced gc") || !strings.Contains(err.Error(), "staging/job_id=a-old") {
@@ -1032,15 +1019,23 @@ func TestGCHistoryNotFoundForAMoment(t *testing.T) {
 }
 
 // failingDeletes is a real local bucket whose prefix deletes under prefix
-// fail part way, as a signal during the delete makes them.
+// fail part way, as a signal during the delete makes them; with before,
+// they run it first instead, and fail only with its error (another
+// process acting during the delete).
 type failingDeletes struct {
 	storage.Bucket
 	prefix string
+	before func() error
 }
 
 func (b failingDeletes) DeletePrefix(ctx context.Context, p string) error {
 	if strings.Contains(p, b.prefix) {
-		return fmt.Errorf("delete %s: %w", p, context.Canceled)
+		if b.before == nil {
+			return fmt.Errorf("delete %s: %w", p, context.Canceled)
+		}
+		if err := b.before(); err != nil {
+			return err
+		}
 	}
 	return b.Bucket.DeletePrefix(ctx, p)
 }
