@@ -135,6 +135,14 @@ var refused = map[string]string{
 	"autoload_known_extensions":    "httpfs comes from --duckdb-extensions (or its explicit install) alone: auto-load took another copy from ~/.duckdb and set its keys before the engine's",
 	"max_memory":                   "it is memory_limit's other name: write duckdb.memory_limit, which the engine reads to explain an out-of-memory error",
 	"worker_threads":               "it is threads' other name: write duckdb.threads, which the engine reads to explain an out-of-memory error",
+	"allow_persistent_secrets":     "the engine's S3 secret must be the only one: a secret saved on the host (~/.duckdb/stored_secrets) with a narrower SCOPE won over it and sent the reads to another server, published with exit 0",
+	"secret_directory":             "the engine's S3 secret must be the only one: a saved secret with a narrower SCOPE wins over it",
+	"default_secret_storage":       "the engine's S3 secret must be the only one: a saved secret with a narrower SCOPE wins over it",
+	"home_directory":               "it moves where DuckDB looks for saved secrets and extensions: the engine's S3 secret and --duckdb-extensions must be the only ones",
+	"explain_output":               "explain prints the physical plan, the joins' build sides: another form printed the unoptimized plan under the same header",
+	"disable_timestamptz_casts":    "the engine reads a zoneless event_time as UTC through that cast: on, the first zoneless raw file failed every run, blamed on raw",
+	"disabled_filesystems":         "the engine reads the inputs and writes the staging through DuckDB's file systems: a disabled one read as a damaged input",
+	"search_path":                  "the engine's temporary tables and types live in DuckDB's default catalog",
 }
 
 // sameSetting pairs names DuckDB reads as one setting (duckdb_settings()'s
@@ -180,8 +188,9 @@ func (e *SettingError) In(where string) string {
 // refused for: a config that pins them off writes nothing (or, for the
 // extension switches, asks what the engine sets anyway).
 var offSwitches = map[string]bool{"enable_logging": true, "enable_http_logging": true, "allow_unredacted_secrets": true,
-	"autoinstall_known_extensions": true, "autoload_known_extensions": true,
-	"enable_progress_bar": true, "enable_progress_bar_print": true}
+	"autoinstall_known_extensions": true, "autoload_known_extensions": true, "allow_persistent_secrets": true,
+	"disable_timestamptz_casts": true,
+	"enable_progress_bar":       true, "enable_progress_bar_print": true}
 
 // checkSetting refuses a name that is no DuckDB setting's, or a setting
 // the engine must own (at value v).
@@ -253,7 +262,9 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	// loaded it from ~/.duckdb or fetched it from the internet, past
 	// --duckdb-extensions, and set it before EnableS3's retries, which then
 	// replaced the config's.
-	for _, q := range []string{"SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false"} {
+	// Nor a secret saved on the host: with a narrower SCOPE it won over the
+	// engine's own S3 secret and sent the reads to its server.
+	for _, q := range []string{"SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false", "SET allow_persistent_secrets = false"} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("duckdb: %s: %w", q, firstLine(err))

@@ -85,6 +85,11 @@ func (e *Engine) EnableAWS(ctx context.Context, extDir string) error {
 // values never reach an error, a log or a file, and a DuckDB error is
 // reported with them blanked out.
 func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
+	// The secret made below must be the only one (Open sets this too): a
+	// saved secret with a narrower SCOPE would win over it.
+	if err := exec("SET allow_persistent_secrets = false"); err != nil {
+		return fmt.Errorf("duckdb: turn off saved secrets: %w", firstLine(err))
+	}
 	load := "INSTALL httpfs; LOAD httpfs"
 	if s.ExtensionDirectory != "" {
 		if err := exec("SET extension_directory = " + quote(s.ExtensionDirectory)); err != nil {

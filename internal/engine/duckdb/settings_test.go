@@ -59,6 +59,16 @@ func TestOpenRefusesSettings(t *testing.T) {
 		// lines lost, and the memory error said no limit was set.
 		{"max_memory", "2GB", "duckdb.max_memory: not settable: it is memory_limit's other name"},
 		{"worker_threads", "2", "duckdb.worker_threads: not settable: it is threads' other name"},
+		// A saved secret scoped to raw sent the reads to its server.
+		{"allow_persistent_secrets", "true", "duckdb.allow_persistent_secrets: not settable: the engine's S3 secret must be the only one"},
+		{"secret_directory", "/tmp/secrets", "duckdb.secret_directory: not settable"},
+		{"home_directory", "/tmp/home", "duckdb.home_directory: not settable"},
+		// explain printed the unoptimized plan under its header.
+		{"explain_output", "all", "duckdb.explain_output: not settable"},
+		// The first zoneless raw file failed every run, blamed on raw.
+		{"disable_timestamptz_casts", "true", "duckdb.disable_timestamptz_casts: not settable"},
+		{"disabled_filesystems", "LocalFileSystem", "duckdb.disabled_filesystems: not settable"},
+		{"search_path", "temp", "duckdb.search_path: not settable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
@@ -248,7 +258,7 @@ func TestOpenAcceptsOffSwitches(t *testing.T) {
 	for _, s := range []map[string]string{
 		{"enable_progress_bar": "false"}, {"enable_logging": "0"}, {"allow_unredacted_secrets": "FALSE"}, {"s3_kms_key_id": "my-key"},
 		// A hardened config's own, the engine's value too.
-		{"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"},
+		{"autoinstall_known_extensions": "false", "autoload_known_extensions": "false", "allow_persistent_secrets": "false", "disable_timestamptz_casts": "false"},
 	} {
 		e, err := duckdb.Open(context.Background(), s)
 		if err != nil {
