@@ -39,6 +39,17 @@ var forced = [][2]string{
 	// CRC covers: a raw file whose event_time statistics lied lost its
 	// date (0 fact files), the pins' filters theirs likewise.
 	{"spark.sql.parquet.filterPushdown", "false"},
+	// The Go client cannot decode Arrow's LARGE_STRING: true failed every
+	// publish, exit 1, naming no key.
+	{"spark.sql.execution.arrow.useLargeVarTypes", "false"},
+}
+
+// mustBe are settings a config may only give the value Spark has by
+// default, each with why: one another value lets through a setting the
+// engine cannot check, or fails every run.
+var mustBe = map[string][2]string{
+	"spark.sql.legacy.setCommandRejectsSparkCoreConfs": {"true", "false lets a core setting (spark.task.*, spark.ui.*) be set on a session where it has no effect, so the engine cannot tell that the server runs with another value"},
+	"spark.sql.execution.arrow.useLargeVarTypes":       {"false", "the Go client cannot decode the large Arrow strings it makes results of: every publish failed"},
 }
 
 // speculation is the one setting the engine needs from the server's start:
@@ -100,6 +111,9 @@ func ForcedConflict(settings map[string]string) (key, msg string) {
 	for _, k := range keys {
 		if k == speculation && !speculationOff(settings[k]) {
 			return k, speculationConflict(settings[k])
+		}
+		if m, ok := mustBe[k]; ok && !strings.EqualFold(strings.TrimSpace(settings[k]), m[0]) {
+			return k, fmt.Sprintf(" = %q: not settable: %s; remove the line", settings[k], m[1])
 		}
 		for _, kv := range forced {
 			if k == kv[0] && !strings.EqualFold(strings.TrimSpace(settings[k]), kv[1]) && !(k == "spark.sql.session.timeZone" && isUTC(settings[k])) {

@@ -26,6 +26,13 @@ func TestForcedConflict(t *testing.T) {
 		{"spark.speculation", "yes", true}, // not off
 		{"spark.speculation", "false", false},
 		{"spark.speculation", " False ", false},
+		// It let a core setting through that the server ignored (exit 0,
+		// the monitors blind on a fake UI port).
+		{"spark.sql.legacy.setCommandRejectsSparkCoreConfs", "false", true},
+		{"spark.sql.legacy.setCommandRejectsSparkCoreConfs", "true", false},
+		// Every publish failed, exit 1, naming no key.
+		{"spark.sql.execution.arrow.useLargeVarTypes", "true", true},
+		{"spark.sql.execution.arrow.useLargeVarTypes", "false", false},
 	} {
 		k, msg := ForcedConflict(map[string]string{tc.key: tc.value})
 		if refused := k != ""; refused != tc.refused || (refused && (k != tc.key || !strings.Contains(msg, "not settable"))) {
