@@ -39,9 +39,6 @@ type Rollback struct {
 // outcome decided, whatever signal follows.
 var ErrLanded = errors.New("rollback: landed")
 
-// recheckTimeout bounds the look at the files once the rollback landed.
-const recheckTimeout = 30 * time.Second
-
 // Record is the content of rollbacks/job_id=<id>.json.
 type Record struct {
 	JobID          string    `json:"job_id"`
@@ -179,10 +176,10 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	// may have deleted the files between the check above and the swap:
 	// readers would now fail on the dates, with exit 0. Look again.
 	// Landed: the outcome stands whatever comes now, a signal included,
-	// so the look is not cancelled with the command (bounded instead).
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recheckTimeout)
-	defer cancel()
-	switch bad, err := badFiles(cctx, r.Bucket, r.To, entries); {
+	// so the look is not cancelled with the command. Not bounded either:
+	// it takes a request a file, and a bound failed healthy rollbacks of
+	// many files; a second signal still ends the process at once.
+	switch bad, err := badFiles(context.WithoutCancel(ctx), r.Bucket, r.To, entries); {
 	case err != nil:
 		return out, fmt.Errorf("%w as generation %d, but its files could not be checked again (check `engagement status --date` of each date): %w", ErrLanded, out.Pointer.Generation, err)
 	case bad != "":

@@ -143,6 +143,7 @@ var refused = map[string]string{
 	"disable_timestamptz_casts":    "the engine reads a zoneless event_time as UTC through that cast: on, the first zoneless raw file failed every run, blamed on raw",
 	"disabled_filesystems":         "the engine reads the inputs and writes the staging through DuckDB's file systems: a disabled one read as a damaged input",
 	"search_path":                  "the engine's temporary tables and types live in DuckDB's default catalog",
+	"schema":                       "it sets search_path to one schema: the engine's temporary tables and types live in DuckDB's default catalog",
 }
 
 // sameSetting pairs names DuckDB reads as one setting (duckdb_settings()'s

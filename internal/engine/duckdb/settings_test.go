@@ -69,6 +69,7 @@ func TestOpenRefusesSettings(t *testing.T) {
 		{"disable_timestamptz_casts", "true", "duckdb.disable_timestamptz_casts: not settable"},
 		{"disabled_filesystems", "LocalFileSystem", "duckdb.disabled_filesystems: not settable"},
 		{"search_path", "temp", "duckdb.search_path: not settable"},
+		{"schema", "information_schema", "duckdb.schema: not settable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key, func(t *testing.T) {
