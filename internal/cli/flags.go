@@ -200,7 +200,7 @@ func (d decimal[T]) String() string {
 func (d decimal[T]) Set(s string) error {
 	var v T
 	var err error
-	if zero := T(0); zero-1 > zero { // unsigned (gen's --seed)
+	if unsigned[T]() { // gen's --seed
 		var u uint64
 		u, err = strconv.ParseUint(s, 10, 64)
 		v = T(u)
@@ -222,10 +222,16 @@ func (d decimal[T]) Set(s string) error {
 }
 
 func (d decimal[T]) Type() string {
-	if zero := T(0); zero-1 > zero {
+	if unsigned[T]() {
 		return "uint"
 	}
 	return "int"
+}
+
+// unsigned reports whether T is an unsigned integer type.
+func unsigned[T int | int64 | uint64]() bool {
+	zero := T(0)
+	return zero-1 > zero
 }
 
 // decimalVar defines an integer flag that takes decimal digits only.

@@ -68,18 +68,8 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: not a directory", o.ref("out"), o.out))
 	} else if errors.Is(err, fs.ErrNotExist) {
-		// A symlink to nothing, or one below it (dl/sub): the directory
-		// cannot be made through it.
-		for p := filepath.Clean(o.out); ; p = filepath.Dir(p) {
-			if to, lerr := os.Readlink(p); lerr == nil {
-				if _, serr := os.Stat(p); errors.Is(serr, fs.ErrNotExist) {
-					return exitcode.UsageError(fmt.Errorf("report: %s %s: %s is a symbolic link to %s, which does not exist: make that directory or give another", o.ref("out"), o.out, p, to))
-				}
-				break
-			}
-			if _, lerr := os.Lstat(p); lerr == nil || filepath.Dir(p) == p {
-				break
-			}
+		if link, to := danglingLink(o.out); link != "" {
+			return exitcode.UsageError(fmt.Errorf("report: %s %s: %s is a symbolic link to %s, which does not exist: make that directory or give another", o.ref("out"), o.out, link, to))
 		}
 	}
 	if err := outsideWarehouse(o.out, o.warehouse); err != nil {
@@ -115,6 +105,23 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	path := filepath.Join(o.out, "index.html")
 	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates published, %d runs)\n", path, m.Generation, m.PublishedDates(), len(m.Runs))
 	return nil
+}
+
+// danglingLink is the symbolic link to nothing at out or above it (dl/sub),
+// through which its directory cannot be made, and its target; "" when the
+// nearest existing path is no such link.
+func danglingLink(out string) (link, to string) {
+	for p := filepath.Clean(out); ; p = filepath.Dir(p) {
+		if to, err := os.Readlink(p); err == nil {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				return p, to
+			}
+			return "", ""
+		}
+		if _, err := os.Lstat(p); err == nil || filepath.Dir(p) == p {
+			return "", ""
+		}
+	}
 }
 
 // dataParent refuses a new output directory that would be made in a

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -106,7 +105,7 @@ func attemptsBegun(ctx context.Context, b storage.Bucket) (bool, error) {
 		return false, err
 	}
 	for _, f := range files {
-		if id, ok := strings.CutPrefix(strings.TrimSuffix(path.Base(f.Key), ".json"), "job_id="); ok && strings.HasSuffix(f.Key, ".json") && config.CheckJobID(id) == nil {
+		if _, ok := warehouse.RecordJobID(path.Base(f.Key)); ok {
 			return true, nil
 		}
 	}
@@ -118,8 +117,8 @@ func attemptsBegun(ctx context.Context, b storage.Bucket) (bool, error) {
 		return false, err
 	}
 	for _, d := range dirs {
-		id, ok := strings.CutPrefix(d, "job_id=")
-		if !ok || config.CheckJobID(id) != nil {
+		id, ok := warehouse.StagingJobID(d)
+		if !ok {
 			continue
 		}
 		if _, err := b.Stat(ctx, warehouse.AttemptPath(id)); err == nil {

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -38,7 +37,6 @@ const (
 	// MinAgeFloor is the shortest min-age accepted without Force.
 	MinAgeFloor = time.Hour
 
-	prefixPrefix = "job_id="
 	// Before a prefix is deleted, a marker object staging/.gc-deleting-
 	// <prefix> is written; it is removed last, so a gc killed mid-delete
 	// leaves a marker the next gc recognises: the prefix, whose attempt
@@ -276,8 +274,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		// without a record (a crash, a lost lock, a changed input):
 		// deleted, its id would publish again with exit 0.
 		for _, v := range rep.Verdicts {
-			id, ok := strings.CutPrefix(v.Path, warehouse.StagingRoot+"/"+prefixPrefix)
-			if v.Delete && ok && !strings.Contains(id, "/") && !slices.Contains(ids, id) && !slices.Contains(recIDs, id) {
+			rel, _ := strings.CutPrefix(v.Path, warehouse.StagingRoot+"/")
+			id, ok := warehouse.StagingJobID(rel)
+			if v.Delete && ok && !slices.Contains(ids, id) && !slices.Contains(recIDs, id) {
 				recIDs = append(recIDs, id)
 			}
 		}
@@ -402,7 +401,7 @@ func rollbacksInUse(ctx context.Context, o Options) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, f := range files {
-		if f.Link || o.Now.Sub(f.ModTime) >= o.MinAge || !isRecordName(path.Base(f.Key)) {
+		if _, rec := warehouse.RecordJobID(path.Base(f.Key)); f.Link || o.Now.Sub(f.ModTime) >= o.MinAge || !rec {
 			// An operator's notes beside the records are no record:
 			// judgeRecords reports them, and they name no prefix.
 			continue
@@ -502,8 +501,8 @@ func judge(ctx context.Context, o Options, name string, named map[string]string,
 	if _, ok := markerOf(name); ok {
 		return Verdict{Path: rel, Delete: true, Reason: "a directory an older gc renamed its prefix to before deleting it"}
 	}
-	id, ok := strings.CutPrefix(name, prefixPrefix)
-	if !ok || config.CheckJobID(id) != nil {
+	id, ok := warehouse.StagingJobID(name)
+	if !ok {
 		return keep("not a job_id=<id> staging prefix")
 	}
 	if by := named[rel]; by != "" {
@@ -568,8 +567,7 @@ func markerOf(name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	id, ok := strings.CutPrefix(target, prefixPrefix)
-	if !ok || config.CheckJobID(id) != nil {
+	if _, ok := warehouse.StagingJobID(target); !ok {
 		return "", false
 	}
 	return target, true

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
@@ -138,19 +137,6 @@ func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next
 	return "", nil
 }
 
-// recordID is the job id of a rejection or rollback record's file name
-// (job_id=<id>.json); ok is false for any other name.
-func recordID(name string) (string, bool) {
-	base, isJSON := strings.CutSuffix(name, ".json")
-	id, ok := strings.CutPrefix(base, prefixPrefix)
-	if !isJSON || !ok || config.CheckJobID(id) != nil {
-		return "", false
-	}
-	return id, true
-}
-
-func isRecordName(name string) bool { _, ok := recordID(name); return ok }
-
 // judgeRecords decides the rejection and rollback records, under retention
 // only: a rejection record goes once idle for MinAge (a rejected job is
 // never named by a generation); a rollback record once idle for MinAge and
@@ -167,7 +153,7 @@ func judgeRecords(ctx context.Context, o Options, named map[string]string) ([]Ve
 		}
 		for _, f := range files {
 			name := path.Base(f.Key)
-			id, ok := recordID(name)
+			id, ok := warehouse.RecordJobID(name)
 			idle := o.Now.Sub(f.ModTime)
 			switch {
 			case f.Link:

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -29,8 +30,32 @@ const (
 	ExpiryRoot = "pointer-expiry"
 )
 
+// jobPrefix begins the name of every job's staging prefix and record.
+const jobPrefix = "job_id="
+
+// StagingJobID is the job id of a staging prefix's name (job_id=<id>, as
+// StagingDir makes it); ok is false for any other name.
+func StagingJobID(name string) (string, bool) {
+	id, ok := strings.CutPrefix(name, jobPrefix)
+	if !ok || config.CheckJobID(id) != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// RecordJobID is the job id of a rejection or rollback record's file name
+// (job_id=<id>.json, as RejectionPath and RollbackPath make it); ok is
+// false for any other name.
+func RecordJobID(name string) (string, bool) {
+	base, isJSON := strings.CutSuffix(name, ".json")
+	if !isJSON {
+		return "", false
+	}
+	return StagingJobID(base)
+}
+
 // StagingDir is the staging prefix of one job.
-func StagingDir(jobID string) string { return path.Join(StagingRoot, "job_id="+jobID) }
+func StagingDir(jobID string) string { return path.Join(StagingRoot, jobPrefix+jobID) }
 
 // AttemptPath is written first by every attempt, and only if absent: it
 // claims the staging prefix for one attempt.
@@ -54,12 +79,12 @@ func ProbePath(jobID, nonce string) string {
 
 // RejectionPath is written when the gate rejects an attempt.
 func RejectionPath(jobID string) string {
-	return path.Join(RejectionsRoot, "job_id="+jobID+".json")
+	return path.Join(RejectionsRoot, jobPrefix+jobID+".json")
 }
 
 // RollbackPath is the record of one rollback.
 func RollbackPath(jobID string) string {
-	return path.Join(RollbacksRoot, "job_id="+jobID+".json")
+	return path.Join(RollbacksRoot, jobPrefix+jobID+".json")
 }
 
 // Abs joins a relative warehouse location to a local warehouse root, for
