@@ -225,13 +225,16 @@ await() {
 }
 
 # daemon NAME CLASS ARGS...: start a Spark JVM of its own process group
-# from .cache/spark/run, recording its pid as run/NAME.pid.
+# from .cache/spark/run, recording its pid as run/NAME.pid. SPARK_LOCAL_DIRS
+# keeps the worker's executor directories (each holds a copy of the S3A jars,
+# about half a GB) under run/tmp, which stop removes: under /tmp, every
+# stopped server left one behind.
 daemon() {
   local name=$1
   shift
   (
     cd "$run"
-    export SPARK_HOME=$spark_home SPARK_DAEMON_MEMORY=512m SPARK_LOCAL_IP=127.0.0.1
+    export SPARK_HOME=$spark_home SPARK_DAEMON_MEMORY=512m SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_DIRS=$run/tmp
     exec setsid "$spark_home/bin/spark-class" "$@"
   ) >"$run/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
@@ -423,6 +426,7 @@ stop() {
   halt "$pidfile"
   halt "$run/worker.pid"
   halt "$run/master.pid"
+  rm -rf "$run/tmp"
 }
 
 # pids prints the worker's pid, then its executors' (the worker's children).
