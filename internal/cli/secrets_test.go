@@ -138,11 +138,20 @@ func TestURLSecretsNeverWritten(t *testing.T) {
 		// Nothing answers on port 1: the connect error names the server.
 		{"spark", w.publishArgs("url-2", biGoodDates, "--engine", "spark",
 			"--spark-remote", "sc://127.0.0.1:1/;token="+token, "--lineage-file", lineageFile, "--output", "json")},
+		// A mistyped scheme parses as a scheme and a path, with no user
+		// info or query: the refusal printed the secret whole.
+		{"mistyped spark", w.publishArgs("url-3", biGoodDates, "--engine", "spark",
+			"--spark-remote", "sc:/127.0.0.1:1/;token="+token, "--output", "json")},
+		{"mistyped sink", w.publishArgs("url-4", biGoodDates,
+			"--pushgateway", "http:/etl:"+pushPass+"@"+host+"/", "--output", "json")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := biRun(t, tc.args...)
 			if tc.name == "spark" && r.code != exitcode.Error {
 				t.Errorf("publish to no Spark server: exit %d, want 1\n%s", r.code, r.stderr)
+			}
+			if strings.HasPrefix(tc.name, "mistyped") && r.code != exitcode.Usage {
+				t.Errorf("a mistyped URL: exit %d, want 2\n%s", r.code, r.stderr)
 			}
 			lin, _ := os.ReadFile(lineageFile)
 			for where, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "lineage file": string(lin)} {
@@ -153,7 +162,7 @@ func TestURLSecretsNeverWritten(t *testing.T) {
 				}
 			}
 			// The failures were reported, with the URLs masked.
-			want := map[string]string{"sinks": "etl:xxxxx@", "spark": "token=xxxxx"}[tc.name]
+			want := map[string]string{"sinks": "etl:xxxxx@", "spark": "token=xxxxx", "mistyped spark": "sc:xxxxx", "mistyped sink": "http:xxxxx"}[tc.name]
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr does not name the masked URL (%s):\n%s", want, r.stderr)
 			}

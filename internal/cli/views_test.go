@@ -480,7 +480,10 @@ func TestViewsNoEvents(t *testing.T) {
 	viewsWarehouse(t, full)
 	empty := filepath.Join(t.TempDir(), "empty")
 	fx := publishtest.LoadFixture(t, "")
+	// Its lateness partition too: a missing one, with later ones landed,
+	// is an ingestion gap the publish refuses.
 	publishtest.EmptyPartition(t, fx, "2026-02-27")
+	publishtest.EmptyPartition(t, fx, "2026-02-28")
 	var out, errb strings.Builder
 	if code := cli.Main(context.Background(), append(fx.Args(empty, "views-empty", "2026-02-27"), "--allow-outside-horizon"), &out, &errb); code != 0 {
 		t.Fatalf("publish the empty date: exit %d\n%s", code, errb.String())

@@ -21,9 +21,37 @@ type Date int32
 func Parse(s string) (Date, error) {
 	t, err := time.ParseInLocation(Layout, s, time.UTC)
 	if err != nil {
-		return 0, fmt.Errorf("invalid date %q: want YYYY-MM-DD", s)
+		return 0, fmt.Errorf("invalid date %q: %s", s, noSuchDay(s))
 	}
 	return FromTime(t), nil
+}
+
+// noSuchDay says why a string that failed to parse is no date: a string of
+// the right shape names a day the calendar lacks (a scheduler's month
+// arithmetic gives 2026-02-29), which "want YYYY-MM-DD" sent one to check
+// the format for.
+func noSuchDay(s string) string {
+	var y, m, d int
+	if len(s) != len(Layout) || s[4] != '-' || s[7] != '-' {
+		return "want YYYY-MM-DD"
+	}
+	if _, err := fmt.Sscanf(s, "%4d-%2d-%2d", &y, &m, &d); err != nil || !digits(s[:4]+s[5:7]+s[8:]) {
+		return "want YYYY-MM-DD"
+	}
+	if m < 1 || m > 12 {
+		return fmt.Sprintf("no month %d (YYYY-MM-DD)", m)
+	}
+	days := time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	return fmt.Sprintf("no such day: %s %d has %d days", time.Month(m), y, days)
+}
+
+func digits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // MustParse is Parse for constants in tests and fixtures; it panics on error.

@@ -28,10 +28,17 @@ const PartitionPrefix = "ingest_date="
 
 // Hidden reports whether a directory entry is bookkeeping rather than data,
 // by the Hadoop convention Spark follows: a name beginning with "_" or "."
-// (_SUCCESS, .part-0.parquet.crc, _temporary/). Every other file in a
-// partition or input directory is data, whatever its name: Hive writes
-// 000000_0, other tools .PARQUET or .parq.
-func Hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+// (_SUCCESS, .part-0.parquet.crc, _temporary/), or ending in "._COPYING_"
+// (hadoop fs -put and -cp write there, then rename: read as data, a copy
+// in flight beside its finished file counted every event twice, and Spark
+// refused the name as unreadable). Every other file in a partition or input
+// directory is data, whatever its name: Hive writes 000000_0, other tools
+// .PARQUET or .parq.
+func Hidden(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || strings.HasSuffix(name, copyingSuffix)
+}
+
+const copyingSuffix = "._COPYING_"
 
 // File is one input file as the attempt listed it. Size and version (the
 // ETag on S3, size, modification time and inode locally) are what the

@@ -26,7 +26,7 @@ import (
 // what that run read: not the open partition of its run day, which its
 // record lists as landed but its window left out.
 func TestMissedRunWarned(t *testing.T) {
-	const warning = "dates left the restatement horizon before a publish read their last lateness partition"
+	const warning = "dates left the restatement horizon before a publish read every partition of their lateness window"
 	day := func(d int) time.Time { return time.Date(2026, 3, d, 6, 0, 0, 0, time.UTC) }
 	for _, tc := range []struct {
 		name string
@@ -35,7 +35,7 @@ func TestMissedRunWarned(t *testing.T) {
 		days []string // the last run's Unsettled: what its document and metrics carry
 	}{
 		{"every run", []int{2, 3, 4}, "", nil},
-		{"the 03-03 run missed", []int{2, 4}, "2026-03-01 (job run-02 read ingest_date up to 2026-03-01, not 2026-03-02)", []string{"2026-03-01"}},
+		{"the 03-03 run missed", []int{2, 4}, "2026-03-01 (job run-02 did not read ingest_date 2026-03-02)", []string{"2026-03-01"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := publishtest.LoadFixture(t, "")

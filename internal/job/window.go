@@ -51,7 +51,7 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 	if err := checkHorizon(job, landed, today, log); err != nil {
 		return run, nil, err
 	}
-	return run, landed, checkLanded(job, landed)
+	return run, landed, checkLanded(job, landed, today)
 }
 
 // DatesRefused is why a publish of job would refuse its dates on the
@@ -120,40 +120,58 @@ func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, n
 	return newest.AddDays(-(job.RestatementHorizonDays - 1)), newest, why
 }
 
-// warnUnsettled warns of published dates that left the restatement horizon
-// lately (within one horizon's length) before any publish read their last
-// lateness partition, d+latenessDays. A daily run restates each date once
-// more after that partition has ended, but a missed or failed run leaves a
-// date as its last publish read it, and no later run restates it without
+// warnUnsettled warns of published dates outside the restatement horizon
+// whose last publish did not read every partition of their lateness window
+// (d to d+latenessDays) that raw holds now. A daily run restates each date
+// once more after that window has ended, but a missed or failed run leaves
+// a date as its last publish read it, and no later run restates it without
 // an override: its events ingested after that publish's window are never
 // counted, with exit 0 and status showing the date published. What each
 // entry's publish read is in its _attempt.json; an entry whose record
-// cannot be read is passed over (the warning is a hint, not a check). It
-// returns those dates, which the run's document and metrics carry, so a
+// cannot be read is passed over (the warning is a hint, not a check).
+//
+// There is no lookback bound in days: a date stays unsettled until it is
+// restated, however long the runs stopped. The bound is raw's: a date none
+// of whose lateness partitions (by today's latenessDays) raw still holds is
+// passed over without a read, as restating it could count nothing more.
+// Each record is judged with the lateness its publish ran with (a raised
+// latenessDays does not unsettle every date before it), or today's when it
+// predates that field.
+// It returns those dates, which the run's document and metrics carry, so a
 // scheduler and an alert see them and not only the log.
 func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date) []dates.Date {
 	if len(landed) == 0 {
 		return nil
 	}
 	oldest, _, _ := horizonOf(job, landed, today)
-	type window struct {
-		to    dates.Date
-		known bool
-	}
-	readTo := map[string]window{} // by job id
+	records := map[string]readRecord{} // by job id
 	var unsettled []string
 	var days []dates.Date
 	for d, e := range base.Dates {
-		if d >= oldest || d < oldest.AddDays(-job.RestatementHorizonDays) || slices.Contains(job.Dates, d) {
+		if d >= oldest || slices.Contains(job.Dates, d) || d.AddDays(job.LatenessDays) < landed[0] {
 			continue
 		}
-		w, ok := readTo[e.JobID]
+		r, ok := records[e.JobID]
 		if !ok {
-			w.to, w.known = p.attemptReadTo(ctx, e.JobID)
-			readTo[e.JobID] = w
+			r = p.attemptRead(ctx, e.JobID)
+			records[e.JobID] = r
 		}
-		if w.known && w.to < d.AddDays(job.LatenessDays) {
-			unsettled = append(unsettled, fmt.Sprintf("%s (job %s read ingest_date up to %s, not %s)", d, e.JobID, w.to, d.AddDays(job.LatenessDays)))
+		if !r.known {
+			continue
+		}
+		lateness := job.LatenessDays
+		if r.lateness != nil {
+			lateness = *r.lateness
+		}
+		var missed []string
+		for _, g := range landed {
+			// Today's partition is still open: no restatement could read it yet.
+			if g >= d && g <= d.AddDays(lateness) && g < today && !r.read[g] {
+				missed = append(missed, g.String())
+			}
+		}
+		if len(missed) > 0 {
+			unsettled = append(unsettled, fmt.Sprintf("%s (job %s did not read ingest_date %s)", d, e.JobID, strings.Join(missed, ", ")))
 			days = append(days, d)
 		}
 	}
@@ -162,30 +180,38 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 	}
 	slices.Sort(unsettled)
 	slices.Sort(days)
-	p.Log.Warn("dates left the restatement horizon before a publish read their last lateness partition (a missed or failed run): their events ingested after it are not counted; restate each with a new job id and --allow-outside-horizon",
+	p.Log.Warn("dates left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled): their events ingested in the partitions it did not read are not counted; restate each with a new job id and --allow-outside-horizon",
 		"unsettled", unsettled, "horizon_from", oldest.String(), "lateness_days", job.LatenessDays)
 	return days
 }
 
-// attemptReadTo is the newest ingest partition the attempt of jobID read:
-// the newest of the raw files its _attempt.json lists (the window's), and
-// whether that could be read. Not its ingest_to, the window asked for,
-// which partitions not landed yet leave short; nor its ingest_dates, every
-// landed partition, today's still open one among them.
-func (p *Publisher) attemptReadTo(ctx context.Context, jobID string) (dates.Date, bool) {
+// readRecord is what one attempt read, from its _attempt.json: the ingest
+// partitions of the raw files it listed (the window's; not its
+// ingest_dates, every landed partition, today's still open one among them)
+// and the lateness it ran with (nil in a record older than that field).
+type readRecord struct {
+	known    bool
+	read     map[dates.Date]bool
+	lateness *int
+}
+
+func (p *Publisher) attemptRead(ctx context.Context, jobID string) readRecord {
 	b, _, err := p.Warehouse.Get(ctx, warehouse.AttemptPath(jobID))
 	if err != nil {
-		return 0, false
+		return readRecord{}
 	}
-	var a Attempt
+	var a struct {
+		LatenessDays *int           `json:"lateness_days"`
+		Inputs       inputs.Listing `json:"inputs"`
+	}
 	if json.Unmarshal(b, &a) != nil || len(a.Inputs.Raw) == 0 {
-		return 0, false
+		return readRecord{}
 	}
-	newest := a.Inputs.Raw[0].IngestDate
-	for _, f := range a.Inputs.Raw[1:] {
-		newest = max(newest, f.IngestDate)
+	r := readRecord{known: true, read: map[dates.Date]bool{}, lateness: a.LatenessDays}
+	for _, f := range a.Inputs.Raw {
+		r.read[f.IngestDate] = true
 	}
-	return newest, true
+	return r
 }
 
 // checkEnded refuses a requested date on or after the run date (as of
@@ -238,19 +264,45 @@ const landedWhy = "a date's own partition holds most of its events, so without t
 
 // checkLanded refuses a requested date whose own ingest_date partition has
 // not landed (landedWhy). A day without events lands as a partition of no
-// rows: see checkOwnRows.
-func checkLanded(job config.Job, ingest []dates.Date) error {
-	var missing []string
+// rows: see checkOwnRows. It also refuses a date one of whose lateness
+// partitions (d+1 to d+latenessDays, up to yesterday, where the read window
+// ends) is missing while a later partition has landed: an ingestion gap,
+// whose late events of the date would never be counted, with exit 0 (the
+// check of unsettled dates judges a publish by what it read, and it read
+// past the gap). No override, as for the own partition: land the missing
+// one, as a partition of no rows if its day had no events.
+func checkLanded(job config.Job, ingest []dates.Date, today dates.Date) error {
+	var missing, gaps []string
 	for _, d := range job.Dates {
 		if !slices.Contains(ingest, d) {
 			missing = append(missing, inputs.PartitionPrefix+d.String())
 		}
 	}
-	if len(missing) == 0 {
+	if len(missing) > 0 {
+		return fmt.Errorf("read raw %s: %s has not landed (no data file; a day without events lands as a partition of no rows): %s",
+			job.Raw, strings.Join(missing, ", "), landedWhy)
+	}
+	if len(ingest) == 0 {
 		return nil
 	}
-	return fmt.Errorf("read raw %s: %s has not landed (no data file; a day without events lands as a partition of no rows): %s",
-		job.Raw, strings.Join(missing, ", "), landedWhy)
+	newest := ingest[len(ingest)-1]
+	seen := map[dates.Date]bool{}
+	for _, d := range job.Dates {
+		last := min(d.AddDays(job.LatenessDays), today.AddDays(-1))
+		for g := d.AddDays(1); g <= last && g < newest; g = g.AddDays(1) {
+			if !seen[g] && !slices.Contains(ingest, g) {
+				seen[g] = true
+				gaps = append(gaps, inputs.PartitionPrefix+g.String())
+			}
+		}
+	}
+	if len(gaps) == 0 {
+		return nil
+	}
+	slices.Sort(gaps)
+	return fmt.Errorf("read raw %s: %s has not landed while later partitions have (an ingestion gap inside the lateness window of the dates requested): "+
+		"the late events it should hold would never be counted; land it (as a partition of no rows if its day had no events), then rerun with a new job id",
+		job.Raw, strings.Join(gaps, ", "))
 }
 
 // checkOwnRows refuses a requested date whose own partition holds no

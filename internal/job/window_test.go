@@ -14,7 +14,6 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
-	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/open"
@@ -148,11 +147,14 @@ func TestWindowEndsByYesterday(t *testing.T) {
 	}
 }
 
-// TestWarnUnsettled: a date that left the horizon before a publish read
-// its last lateness partition (the run that would have was missed) is
-// warned of, naming what its publish read; a date whose publish read it,
-// one the run restates, one older than a horizon's length past it and one
-// whose attempt record is gone are not.
+// TestWarnUnsettled: a date outside the horizon whose last publish did not
+// read every partition of its lateness window that raw holds now is warned
+// of, naming what it missed: one whose run was missed, one missed twice,
+// one read across an ingestion gap since filled, and one left so long ago
+// that it is past any horizon's length. Not warned of: a date whose publish
+// read its window, one whose publish ran with a smaller lateness and read
+// that window, one the run restates, one whose lateness partitions raw no
+// longer holds, and one whose attempt record is gone.
 func TestWarnUnsettled(t *testing.T) {
 	dir := t.TempDir()
 	loc, err := storage.Parse(dir)
@@ -164,15 +166,36 @@ func TestWarnUnsettled(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := dates.MustParse
-	readTo := map[string]string{"missed": "2026-11-21", "settled": "2026-11-21", "old": "2026-11-17", "restated": "2026-11-21", "twice-missed": "2026-11-19"}
-	for id, to := range readTo {
+	type record struct {
+		read     []string // the ingest partitions of the raw files it listed
+		lateness *int     // nil: a record older than the field
+	}
+	zero, two := 0, 2
+	records := map[string]record{
+		"restated":     {[]string{"2026-11-19", "2026-11-20", "2026-11-21"}, &two},
+		"missed":       {[]string{"2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21"}, &two},
+		"settled":      {[]string{"2026-11-17", "2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21"}, &two},
+		"twice-missed": {[]string{"2026-11-17", "2026-11-18", "2026-11-19"}, &two},
+		"own-lateness": {[]string{"2026-11-17"}, &zero},
+		"gap":          {[]string{"2026-11-16", "2026-11-18"}, nil},
+		"long-ago":     {[]string{"2026-11-15", "2026-11-16"}, &two},
+		"old":          {[]string{"2026-11-10", "2026-11-11"}, &two},
+	}
+	for id, r := range records {
 		// As a real record is: the window asked for reaches further than
 		// what had landed, and the landed partitions include the run day's
 		// open one, which the window left out; the raw files read are the
 		// window's.
-		b, _ := json.Marshal(Attempt{JobID: id, IngestTo: "2026-11-25", Inputs: inputs.Listing{
-			IngestDates: []dates.Date{d(to).AddDays(-1), d(to), d(to).AddDays(1)},
-			Raw:         []inputs.RawFile{{IngestDate: d(to)}, {IngestDate: d(to).AddDays(-1)}}}})
+		var raw []map[string]string
+		for _, g := range r.read {
+			raw = append(raw, map[string]string{"path": "raw/ingest_date=" + g + "/part-0.parquet", "ingest_date": g})
+		}
+		rec := map[string]any{"job_id": id, "ingest_to": "2026-11-25", "inputs": map[string]any{
+			"ingest_dates": append(r.read, d(r.read[len(r.read)-1]).AddDays(1).String()), "raw": raw}}
+		if r.lateness != nil {
+			rec["lateness_days"] = *r.lateness
+		}
+		b, _ := json.Marshal(rec)
 		if err := os.MkdirAll(filepath.Join(dir, "staging", "job_id="+id), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -185,31 +208,44 @@ func TestWarnUnsettled(t *testing.T) {
 		d("2026-11-20"): {JobID: "missed"},       // needs 11-22, read 11-21
 		d("2026-11-19"): {JobID: "settled"},      // needs 11-21, read it
 		d("2026-11-18"): {JobID: "twice-missed"}, // needs 11-20, read 11-19
-		d("2026-11-17"): {JobID: "old"},          // past the lookback
-		d("2026-11-16"): {JobID: "no-record"},
+		d("2026-11-17"): {JobID: "own-lateness"}, // ran with lateness 0
+		d("2026-11-16"): {JobID: "gap"},          // 11-17 had not landed (today's lateness)
+		d("2026-11-15"): {JobID: "long-ago"},     // needs 11-17, two horizons back
+		d("2026-11-14"): {JobID: "no-record"},
+		d("2026-11-10"): {JobID: "old"}, // raw no longer holds 11-10..11-12
 	}}
+	var landed []dates.Date
+	for g := d("2026-11-14"); g <= d("2026-11-24"); g = g.AddDays(1) {
+		landed = append(landed, g)
+	}
 	var logs bytes.Buffer
 	p := &Publisher{Warehouse: wh, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	job := config.Job{Dates: []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, RestatementHorizonDays: 3, LatenessDays: 2}
-	got := p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24"))
-	if want := []dates.Date{d("2026-11-18"), d("2026-11-20")}; !slices.Equal(got, want) {
+	got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"))
+	if want := []dates.Date{d("2026-11-15"), d("2026-11-16"), d("2026-11-18"), d("2026-11-20")}; !slices.Equal(got, want) {
 		t.Errorf("returned %v, want %v", got, want)
 	}
-	for _, want := range []string{"2026-11-18 (job twice-missed read ingest_date up to 2026-11-19, not 2026-11-20)", "2026-11-20 (job missed read ingest_date up to 2026-11-21, not 2026-11-22)", "--allow-outside-horizon"} {
+	for _, want := range []string{
+		"2026-11-15 (job long-ago did not read ingest_date 2026-11-17)",
+		"2026-11-16 (job gap did not read ingest_date 2026-11-17)",
+		"2026-11-18 (job twice-missed did not read ingest_date 2026-11-20)",
+		"2026-11-20 (job missed did not read ingest_date 2026-11-22)",
+		"--allow-outside-horizon"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no %q in\n%s", want, logs.String())
 		}
 	}
-	for _, not := range []string{"job settled", "job restated", "job old", "no-record"} {
+	for _, not := range []string{"job settled", "job restated", "job own-lateness", "job old", "no-record"} {
 		if strings.Contains(logs.String(), not) {
 			t.Errorf("%q warned of:\n%s", not, logs.String())
 		}
 	}
 	// Every date read through its last lateness partition: no warning.
 	logs.Reset()
-	delete(base.Dates, d("2026-11-20"))
-	delete(base.Dates, d("2026-11-18"))
-	if got := p.warnUnsettled(t.Context(), job, base, []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, d("2026-11-24")); logs.Len() != 0 || got != nil {
+	for _, u := range got {
+		delete(base.Dates, u)
+	}
+	if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24")); logs.Len() != 0 || got != nil {
 		t.Errorf("warned with every date settled (returned %v):\n%s", got, logs.String())
 	}
 }

@@ -15,8 +15,9 @@ const Mask = "xxxxx"
 // URL is s with its secrets masked: a password in its user info and the
 // value of every query parameter whose name says it holds one (api_key,
 // token, sig, …), and for a Spark Connect URL (sc://HOST:PORT/;token=…;
-// user_id=…) the token. A string that does not parse as a URL is
-// returned with everything after its scheme masked: it may hold either.
+// user_id=…) the token. A string that does not parse as a URL, or names
+// no host (a mistyped scheme), is returned with everything after its
+// scheme masked: it may hold either.
 func URL(s string) string {
 	shown, _ := split(s)
 	return shown
@@ -97,6 +98,18 @@ func split(raw string) (string, []string) {
 			return scheme + "://" + Mask, secrets
 		}
 		return Mask, nil
+	}
+	if u.Host == "" || !strings.Contains(raw, "://") {
+		// Parsed, but no URL of a server: a typo in the scheme (sc:/h/;token=…,
+		// http:/user:pw@h) parses as a scheme and a path, with no user info
+		// or query to mask, and the secret went out whole. Masked as a
+		// string that does not parse.
+		if scheme, rest, ok := strings.Cut(raw, ":"); ok && u.Scheme != "" {
+			add(rest)
+			return scheme + ":" + Mask, secrets
+		}
+		add(raw)
+		return Mask, secrets
 	}
 	if p, ok := u.User.Password(); ok {
 		add(p)

@@ -24,6 +24,13 @@ func TestURL(t *testing.T) {
 		{"sc://h:443/;use_ssl=true;token=SPARKSECRET;user_id=etl", "sc://h:443/;use_ssl=true;token=xxxxx;user_id=etl"},
 		{"SC://h:443/;Token=abc", "SC://h:443/;Token=xxxxx"},
 		{"http://a b:c@%zz/", "http://xxxxx"},
+		// A mistyped scheme parses as a scheme and a path: the secret
+		// went out whole.
+		{"sc:/spark.internal:15002/;token=TOKS", "sc:xxxxx"},
+		{"sc//spark.internal:15002/;token=TOKD", "xxxxx"},
+		{"sc:spark.internal:15002/;token=TOKC", "sc:xxxxx"},
+		{"http:/u:PWA1@h:4040", "http:xxxxx"},
+		{"http//u:PWA4@h:5000/api", "xxxxx"},
 	} {
 		if got := URL(tc.in); got != tc.want {
 			t.Errorf("URL(%q) = %q, want %q", tc.in, got, tc.want)

@@ -67,7 +67,7 @@ func (b *Bucket) Lock(ctx context.Context) (held context.Context, unlock func(),
 		if waited >= timeout {
 			holder := holderOf(f)
 			f.Close()
-			return nil, nil, storage.Refused(fmt.Errorf("lock %s: %w after %s: it is held by %s; find out why that process holds it (a gc deleting, a stuck publish) or raise engagement.lockTimeout (--lock-timeout)",
+			return nil, nil, storage.Refused(fmt.Errorf("lock %s: %w after %s: it is held by %s; find out why that process holds it (a gc deleting, a stuck publish) or raise --lock-timeout (ENGAGEMENT_LOCK_TIMEOUT; a publish also reads engagement.lockTimeout)",
 				p, ErrLockTimeout, timeout, holder))
 		}
 		// Say what is being waited for after a moment, then every 30 s.
