@@ -6,6 +6,7 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,7 +229,7 @@ func StagedChecks(requested []dates.Date, unknownCap float64, stage map[dates.Da
 		add(Check{
 			Name:    CheckNullKeys,
 			Passed:  sf.FactNullKeyRows == 0,
-			Detail:  fmt.Sprintf("%d staged fact rows with a null learner_key, lesson_id, course_id or event_date", sf.FactNullKeyRows),
+			Detail:  fmt.Sprintf("%d staged fact rows with a null learner_key, lesson_id or course_id", sf.FactNullKeyRows),
 			Figures: map[string]any{"null_key_rows": sf.FactNullKeyRows, "fact_rows": sf.FactRows},
 		})
 		rate := Rate(sf.UnknownLessonCount, sf.EventCount)
@@ -236,9 +237,12 @@ func StagedChecks(requested []dates.Date, unknownCap float64, stage map[dates.Da
 			Name:    CheckUnknownLessonCap,
 			Passed:  rate <= unknownCap,
 			Warning: rate > unknownCap/2,
-			Detail: fmt.Sprintf("unknown lesson rate %.4f (%d of %d events), cap %.4f",
-				rate, sf.UnknownLessonCount, sf.EventCount, unknownCap),
-			Figures: map[string]any{"rate": rate, "unknown_lesson_count": sf.UnknownLessonCount, "event_count": sf.EventCount, "cap": unknownCap},
+			// The count the cap allows too: at four decimals, a rate just
+			// over the cap reads as equal to it on a day of millions.
+			Detail: fmt.Sprintf("unknown lesson rate %.4f (%d of %d events), cap %.4f (at most %d)",
+				rate, sf.UnknownLessonCount, sf.EventCount, unknownCap, capAllows(unknownCap, sf.EventCount)),
+			Figures: map[string]any{"rate": rate, "unknown_lesson_count": sf.UnknownLessonCount, "event_count": sf.EventCount, "cap": unknownCap,
+				"allowed_unknown": capAllows(unknownCap, sf.EventCount)},
 		})
 		add(Check{
 			Name:   CheckMatchedPlusUnknown,
@@ -333,4 +337,20 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// capAllows is the most unknown events of events the cap passes: the
+// largest n with Rate(n, events) <= unknownCap, as the check judges it.
+func capAllows(unknownCap float64, events int64) int64 {
+	if events <= 0 {
+		return 0
+	}
+	n := min(int64(math.Floor(unknownCap*float64(events))), events)
+	for n < events && Rate(n+1, events) <= unknownCap {
+		n++
+	}
+	for n > 0 && Rate(n, events) > unknownCap {
+		n--
+	}
+	return n
 }

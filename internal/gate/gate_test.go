@@ -195,21 +195,25 @@ func TestUnknownCapBoundary(t *testing.T) {
 		unknown, events int64
 		cap             float64
 		pass, warn      bool
+		allowed         int64 // the most unknown events the cap passes, by hand
 	}{
-		{"zero unknown", 0, 100, 0.02, true, false},
-		{"below half the cap", 9, 1000, 0.02, true, false},
-		{"exactly half the cap", 1, 100, 0.02, true, false},
-		{"just above half the cap", 101, 10000, 0.02, true, true},
-		{"between half and cap", 15, 1000, 0.02, true, true},
-		{"exactly the cap", 2, 100, 0.02, true, true},
-		{"exactly the cap, larger day", 20, 1000, 0.02, true, true},
-		{"just above the cap", 201, 10000, 0.02, false, true},
-		{"just above the cap, tiny", 20001, 1000000, 0.02, false, true},
-		{"well above the cap", 4, 100, 0.02, false, true},
-		{"zero cap, zero unknown", 0, 100, 0, true, false},
-		{"zero cap, one unknown", 1, 100000, 0, false, true},
-		{"cap 1, all unknown", 100, 100, 1, true, true},
-		{"empty day", 0, 0, 0.02, true, false},
+		{"zero unknown", 0, 100, 0.02, true, false, 2},
+		{"below half the cap", 9, 1000, 0.02, true, false, 20},
+		{"exactly half the cap", 1, 100, 0.02, true, false, 2},
+		{"just above half the cap", 101, 10000, 0.02, true, true, 200},
+		{"between half and cap", 15, 1000, 0.02, true, true, 20},
+		{"exactly the cap", 2, 100, 0.02, true, true, 2},
+		{"exactly the cap, larger day", 20, 1000, 0.02, true, true, 20},
+		{"just above the cap", 201, 10000, 0.02, false, true, 200},
+		{"just above the cap, tiny", 20001, 1000000, 0.02, false, true, 20000},
+		{"well above the cap", 4, 100, 0.02, false, true, 2},
+		{"zero cap, zero unknown", 0, 100, 0, true, false, 0},
+		{"zero cap, one unknown", 1, 100000, 0, false, true, 0},
+		{"cap 1, all unknown", 100, 100, 1, true, true, 100},
+		{"empty day", 0, 0, 0.02, true, false, 0},
+		// A design-size day: at four decimals, 1001 of 50000 reads as the cap.
+		{"one above the cap, large day", 1001, 50000, 0.02, false, true, 1000},
+		{"a cap that is no whole count", 0, 973, 0.02, true, false, 19},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,6 +236,9 @@ func TestUnknownCapBoundary(t *testing.T) {
 			}
 			if r.Passed != tc.pass {
 				t.Errorf("report passed=%v, want %v: %s", r.Passed, tc.pass, r.Reasons())
+			}
+			if c.Figures["allowed_unknown"] != tc.allowed || !strings.Contains(c.Detail, fmt.Sprintf("(at most %d)", tc.allowed)) {
+				t.Errorf("the cap allows %d: figures %v, detail %q", tc.allowed, c.Figures, c.Detail)
 			}
 			if c.Figures["unknown_lesson_count"] != tc.unknown || c.Figures["event_count"] != tc.events || c.Figures["cap"] != tc.cap {
 				t.Errorf("figures %v do not carry the counts and the cap", c.Figures)

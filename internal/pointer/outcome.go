@@ -20,11 +20,11 @@ import (
 // be this job's write.
 func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Version, swapErr error) (Pointer, error) {
 	unknown := func(reason error) error {
-		return fmt.Errorf("publish %s generation %d: %w: swap: %w; re-read: %w",
-			jobID, next.Generation, ErrOutcomeUnknown, swapErr, gaveUp(ctx, reason))
+		return fmt.Errorf("%s generation %d: %w: swap: %w; re-read: %w",
+			named(next.Operation, jobID), next.Generation, ErrOutcomeUnknown, swapErr, gaveUp(ctx, reason))
 	}
 	notLanded := func() error {
-		return fmt.Errorf("publish %s generation %d: %w (learned by re-reading): %w", jobID, next.Generation, ErrNotWritten, swapErr)
+		return fmt.Errorf("%s generation %d: %w (learned by re-reading): %w", named(next.Operation, jobID), next.Generation, ErrNotWritten, swapErr)
 	}
 	// The failed Swap may have been cancelled with ctx, but learning the
 	// outcome is worth a re-read even then.
@@ -67,13 +67,14 @@ func resolve(ctx context.Context, s Store, jobID string, next Pointer, expect Ve
 
 // confirm re-reads pointer.json after wrote landed; see PublishOutcome.
 func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite error) (Outcome, error) {
+	who := named(wrote.Operation, jobID)
 	ctx, cancel := outcomeContext(ctx)
 	defer cancel()
 	cur, _, err := s.Load(ctx)
 	if err != nil {
 		err = gaveUp(ctx, err)
-		return Outcome{}, fmt.Errorf("publish %s generation %d: %w: the write was reported done but pointer.json could not be re-read to confirm it: %w",
-			jobID, wrote.Generation, ErrOutcomeUnknown, err)
+		return Outcome{}, fmt.Errorf("%s generation %d: %w: the write was reported done but pointer.json could not be re-read to confirm it: %w",
+			who, wrote.Generation, ErrOutcomeUnknown, err)
 	}
 	out := Outcome{Pointer: wrote, LandedDespite: despite, Current: cur.Generation}
 	switch {
@@ -83,12 +84,12 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 			// What the replace met is what the person on call must fix.
 			why = fmt.Sprintf(" (replacing it failed: %v)", despite)
 		}
-		return Outcome{}, fmt.Errorf("publish %s: %w: generation %d is taken in pointer-history/%d.json, but pointer.json still shows generation %d%s, so readers do not see this job; "+
+		return Outcome{}, fmt.Errorf("%s: %w: generation %d is taken in pointer-history/%d.json, but pointer.json still shows generation %d%s, so readers do not see this job; "+
 			"the next publish to this warehouse rolls generation %d forward once pointer.json can be replaced (or copy pointer-history/%d.json over pointer.json)",
-			jobID, ErrNotVisible, wrote.Generation, wrote.Generation, cur.Generation, why, wrote.Generation, wrote.Generation)
+			who, ErrNotVisible, wrote.Generation, wrote.Generation, cur.Generation, why, wrote.Generation, wrote.Generation)
 	case cur.Generation == wrote.Generation:
 		if cur.UpdatedByJobID != jobID || cur.Digest != wrote.Digest {
-			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json at generation %d was written by %s, not by this job", jobID, ErrNotVisible, cur.Generation, cur.UpdatedByJobID)
+			return Outcome{}, fmt.Errorf("%s: %w: pointer.json at generation %d was written by %s, not by this job", who, ErrNotVisible, cur.Generation, cur.UpdatedByJobID)
 		}
 		return out, nil
 	}
@@ -99,17 +100,17 @@ func confirm(ctx context.Context, s Store, jobID string, wrote Pointer, despite 
 		h, err := s.LoadGeneration(ctx, g)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			// A copy that could not be read says nothing either way.
-			return Outcome{}, fmt.Errorf("publish %s generation %d: %w: pointer.json is at generation %d, and pointer-history/%d.json, on its chain back to this job's write, could not be read: %w",
-				jobID, wrote.Generation, ErrOutcomeUnknown, cur.Generation, g, gaveUp(ctx, err))
+			return Outcome{}, fmt.Errorf("%s generation %d: %w: pointer.json is at generation %d, and pointer-history/%d.json, on its chain back to this job's write, could not be read: %w",
+				who, wrote.Generation, ErrOutcomeUnknown, cur.Generation, g, gaveUp(ctx, err))
 		}
 		if err != nil || child.Parent == nil || child.Parent.SHA256 != h.Digest {
-			return Outcome{}, fmt.Errorf("publish %s: %w: pointer.json is at generation %d and its chain back to this job's generation %d cannot be followed at generation %d (%v)",
-				jobID, ErrNotVisible, cur.Generation, wrote.Generation, g+1, err)
+			return Outcome{}, fmt.Errorf("%s: %w: pointer.json is at generation %d and its chain back to this job's generation %d cannot be followed at generation %d (%v)",
+				who, ErrNotVisible, cur.Generation, wrote.Generation, g+1, err)
 		}
 		child = h
 	}
 	if child.Digest != wrote.Digest {
-		return Outcome{}, fmt.Errorf("publish %s: %w: generation %d in the chain of pointer.json is not this job's write", jobID, ErrNotVisible, wrote.Generation)
+		return Outcome{}, fmt.Errorf("%s: %w: generation %d in the chain of pointer.json is not this job's write", who, ErrNotVisible, wrote.Generation)
 	}
 	for d := range wrote.Dates {
 		if e, ok := cur.Dates[d]; ok && e.JobID != jobID && wrote.Dates[d].JobID == jobID {

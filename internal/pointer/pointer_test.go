@@ -631,3 +631,23 @@ func TestPublishRefusesInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteErrorsNameTheOperation: an error from moving the pointer names
+// the write as what it is. A rollback's exit 6 had read "publish <its job
+// id>", pointing whoever reads the history at a publish there was none of.
+func TestWriteErrorsNameTheOperation(t *testing.T) {
+	refused := errors.New("date changed")
+	for _, tc := range []struct{ op, want string }{
+		{"", "publish job-x: date changed"},
+		{pointer.OpPublish, "publish job-x: date changed"},
+		{pointer.OpRollback, "rollback job-x: date changed"},
+	} {
+		c := commit("job-x", map[dates.Date]pointer.DateEntry{dates.MustParse("2026-03-02"): {JobID: "job-x"}})
+		c.Operation = tc.op
+		c.Check = func(pointer.Pointer) error { return refused }
+		_, err := pointer.PublishOutcome(t.Context(), &fakeStore{cur: pointer.Empty()}, c)
+		if !errors.Is(err, refused) || err.Error() != tc.want {
+			t.Errorf("operation %q: error %v, want %q", tc.op, err, tc.want)
+		}
+	}
+}

@@ -404,22 +404,23 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 	if jobID == "" {
 		return Outcome{}, errors.New("publish: empty job id")
 	}
+	who := named(c.Operation, jobID)
 	for attempt := 0; attempt < maxPublishAttempts; attempt++ {
 		if attempt > 0 {
 			if err := sleep(ctx, backoff(jobID, attempt)); err != nil {
-				return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+				return Outcome{}, fmt.Errorf("%s: %w", who, err)
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("%s: %w", who, err)
 		}
 		cur, ver, err := s.Load(ctx)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("%s: %w", who, err)
 		}
 		if c.Check != nil {
 			if err := c.Check(cur); err != nil {
-				return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+				return Outcome{}, fmt.Errorf("%s: %w", who, err)
 			}
 		}
 		next := Merge(cur, c)
@@ -427,7 +428,7 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 		// it here so it is not mistaken for a write of unknown outcome.
 		_, digest, err := EncodeDigest(next)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("%s: %w", who, err)
 		}
 		next.Digest = digest
 		err = s.Swap(ctx, ver, next)
@@ -438,7 +439,7 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 			continue
 		}
 		if errors.Is(err, ErrBrokenChain) || errors.Is(err, ErrNotWritten) {
-			return Outcome{}, fmt.Errorf("publish %s: %w", jobID, err)
+			return Outcome{}, fmt.Errorf("%s: %w", who, err)
 		}
 		landed, rerr := resolve(ctx, s, jobID, next, ver, err)
 		if rerr != nil {
@@ -446,7 +447,7 @@ func PublishOutcome(ctx context.Context, s Store, c Commit) (Outcome, error) {
 		}
 		return confirm(ctx, s, jobID, landed, err)
 	}
-	return Outcome{}, fmt.Errorf("publish %s: gave up after %d attempts: %w", jobID, maxPublishAttempts, ErrConflict)
+	return Outcome{}, fmt.Errorf("%s: gave up after %d attempts: %w", who, maxPublishAttempts, ErrConflict)
 }
 
 // backoff doubles with the attempt, to 1 s, and is spread over the whole
@@ -526,4 +527,14 @@ func Names(p Pointer, jobID string) bool {
 		}
 	}
 	return false
+}
+
+// named is how an error names the write of jobID: "publish ID", or
+// "rollback ID" for a rollback (whose job id no publish ever had: exit 6's
+// remedy is to read the history, and it named a publish there was none of).
+func named(operation, jobID string) string {
+	if operation == "" {
+		operation = OpPublish
+	}
+	return operation + " " + jobID
 }
