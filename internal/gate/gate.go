@@ -60,6 +60,12 @@ type InputFigures struct {
 	NullEventIDs           int64    `json:"null_event_ids"`
 	DuplicateEventIDs      int64    `json:"duplicate_event_ids"`
 	DuplicateEventIDSample []string `json:"duplicate_event_id_sample"`
+	// StrayEvents are the raw events of the read window of dates not
+	// requested that lie outside their partition's own window (ingested
+	// before their UTC date, or more than latenessDays after it): no
+	// publish of any date counts them. A warning, not a check: a producer's
+	// clock set to 1970 or a year ahead loses its events here.
+	StrayEvents int64 `json:"stray_events"`
 	// The longest lesson_title in the manifest pin, in bytes, and its lesson.
 	LongestTitleBytes  int64  `json:"longest_title_bytes"`
 	LongestTitleLesson string `json:"longest_title_lesson"`
@@ -185,10 +191,15 @@ func InputChecks(in InputFigures) []Check {
 		{
 			// An event without a time has no event date: any requested date
 			// may be missing it, and counting the rest would be a silent drop.
+			// Stray events (a clock reset to 1970) are a warning here, not a
+			// failure: their dates are not the run's, and a refusal would
+			// hold every date up for a producer's old rows.
 			Name:    CheckEventTimePresent,
 			Passed:  in.NullEventTimes == 0,
-			Detail:  fmt.Sprintf("%d raw events in the read window have a null event_time", in.NullEventTimes),
-			Figures: map[string]any{"null_event_times": in.NullEventTimes},
+			Warning: in.StrayEvents > 0,
+			Detail: fmt.Sprintf("%d raw events in the read window have a null event_time; %d of dates not requested lie outside their partition's own window (counted by no publish)",
+				in.NullEventTimes, in.StrayEvents),
+			Figures: map[string]any{"null_event_times": in.NullEventTimes, "stray_events": in.StrayEvents},
 		},
 		{
 			// event_id is the business key of an event; a repeat is an

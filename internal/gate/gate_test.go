@@ -189,6 +189,25 @@ func TestProhibitedColumnsOff(t *testing.T) {
 	}
 }
 
+// TestStrayEventsWarn: events no publish counts (other dates' events
+// outside their partition's window) are a warning on raw_event_time_present
+// with their count, never a failure: their dates are not the run's.
+func TestStrayEventsWarn(t *testing.T) {
+	for _, tc := range []struct {
+		stray   int64
+		warning bool
+	}{{0, false}, {40, true}} {
+		f := clean()
+		f.in.StrayEvents = tc.stray
+		r := f.report(0.02)
+		c := checkByName(t, r, CheckEventTimePresent)
+		if !c.Passed || !r.Passed || c.Warning != tc.warning || c.Figures["stray_events"] != tc.stray ||
+			!strings.Contains(c.Detail, fmt.Sprintf("; %d of dates not requested", tc.stray)) {
+			t.Errorf("%d stray: %+v (report passed %v), want passed, warning %v", tc.stray, c, r.Passed, tc.warning)
+		}
+	}
+}
+
 func TestUnknownCapBoundary(t *testing.T) {
 	tests := []struct {
 		name            string

@@ -370,7 +370,8 @@ func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inpu
 // producer's clock, or partitions dated in a zone behind UTC) or more than
 // latenessDays after it. None is counted on any date; without this they
 // would go without a word (the input count leaves them out as the tables
-// do, so input_equals_fact cannot see them).
+// do, so input_equals_fact cannot see them). The same for the window's
+// events of other dates that no date's window holds (StrayEvents).
 func warnUncounted(log *slog.Logger, job config.Job, in engine.Inputs) {
 	uncounted := map[string]map[string]int64{}
 	for _, d := range job.Dates {
@@ -381,5 +382,12 @@ func warnUncounted(log *slog.Logger, job config.Job, in engine.Inputs) {
 	if len(uncounted) > 0 {
 		log.Warn("events of the requested dates lie in partitions outside their date's own window (ingest_date from the date to latenessDays after it) and are not counted: ingested before their UTC date (a producer's clock, or partitions dated in a zone behind UTC) or later than latenessDays",
 			"uncounted", uncounted, "lateness_days", job.LatenessDays)
+	}
+	// Events of other dates that no date's window holds: no publish of
+	// any date will count them (a clock reset to 1970, stamped a year
+	// ahead), and without this they went without a word.
+	if n := in.Figures.StrayEvents; n > 0 {
+		log.Warn("raw events of dates not requested lie outside their partition's own window (ingested before their UTC date, or more than latenessDays after it): no publish of any date counts them; check the producer's clock",
+			"stray_events", n, "lateness_days", job.LatenessDays)
 	}
 }

@@ -232,11 +232,15 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
-	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%s AND %s, false) AS requested
-		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %s AS ingest_date
-		      FROM %s)`,
-		utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays),
-		ingestDateOf(sourceFileColumn), rawScan(rawFiles, nanos))
+	// stray: an event of a date not requested outside its partition's own
+	// window (ingested before its date, or more than latenessDays after):
+	// no publish of any date counts it (gate.InputFigures.StrayEvents).
+	inDays, own := utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays)
+	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%[1]s AND %[2]s, false) AS requested,
+		       coalesce(NOT (%[1]s) AND NOT %[2]s, false) AS stray
+		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %[3]s AS ingest_date
+		      FROM %[4]s)`,
+		inDays, own, ingestDateOf(sourceFileColumn), rawScan(rawFiles, nanos))
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
@@ -246,11 +250,12 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	// collision, so the exact count below decides.
 	h := e.hashOf("event_id")
 	q := `SELECT count(*) FILTER (WHERE event_time IS NULL),
-		count(*) FILTER (WHERE requested AND event_id IS NULL)`
+		count(*) FILTER (WHERE requested AND event_id IS NULL),
+		count(*) FILTER (WHERE stray)`
 	n := len(spec.Dates)
 	perDate, lateDate, earlyDate, ownDate := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	var byDay [4]any // the histograms, on many dates
-	dest := []any{&f.NullEventTimes, &f.NullEventIDs}
+	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &f.StrayEvents}
 	if n <= e.perDateFilters() {
 		// One instant range per date, as utcDayRanges: no per-row date.
 		for _, d := range spec.Dates {

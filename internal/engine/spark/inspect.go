@@ -297,19 +297,21 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 	// bit 0 a null event_time, bit 1 a requested date's event in its own
 	// window, bit 2 one past it (late: counted nowhere, but a sign of an
 	// outage), bit 3 one in a partition before the date (early: counted
-	// nowhere, warned of), bit 4 one in the date's own partition, f >> 5
-	// the 1-based index of that date: its place in spec.Dates, or past
-	// perDateAggregates dates its distance from the first (grouped).
+	// nowhere, warned of), bit 4 one in the date's own partition, bit 5 an
+	// event of a date not requested outside its partition's own window
+	// (stray: no publish counts it), f >> 6 the 1-based index of the
+	// requested date: its place in spec.Dates, or past perDateAggregates
+	// dates its distance from the first (grouped).
 	var dateIdx, perDate, fields []string
 	index := ""
 	if p.grouped = n > e.perDateAggregates(); p.grouped {
 		p.first = slices.Min(spec.Dates)
-		index = fmt.Sprintf("32 * (datediff(event_date, DATE %s) + 1)", quote(p.first.String()))
+		index = fmt.Sprintf("64 * (datediff(event_date, DATE %s) + 1)", quote(p.first.String()))
 	} else {
 		for i, d := range spec.Dates {
-			dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 32*(i+1)))
-			perDate = append(perDate, fmt.Sprintf(", 'd%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 2) = 2), 'l%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 4) = 4)"+
-				", 'e%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 8) = 8), 'o%[1]d', count_if(shiftright(f, 5) = %[2]d AND (f & 16) = 16)", i, i+1))
+			dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 64*(i+1)))
+			perDate = append(perDate, fmt.Sprintf(", 'd%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 2) = 2), 'l%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 4) = 4)"+
+				", 'e%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 8) = 8), 'o%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 16) = 16)", i, i+1))
 			fields = append(fields, fmt.Sprintf("ev.d%[1]d, ev.l%[1]d, ev.e%[1]d, ev.o%[1]d, ", i))
 		}
 		index = "CASE event_date " + strings.Join(dateIdx, " ") + " END"
@@ -320,13 +322,14 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 		return fmt.Sprintf(`SELECT %s AS k,
 		       CASE WHEN event_time IS NULL THEN 1 ELSE 0 END + CASE WHEN requested THEN 2 ELSE 0 END + CASE WHEN late THEN 4 ELSE 0 END
 		       + CASE WHEN early THEN 8 ELSE 0 END + CASE WHEN requested AND ingest_date = event_date THEN 16 ELSE 0 END
-		       + CASE WHEN requested OR late OR early THEN %[2]s ELSE 0 END AS f
+		       + CASE WHEN stray THEN 32 ELSE 0 END + CASE WHEN requested OR late OR early THEN %[2]s ELSE 0 END AS f
 		FROM (SELECT event_id, event_time, event_date, ingest_date, coalesce(event_date IN %[3]s AND %[4]s, false) AS requested,
 		             coalesce(event_date IN %[3]s AND ingest_date > date_add(event_date, %[9]d), false) AS late,
-		             coalesce(event_date IN %[3]s AND ingest_date < event_date, false) AS early
+		             coalesce(event_date IN %[3]s AND ingest_date < event_date, false) AS early,
+		             coalesce(NOT (event_date IN %[3]s) AND NOT (%[4]s), false) AS stray
 		      FROM (SELECT event_id, event_time, %[5]s AS event_date, ingest_date FROM %[6]s
 		            WHERE ingest_date BETWEEN DATE %[7]s AND DATE %[8]s))
-		WHERE event_time IS NULL OR requested OR late OR early OR event_id IS NOT NULL`,
+		WHERE event_time IS NULL OR requested OR late OR early OR stray OR event_id IS NOT NULL`,
 			key, index, dateList(spec.Dates), ownWindow(spec.LatenessDays), eventDateExpr, rawView,
 			quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), spec.LatenessDays)
 	}
@@ -350,23 +353,26 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 		  (SELECT named_struct('null_times', CAST(coalesce(sum(nt), 0) AS BIGINT),
 		     'null_ids', CAST(coalesce(sum(ni), 0) AS BIGINT),
 		     'repeats', CAST(coalesce(sum(rep), 0) AS BIGINT),
+		     'stray', CAST(coalesce(sum(st), 0) AS BIGINT),
 		     'by_date', concat_ws(',', collect_list(CASE WHEN i > 0 THEN format_string('%%d:%%d:%%d:%%d:%%d', i, d, l, e, o) END)))
-		   FROM (SELECT shiftright(f, 5) AS i, count_if((f & 1) = 1) AS nt, count_if(k IS NULL AND (f & 2) = 2) AS ni,
+		   FROM (SELECT shiftright(f, 6) AS i, count_if((f & 1) = 1) AS nt, count_if(k IS NULL AND (f & 2) = 2) AS ni,
 		           count_if(k IS NOT NULL AND (f & 2) = 2 AND n > 1) AS rep, count_if((f & 2) = 2) AS d,
-		           count_if((f & 4) = 4) AS l, count_if((f & 8) = 8) AS e, count_if((f & 16) = 16) AS o
-		         FROM (%s) GROUP BY shiftright(f, 5))) AS ev,`, windowed)
-		p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.by_date, "
-		p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &p.byDate}
+		           count_if((f & 4) = 4) AS l, count_if((f & 8) = 8) AS e, count_if((f & 16) = 16) AS o,
+		           count_if((f & 32) = 32) AS st
+		         FROM (%s) GROUP BY shiftright(f, 6))) AS ev,`, windowed)
+		p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.stray, ev.by_date, "
+		p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &f.StrayEvents, &p.byDate}
 		return p, nil
 	}
 	p.query = fmt.Sprintf(`
 		  (SELECT named_struct('null_times', CAST(count_if((f & 1) = 1) AS BIGINT),
 		     'null_ids', CAST(count_if(k IS NULL AND (f & 2) = 2) AS BIGINT),
-		     'repeats', CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n > 1) AS BIGINT)%s)
+		     'repeats', CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n > 1) AS BIGINT),
+		     'stray', CAST(count_if((f & 32) = 32) AS BIGINT)%s)
 		   FROM (%s)) AS ev,`,
 		strings.Join(perDate, ""), windowed)
-	p.fields = "ev.null_times, ev.null_ids, ev.repeats, " + strings.Join(fields, "")
-	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats}
+	p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.stray, " + strings.Join(fields, "")
+	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &f.StrayEvents}
 	for i := range p.counts {
 		p.dest = append(p.dest, &p.counts[i], &p.late[i], &p.early[i], &p.own[i])
 	}

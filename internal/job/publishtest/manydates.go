@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -29,8 +30,7 @@ func ManyDates(t *testing.T, fx Fixture) engine.Spec {
 		ds = append(ds, first.AddDays(i))
 	}
 	db := DB(t)
-	const partitions = 25
-	for p := 0; p < partitions; p++ {
+	for p := 0; p < manyPartitions; p++ {
 		ingest := first.AddDays(p)
 		part := filepath.Join(dir, "raw", "ingest_date="+ingest.String())
 		if err := os.MkdirAll(part, 0o755); err != nil {
@@ -43,12 +43,15 @@ func ManyDates(t *testing.T, fx Fixture) engine.Spec {
 		}
 	}
 	spec := engine.Spec{
-		JobID: "many-dates", Dates: ds, IngestFrom: first, IngestTo: first.AddDays(partitions - 1), LatenessDays: 2,
+		JobID: "many-dates", Dates: ds, IngestFrom: first, IngestTo: first.AddDays(manyPartitions - 1), LatenessDays: 2,
 		Raw: filepath.Join(dir, "raw"), Lessons: fx.Input("lessons"), Enrollments: fx.Input("enrollments"),
 		ManifestID: gen.ManifestID, EnrollmentSnapshotID: gen.EnrollmentSnapshotID, TargetFileBytes: engine.DefaultTargetFileBytes,
 	}
 	return WithInputs(t, spec)
 }
+
+// manyPartitions is how many daily ingest partitions ManyDates writes.
+const manyPartitions = 25
 
 // CheckManyDates compares in's per-date figures with ManyDates' hand counts
 // for the requested dates ds: two events each (its own partition's and the
@@ -67,5 +70,20 @@ func CheckManyDates(t *testing.T, ds []dates.Date, in engine.Inputs) {
 		if !maps.Equal(f.got, f.want) {
 			t.Errorf("%s by date %v, want %v", f.name, f.got, f.want)
 		}
+	}
+	// Stray: the events of dates not requested outside their partition's
+	// own window, by ManyDates' rule: each partition's event of I-3 (past
+	// latenessDays 2) and of I+1 (early), when that date is not in ds.
+	var stray int64
+	first := dates.MustParse("2026-03-01")
+	for p := 0; p < manyPartitions; p++ {
+		for _, k := range []int{3, -1} {
+			if !slices.Contains(ds, first.AddDays(p-k)) {
+				stray++
+			}
+		}
+	}
+	if in.Figures.StrayEvents != stray {
+		t.Errorf("stray events %d, want %d", in.Figures.StrayEvents, stray)
 	}
 }
