@@ -124,3 +124,35 @@ func TestMisspeltSparkSettingWarned(t *testing.T) {
 		t.Errorf("want exactly one unknown setting warned of (the fixture's own keys are known):\n%s", errb.String())
 	}
 }
+
+// TestExplainWarnsOfAnOverlappingWarehouse: a warehouse that is, holds or
+// lies inside an input, which publish refuses (exit 2), is warned of with
+// publish's reason; the plan is still shown. Another warehouse is not.
+func TestExplainWarnsOfAnOverlappingWarehouse(t *testing.T) {
+	const warning = "publish would refuse this warehouse"
+	raw, err := filepath.Abs(filepath.Join("..", "..", "testdata", "fixture", "raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, warehouse, reason string
+	}{
+		{"the raw input", raw, "is the input engagement.raw"},
+		{"apart", t.TempDir(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := []string{"explain", "--config", filepath.Join("..", "..", "config", "fixture.conf"), "--dates", "2026-03-02,2026-03-03", "--warehouse", tc.warehouse}
+			if code := cli.Main(context.Background(), args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if !strings.Contains(out.String(), "MANIFEST JOIN") {
+				t.Errorf("no plan on stdout:\n%s", out.String())
+			}
+			warned := strings.Contains(errb.String(), warning)
+			if warned != (tc.reason != "") || !strings.Contains(errb.String(), tc.reason) {
+				t.Errorf("stderr: want the warning %v, with %q:\n%s", tc.reason != "", tc.reason, errb.String())
+			}
+		})
+	}
+}

@@ -45,6 +45,8 @@ type InputFigures struct {
 	RawFiles        int      `json:"raw_files"`
 	RawColumns      []string `json:"raw_columns"`
 	ProhibitedFound []string `json:"prohibited_found"`
+	// ProhibitedFirstIn is the first raw file holding each found field.
+	ProhibitedFirstIn map[string]string `json:"prohibited_first_in"`
 	// Prohibited is the list the raw schema was checked against
 	// (engagement.prohibitedColumns); empty when the check is off.
 	Prohibited           []string `json:"prohibited"`
@@ -155,9 +157,11 @@ func InputChecks(in InputFigures) []Check {
 	prohibited := Check{
 		Name:   CheckProhibitedColumns,
 		Passed: len(in.ProhibitedFound) == 0,
-		// Quoted: a name's stray space ("email ") shows.
-		Detail:  listDetail("prohibited columns in the raw schema read", quoteAll(in.ProhibitedFound)),
-		Figures: map[string]any{"found": nonNil(in.ProhibitedFound), "raw_columns": nonNil(in.RawColumns), "prohibited": nonNil(in.Prohibited)},
+		// Quoted: a name's stray space ("email ") shows. With the first
+		// file holding each: the read window may hold thousands.
+		Detail: listDetail("prohibited columns in the raw schema read", foundIn(in.ProhibitedFound, in.ProhibitedFirstIn)),
+		Figures: map[string]any{"found": nonNil(in.ProhibitedFound), "raw_columns": nonNil(in.RawColumns), "prohibited": nonNil(in.Prohibited),
+			"first_in": in.ProhibitedFirstIn},
 	}
 	if len(in.Prohibited) == 0 && len(in.ProhibitedFound) == 0 {
 		// Turned off by the operator: passed, but the record and the
@@ -317,6 +321,18 @@ func shownKeys(items []string) []string {
 	out := make([]string, len(items))
 	for i, s := range items {
 		out[i] = shownKey(s)
+	}
+	return out
+}
+
+// foundIn quotes each found field, with the first file holding it when
+// known.
+func foundIn(found []string, firstIn map[string]string) []string {
+	out := quoteAll(found)
+	for i, f := range found {
+		if file, ok := firstIn[f]; ok {
+			out[i] += " (first in " + file + ")"
+		}
 	}
 	return out
 }

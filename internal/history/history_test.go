@@ -3,6 +3,9 @@ package history_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -504,6 +507,74 @@ func TestRollbackChecksFiles(t *testing.T) {
 				if err := w.rollback("back", 1, mon); exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), "taken by a rollback") {
 					t.Errorf("the same job id again: %v, want exit 2, taken by a rollback", err)
 				}
+			}
+		})
+	}
+}
+
+// TestRollbackChecksTheWholeChain: a rollback to generation 1 checks every
+// link from the current generation down, not only 2's record of 1. A copy
+// edited together with its successor's parent field passed a check of one
+// link and was published (an edited figure, exit 0); an edited parent
+// field blamed the intact copy below it. Each is refused, naming the file
+// that was changed.
+func TestRollbackChecksTheWholeChain(t *testing.T) {
+	edit := func(w *wh, name, from, to string) string {
+		p := filepath.Join(w.dir, "pointer-history", name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		edited := strings.Replace(string(b), from, to, 1)
+		if edited == string(b) {
+			w.t.Fatalf("no %q in %s", from, name)
+		}
+		w.write("pointer-history/"+name, edited)
+		return edited
+	}
+	digest := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	parentOf := func(w *wh, name string) string {
+		b, err := os.ReadFile(filepath.Join(w.dir, "pointer-history", name))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var p struct {
+			Parent struct{ SHA256 string } `json:"parent"`
+		}
+		if err := json.Unmarshal(b, &p); err != nil || p.Parent.SHA256 == "" {
+			w.t.Fatalf("%s: parent %+v, %v", name, p, err)
+		}
+		return p.Parent.SHA256
+	}
+	for _, tc := range []struct {
+		name    string
+		break_  func(w *wh)
+		mention string
+	}{
+		{"CopyAndSuccessorEdited", func(w *wh) {
+			edited := edit(w, "1.json", `"event_count": 11`, `"event_count": 1100`)
+			edit(w, "2.json", parentOf(w, "2.json"), digest(edited))
+		}, "pointer-history/2.json is not the generation 3 was written on"},
+		{"ParentFieldEdited", func(w *wh) {
+			edit(w, "2.json", parentOf(w, "2.json"), strings.Repeat("0", 64))
+		}, "pointer-history/2.json is not the generation 3 was written on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWH(t)
+			w.publish("a", mon)
+			w.publish("b", mon)
+			w.publish("c", mon)
+			tc.break_(w)
+			before := w.pointerBytes()
+			err := w.rollback("back", 1, mon)
+			if exitcode.Code(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("error %v, want exit 2 mentioning %q", err, tc.mention)
+			}
+			if strings.Contains(err.Error(), "pointer-history/1.json") {
+				t.Errorf("error %v blames pointer-history/1.json", err)
+			}
+			if string(w.pointerBytes()) != string(before) {
+				t.Errorf("a refused rollback moved the pointer")
 			}
 		})
 	}

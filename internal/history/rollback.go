@@ -217,28 +217,35 @@ func (r Rollback) source(ctx context.Context, cur pointer.Pointer) (pointer.Poin
 // successor recorded its bytes' digest as its parent, and a rollback
 // copies its entries byte for byte, so an edited copy (figures, or file
 // paths pointing at a rejected attempt's staging) would be published as
-// the generation it claims to be. A successor without a parent (format 1)
-// cannot tell, and is taken at its word.
+// the generation it claims to be. The successor is only as good as its own
+// successor's record of it, so every link is checked, from the current
+// generation down to src: a copy edited together with its successor's
+// parent field passed a check of one link, and an edited parent field
+// blamed the intact copy below it. Walking down, the first link that does
+// not hold names the file changed. A generation without a parent (format
+// 1) cannot tell, and the chain below it is taken at its word.
 func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
-	next := cur
-	if src.Generation+1 != cur.Generation {
-		var err error
-		next, err = r.Store.LoadGeneration(ctx, src.Generation+1)
-		if errors.Is(err, fs.ErrNotExist) {
-			return exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d cannot be checked: generation %d, which records its digest, is not retained (pointer-history/%d.json is gone); "+
-				"restore it from a backup to roll back to %d, or pick another generation from engagement history", r.To, src.Generation+1, src.Generation+1, r.To))
+	child := cur
+	for child.Generation > src.Generation && child.Parent != nil {
+		g := child.Generation - 1
+		parent := src
+		if g != src.Generation {
+			var err error
+			parent, err = r.Store.LoadGeneration(ctx, g)
+			if errors.Is(err, fs.ErrNotExist) {
+				return exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d cannot be checked: generation %d, on the chain that records its digest, is not retained (pointer-history/%d.json is gone); "+
+					"restore it from a backup to roll back to %d, or pick another generation from engagement history", r.To, g, g, r.To))
+			}
+			if err != nil {
+				return fmt.Errorf("rollback: read generation %d: %w", g, err)
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("rollback: read generation %d: %w", src.Generation+1, err)
+		if child.Parent.Generation != g || child.Parent.SHA256 != parent.Digest {
+			return exitcode.UsageError(fmt.Errorf("rollback: pointer-history/%d.json is not the generation %d was written on (its sha256 %s, recorded as parent %d %s): "+
+				"it was changed after it was written; nothing was changed. Restore it, or roll back to a generation above it",
+				g, child.Generation, parent.Digest, child.Parent.Generation, child.Parent.SHA256))
 		}
-	}
-	if next.Parent == nil {
-		return nil
-	}
-	if next.Parent.Generation != src.Generation || next.Parent.SHA256 != src.Digest {
-		return exitcode.UsageError(fmt.Errorf("rollback: pointer-history/%d.json is not the generation %d was written on (its sha256 %s, recorded as parent %d %s): "+
-			"it was changed after it was written; nothing was changed. Restore it, or roll back to another generation",
-			src.Generation, next.Generation, src.Digest, next.Parent.Generation, next.Parent.SHA256))
+		child = parent
 	}
 	return nil
 }

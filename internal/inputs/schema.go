@@ -190,26 +190,34 @@ func Prohibited(fields []Field, prohibited []string) []string {
 const ReservedColumn = "engagement_source_file"
 
 // ProhibitedFields reads the footer of every raw file and returns the
-// prohibited fields found, as Prohibited does, across all of them, and the
-// files whose event_time is zoneless (read as UTC, which only the producer
-// can vouch for). A top column named ReservedColumn, in any case, is an
-// error naming the file.
-func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) (found, zoneless []string, err error) {
+// prohibited fields found, as Prohibited does, across all of them, with the
+// first file (in listing order) holding each, so a refusal names where the
+// producer must look among a window of many files; and the files whose
+// event_time is zoneless (read as UTC, which only the producer can vouch
+// for). A top column named ReservedColumn, in any case, is an error naming
+// the file.
+func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) (found []string, firstIn map[string]string, zoneless []string, err error) {
 	var all []Field
+	firstIn = map[string]string{}
 	for _, f := range files {
 		fields, noZone, err := s.fields(ctx, "raw", f.File)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if noZone {
 			zoneless = append(zoneless, f.Path)
 		}
 		for _, fd := range fields {
 			if strings.EqualFold(fd[0], ReservedColumn) {
-				return nil, nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
+				return nil, nil, nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
+			}
+		}
+		for _, p := range Prohibited(fields, prohibited) {
+			if _, ok := firstIn[p]; !ok {
+				firstIn[p] = f.Path
 			}
 		}
 		all = append(all, fields...)
 	}
-	return Prohibited(all, prohibited), zoneless, nil
+	return Prohibited(all, prohibited), firstIn, zoneless, nil
 }

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -239,7 +240,7 @@ func TestZonelessEventTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeParquet(t, tc.query)
-			_, zoneless, err := src().ProhibitedFields(t.Context(), []RawFile{{File: fileAt(t, p)}}, nil)
+			_, _, zoneless, err := src().ProhibitedFields(t.Context(), []RawFile{{File: fileAt(t, p)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,5 +248,23 @@ func TestZonelessEventTime(t *testing.T) {
 				t.Errorf("zoneless files %v, want this one named: %v", zoneless, tc.zoneless)
 			}
 		})
+	}
+}
+
+// TestProhibitedFirstIn: each prohibited field found is named with the
+// first file (in listing order) holding it, so a refusal over a window of
+// many files says where to look.
+func TestProhibitedFirstIn(t *testing.T) {
+	clean := writeParquet(t, "SELECT 'e1' AS event_id")
+	second := writeParquet(t, "SELECT 'e2' AS event_id, 'x' AS Raw_Ip")
+	third := writeParquet(t, "SELECT 'e3' AS event_id, 'y' AS raw_ip, 'z' AS email")
+	files := []RawFile{{File: fileAt(t, clean)}, {File: fileAt(t, second)}, {File: fileAt(t, third)}}
+	found, firstIn, _, err := src().ProhibitedFields(t.Context(), files, []string{"email", "raw_ip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"Raw_Ip": second, "raw_ip": third, "email": third}
+	if len(found) != len(want) || !maps.Equal(firstIn, want) {
+		t.Errorf("found %v, first in %v; want %v", found, firstIn, want)
 	}
 }

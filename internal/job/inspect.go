@@ -16,7 +16,7 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
 		return engine.Inputs{}, err
 	}
-	found, zoneless, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
+	found, firstIn, zoneless, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
 	if err != nil {
 		return engine.Inputs{}, err
 	}
@@ -36,7 +36,7 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if err != nil {
 		return in, err
 	}
-	in.Figures.ProhibitedFound, in.Figures.Prohibited = found, spec.ProhibitedColumns
+	in.Figures.ProhibitedFound, in.Figures.ProhibitedFirstIn, in.Figures.Prohibited = found, firstIn, spec.ProhibitedColumns
 	return in, nil
 }
 

@@ -74,3 +74,18 @@ func Locations(job config.Job) (Places, error) {
 func request(l Places, spec engine.Spec) inputs.Request {
 	return inputs.Request{Raw: l.Raw, Lessons: l.Lessons, Enrollments: l.Enrollments, From: spec.IngestFrom, To: spec.IngestTo}
 }
+
+// OverlapRefused is why a publish of job would refuse its warehouse as
+// overlapping an input (warehouse.Overlap), or nil; nil too with no
+// warehouse given. explain, which writes nothing, warns with it, as it does
+// for refused dates.
+func OverlapRefused(job config.Job) error {
+	if job.Warehouse == "" {
+		return nil
+	}
+	locs, err := Locations(job)
+	if err != nil {
+		return err
+	}
+	return warehouse.Overlap(locs.all())
+}
