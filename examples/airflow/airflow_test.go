@@ -33,7 +33,8 @@ const (
 	// fixture's horizon); the fixture config's run date for freshness is the
 	// same day.
 	logicalDate = "2026-03-04"
-	// The job id template {{ ts_nodash }}-try{{ ti.try_number }} of that run.
+	// The job id template {{ ts_nodash }}-try{{ ti.try_number }}-{{ ti.id }}
+	// of that run, up to the try number.
 	jobIDPrefix = "20260304T000000-try"
 )
 
@@ -248,15 +249,14 @@ func TestDAG(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.JobID != jobIDPrefix+"2" || got.EventCount != want.Events || got.UnknownLessonCount != want.Unknown {
-				t.Errorf("%s: job %s, %d events, %d unknown; want job %s2, %d, %d",
+			if !ofTry(got.JobID, jobIDPrefix, "2") || got.EventCount != want.Events || got.UnknownLessonCount != want.Unknown {
+				t.Errorf("%s: job %s, %d events, %d unknown; want job %s2-<task instance>, %d, %d",
 					d, got.JobID, got.EventCount, got.UnknownLessonCount, jobIDPrefix, want.Events, want.Unknown)
 			}
 		}
 		for try, want := range map[string]bool{"1": true, "2": true, "3": false} {
-			_, err := os.Stat(filepath.Join(wh, "staging", "job_id="+jobIDPrefix+try))
-			if (err == nil) != want {
-				t.Errorf("staging of try %s: exists=%v, want %v", try, err == nil, want)
+			if got := tryPaths(t, filepath.Join(wh, "staging"), try, ""); (len(got) == 1) != want {
+				t.Errorf("staging of try %s: %v, want one: %v", try, got, want)
 			}
 		}
 	})
@@ -308,15 +308,19 @@ func TestDAG(t *testing.T) {
 			t.Errorf("pointer.json changed")
 		}
 		// The gate's own record says why: the cap, on try 1's job id.
-		rec, err := os.ReadFile(filepath.Join(wh, "rejections", "job_id="+jobIDPrefix+"1.json"))
+		recs := tryPaths(t, filepath.Join(wh, "rejections"), "1", ".json")
+		if len(recs) != 1 {
+			t.Fatalf("rejection records of try 1: %v, want one\n%s", recs, tail(out))
+		}
+		rec, err := os.ReadFile(recs[0])
 		if err != nil {
-			t.Fatalf("no rejection record of try 1: %v\n%s", err, tail(out))
+			t.Fatal(err)
 		}
 		if !strings.Contains(string(rec), "unknown_lesson_cap") {
 			t.Errorf("rejection record does not name the cap:\n%s", rec)
 		}
-		if _, err := os.Stat(filepath.Join(wh, "staging", "job_id="+jobIDPrefix+"2")); err == nil {
-			t.Errorf("a second try ran")
+		if got := tryPaths(t, filepath.Join(wh, "staging"), "2", ""); len(got) != 0 {
+			t.Errorf("a second try ran: %v", got)
 		}
 	})
 	// An operator rolls a date back while the day's publish is between its
@@ -383,8 +387,8 @@ func TestDAG(t *testing.T) {
 				t.Errorf("%s names %s, want %s", d, got.JobID, want)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(wh, "staging", "job_id="+jobIDPrefix+"2")); err == nil {
-			t.Errorf("a second try ran")
+		if got := tryPaths(t, filepath.Join(wh, "staging"), "2", ""); len(got) != 0 {
+			t.Errorf("a second try ran: %v", got)
 		}
 	})
 	// At 06:00 the run day's first events have landed, and its partition
@@ -441,13 +445,26 @@ func TestDAG(t *testing.T) {
 			t.Errorf("publish in task_instance: %+v, want success on try 1\n%s", got, tail(out))
 		}
 		snap := publishtest.Snapshot(t, wh)
-		jobID := strings.ReplaceAll(today.String(), "-", "") + "T000000-try1"
+		prefix := strings.ReplaceAll(today.String(), "-", "") + "T000000-try"
+		var first string
 		for fixtureDay, d := range map[string]dates.Date{"2026-03-02": mon, "2026-03-03": tue} {
 			got, err := snap.Date(d.String())
 			want := fx.Expected.ByDate[dates.MustParse(fixtureDay)]
-			if err != nil || got.JobID != jobID || got.EventCount != want.Events || got.UnknownLessonCount != want.Unknown {
-				t.Errorf("%s: %+v, %v; want job %s with %d events, %d unknown (the fixture's %s)", d, got, err, jobID, want.Events, want.Unknown, fixtureDay)
+			if err != nil || !ofTry(got.JobID, prefix, "1") || got.EventCount != want.Events || got.UnknownLessonCount != want.Unknown {
+				t.Errorf("%s: %+v, %v; want job %s1-<task instance> with %d events, %d unknown (the fixture's %s)", d, got, err, prefix, want.Events, want.Unknown, fixtureDay)
 			}
+			first = got.JobID
+		}
+		// The run made again for the same logical date (the README's
+		// `airflow dags test` twice, a run deleted and triggered again):
+		// its try 1 is a new task instance, whose job id is new too. With
+		// the try number alone it was the id already published: exit 4.
+		if err, out := a.dagsTest(t, []string{"ENGAGEMENT_RAW=" + raw}, nil, nil); err != nil {
+			t.Fatalf("airflow dags test again for %s: %v\n%s", today, err, tail(out))
+		}
+		again, err := publishtest.Snapshot(t, wh).Date(mon.String())
+		if err != nil || !ofTry(again.JobID, prefix, "1") || again.JobID == first {
+			t.Errorf("the run made again: %+v, %v; want a new try-1 job id, not %s", again, err, first)
 		}
 	})
 
@@ -557,4 +574,22 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// ofTry reports whether a job id is of try n of the run whose job ids
+// begin with prefix: prefix, n, "-" and the task instance's id.
+func ofTry(jobID, prefix, n string) bool {
+	rest, ok := strings.CutPrefix(jobID, prefix+n+"-")
+	return ok && rest != ""
+}
+
+// tryPaths are the entries of dir (staging prefixes, with suffix "";
+// rejection records, with ".json") of try n of the run at logicalDate.
+func tryPaths(t *testing.T, dir, n, suffix string) []string {
+	t.Helper()
+	got, err := filepath.Glob(filepath.Join(dir, "job_id="+jobIDPrefix+n+"-*"+suffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

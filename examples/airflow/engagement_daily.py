@@ -7,9 +7,10 @@ production): the horizon counts back from yesterday (today's partition is still
 being written), so each date is restated once more after its last lateness
 partition has ended, and one date more would fall outside it (exit 2).
 
-* The job id is `{{ ts_nodash }}-try{{ ti.try_number }}`: every try gets a new
-  one, as engagement requires (a published id exits 4, an id with an earlier
-  attempt's staging exits 2).
+* The job id is `{{ ts_nodash }}-try{{ ti.try_number }}-{{ ti.id }}`: every try
+  gets a new one, as engagement requires (a published id exits 4, an id with an
+  earlier attempt's staging exits 2), also in a run made again for the same
+  logical date, whose try numbers start at 1 again.
 * Exit 1 (and a signal, 130, 143 or 129) is retried: the pointer did not move and
   a retry with a new job id is safe. Exits 2, 3, 4 and 6 fail the task at once,
   with no retry: a bad command, a gate rejection or a published job id gets
@@ -27,7 +28,12 @@ pins engagement_manifest_id and engagement_enrollment_snapshot_id (passed as
 --manifest-id and --enrollment-snapshot-id when set; else the config's, and
 config/production.conf sets none, so set both there or every run is exit 2). Any
 other flag can be set on the worker as ENGAGEMENT_<FLAG>, which engagement
-reads itself (ENGAGEMENT_RAW, ENGAGEMENT_ENGINE, ...).
+reads itself (ENGAGEMENT_RAW, ENGAGEMENT_ENGINE, ...). The sensor's
+`engagement status` reads no config: S3 addressing the config sets
+(engagement.s3PathStyle) must be set on the worker as ENGAGEMENT_S3_PATH_STYLE
+too, or the sensor cannot reach a warehouse the publish wrote. A required
+Variable missing, a restate-days value that is not a whole number from 1, or
+no engagement binary fails the task at once: no retry mends them.
 """
 
 import datetime
@@ -52,16 +58,34 @@ RETRY_DELAY = datetime.timedelta(seconds=int(os.environ.get("ENGAGEMENT_DAG_RETR
 POKE_INTERVAL = int(os.environ.get("ENGAGEMENT_DAG_POKE_SECONDS", "300"))
 
 
+def required(name):
+    """A Variable the DAG cannot run without: missing, the task fails at once."""
+    value = Variable.get(name, default=None)
+    if not value:
+        raise AirflowFailException(f"Airflow Variable {name} is not set: the DAG needs it (see the DAG's docstring)")
+    return value
+
+
 def engagement(*args):
     """Run the engagement binary; its stdout and stderr go to the task log."""
     cmd = [Variable.get("engagement_bin", default="engagement"), *args]
     print("running:", " ".join(cmd), flush=True)
-    return subprocess.run(cmd, check=False).returncode
+    try:
+        return subprocess.run(cmd, check=False).returncode
+    except (FileNotFoundError, PermissionError) as err:
+        raise AirflowFailException(f"engagement binary {cmd[0]}: {err} (Variable engagement_bin)") from err
 
 
 def event_dates(ds):
     """The restated event dates: the N days before the logical date, oldest first."""
-    n = int(Variable.get("engagement_restate_days", default="3"))
+    raw = Variable.get("engagement_restate_days", default="3")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        # An empty --dates is a gate rejection (exit 3), not what was meant.
+        raise AirflowFailException(f"Airflow Variable engagement_restate_days {raw!r}: want a whole number from 1")
     day = datetime.date.fromisoformat(ds)
     return [(day - datetime.timedelta(days=i)).isoformat() for i in range(n, 0, -1)]
 
@@ -80,8 +104,8 @@ def engagement_daily():
         dates = event_dates(ds)
         args = [
             "publish",
-            "--config", Variable.get("engagement_config"),
-            "--warehouse", Variable.get("engagement_warehouse"),
+            "--config", required("engagement_config"),
+            "--warehouse", required("engagement_warehouse"),
             "--job-id", job_id,
             "--dates", ",".join(dates),
             # freshness is judged as of the run's own date, so a rerun of an
@@ -103,7 +127,7 @@ def engagement_daily():
     @task.sensor(poke_interval=POKE_INTERVAL, timeout=6 * 3600, mode="reschedule")
     def published(ds=None):
         newest = event_dates(ds)[-1]
-        code = engagement("status", "--warehouse", Variable.get("engagement_warehouse"), "--date", newest)
+        code = engagement("status", "--warehouse", required("engagement_warehouse"), "--date", newest)
         if code == NOT_PUBLISHED:
             return False
         if code == 2:
@@ -114,7 +138,12 @@ def engagement_daily():
             raise RuntimeError(f"engagement status exited {code}; retrying")
         return True
 
-    publish("{{ ts_nodash }}-try{{ ti.try_number }}") >> published()
+    # The try number alone repeats when a run is made again for the same
+    # logical date (`airflow dags test`, a run deleted and triggered again, a
+    # restored metadata database): try_number starts at 1 in every new task
+    # instance, and the id engagement already holds failed the run (exit 4).
+    # The task instance's id is new on every try.
+    publish("{{ ts_nodash }}-try{{ ti.try_number }}-{{ ti.id }}") >> published()
 
 
 engagement_daily()

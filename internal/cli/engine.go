@@ -51,12 +51,11 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 		}
 		e, err := duckdb.Open(ctx, settings)
 		if err != nil {
-			// A signal while the engine starts cancels the run; only a
-			// setting DuckDB refuses is the user's mistake.
+			// A signal while the engine starts cancels the run.
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("open duckdb: %w", ctx.Err())
 			}
-			return nil, exitcode.UsageError(settingWhere(j, err))
+			return nil, openError(j, err)
 		}
 		if url := onS3(j.Warehouse, j.Raw, j.Lessons, j.Enrollments); url != "" {
 			if err := enableS3(ctx, e, url, j.DuckDBExtensions); err != nil {
@@ -132,6 +131,19 @@ func jobAndEngine(ctx context.Context, log *slog.Logger, jf *jobFlags, check fun
 // settingWhere is err with the config's FILE:LINE of the duckdb.* key a
 // *duckdb.SettingError names, when the key came from a file; the code
 // stays err's.
+// openError is why the engine did not start, with its exit code: only a
+// setting DuckDB or the engine refuses is the user's mistake (exit 2). An
+// allocation failure on a busy worker, or a spill directory that cannot be
+// made, is not: exit 1, which a scheduler retries (it was exit 2, and the
+// DAG failed fast with "fix the command").
+func openError(j config.Job, err error) error {
+	var se *duckdb.SettingError
+	if errors.As(err, &se) {
+		return exitcode.UsageError(settingWhere(j, err))
+	}
+	return err
+}
+
 func settingWhere(j config.Job, err error) error {
 	var se *duckdb.SettingError
 	if errors.As(err, &se) && j.Where["duckdb."+se.Key] != "" {

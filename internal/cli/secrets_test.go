@@ -162,7 +162,7 @@ func TestURLSecretsNeverWritten(t *testing.T) {
 				}
 			}
 			// The failures were reported, with the URLs masked.
-			want := map[string]string{"sinks": "etl:xxxxx@", "spark": "token=xxxxx", "mistyped spark": "sc:xxxxx", "mistyped sink": "http:xxxxx"}[tc.name]
+			want := map[string]string{"sinks": "etl:xxxxx@", "spark": "token=xxxxx", "mistyped spark": "token=xxxxx", "mistyped sink": "http:xxxxx@"}[tc.name]
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr does not name the masked URL (%s):\n%s", want, r.stderr)
 			}

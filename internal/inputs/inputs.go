@@ -28,16 +28,14 @@ const PartitionPrefix = "ingest_date="
 
 // Hidden reports whether a directory entry is bookkeeping rather than data,
 // by the Hadoop convention Spark follows: a name beginning with "_" or "."
-// (_SUCCESS, .part-0.parquet.crc, _temporary/), or ending in "._COPYING_"
-// (hadoop fs -put and -cp write there, then rename: read as data, a copy
-// in flight beside its finished file counted every event twice, and Spark
-// refused the name as unreadable). Every other file in a partition or input
-// directory is data, whatever its name: Hive writes 000000_0, other tools
-// .PARQUET or .parq.
-func Hidden(name string) bool {
-	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || strings.HasSuffix(name, copyingSuffix)
-}
+// (_SUCCESS, .part-0.parquet.crc, _temporary/). Every other file in a
+// partition or input directory is data, whatever its name: Hive writes
+// 000000_0, other tools .PARQUET or .parq. A name ending in "._COPYING_"
+// is judged by dataFiles, which sees its directory.
+func Hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
+// copyingSuffix marks a copy in flight: hadoop fs -put and -cp (onto S3A
+// too) write X._COPYING_ and rename it to X when done.
 const copyingSuffix = "._COPYING_"
 
 // File is one input file as the attempt listed it. Size and version (the
@@ -287,9 +285,27 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 		}
 	}
 	var files []File
+	names := map[string]bool{}
 	for _, o := range objs {
-		if Hidden(path.Base(o.Key)) {
+		names[path.Base(o.Key)] = true
+	}
+	for _, o := range objs {
+		name := path.Base(o.Key)
+		if Hidden(name) {
 			continue
+		}
+		if final, ok := strings.CutSuffix(name, copyingSuffix); ok {
+			// Beside its finished file, a copy of a landed file: Spark
+			// hides it, and read as data it counted every event twice.
+			// Alone, a copy still running into a partition that should
+			// have ended: hidden, the day was published short with exit 0
+			// (the rest of it never counted once the date left the
+			// horizon); read, a half-written file.
+			if names[final] || !strict {
+				continue
+			}
+			return nil, fmt.Errorf("%s %s: %s is a copy still in flight (hadoop fs -put and -cp write it and rename it to %s when done): wait for it to finish, then rerun with a new job id",
+				what, where, name, final)
 		}
 		if o.Link {
 			// Outside the read window it is not read, so not judged.

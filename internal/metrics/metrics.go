@@ -128,7 +128,7 @@ func Registry(r Run) *prometheus.Registry {
 		}
 	}
 	if r.Result.UnsettledChecked {
-		gauge(Unsettled, "Published dates that left the restatement horizon before a publish read their last lateness partition (a missed or failed run).").Set(float64(len(r.Result.Unsettled)))
+		gauge(Unsettled, "Published dates that left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled).").Set(float64(len(r.Result.Unsettled)))
 	}
 	if len(r.Result.Report.Checks) > 0 {
 		gc := vec(GateCheck, "1 when the gate check passed in the last publish, 0 when it failed.", "check", "date")

@@ -72,15 +72,11 @@ func split(raw string) (string, []string) {
 	}
 	if strings.HasPrefix(strings.ToLower(raw), "sc://") {
 		base, params, ok := strings.Cut(raw, "/;")
+		base = maskUserPassword(base, add)
 		if !ok {
 			// Malformed (sc://h:p;token=…, sc://h:p/?token=…): whatever
 			// follows a token= is still the token.
-			shown := scToken.ReplaceAllStringFunc(raw, func(m string) string {
-				k, v, _ := strings.Cut(m, "=")
-				add(v)
-				return k + "=" + Mask
-			})
-			return shown, secrets
+			return maskTokens(base, add), secrets
 		}
 		parts := strings.Split(params, ";")
 		for i, p := range parts {
@@ -102,14 +98,18 @@ func split(raw string) (string, []string) {
 	if u.Host == "" || !strings.Contains(raw, "://") {
 		// Parsed, but no URL of a server: a typo in the scheme (sc:/h/;token=…,
 		// http:/user:pw@h) parses as a scheme and a path, with no user info
-		// or query to mask, and the secret went out whole. Masked as a
-		// string that does not parse.
-		if scheme, rest, ok := strings.Cut(raw, ":"); ok && u.Scheme != "" {
-			add(rest)
-			return scheme + ":" + Mask, secrets
+		// or query to mask, and the secret went out whole. What would be a
+		// password before an '@', and every token=, are masked; the rest
+		// is shown as given (host:port, a path with a stray space), since
+		// the refusal is about it.
+		shown := raw
+		if at := strings.LastIndex(shown, "@"); at >= 0 {
+			if i := strings.Index(shown, ":"); i >= 0 && i < at {
+				add(shown[i+1 : at])
+				shown = shown[:i+1] + Mask + shown[at:]
+			}
 		}
-		add(raw)
-		return Mask, secrets
+		return maskTokens(shown, add), secrets
 	}
 	if p, ok := u.User.Password(); ok {
 		add(p)
@@ -155,7 +155,18 @@ func split(raw string) (string, []string) {
 		}
 		u.RawQuery = strings.Join(segments, "&")
 	}
-	return u.String(), secrets
+	// A Spark Connect URL under another scheme (ssc://h/;token=…, a typo)
+	// still carries its token in the path.
+	return maskTokens(u.String(), add), secrets
+}
+
+// maskTokens masks the value of every token= in s, passing each to add.
+func maskTokens(s string, add func(string)) string {
+	return scToken.ReplaceAllStringFunc(s, func(m string) string {
+		k, v, _ := strings.Cut(m, "=")
+		add(v)
+		return k + "=" + Mask
+	})
 }
 
 // scToken is a token= parameter wherever it stands in a Spark Connect URL.
@@ -204,3 +215,28 @@ type masked struct {
 
 func (m *masked) Error() string { return m.text }
 func (m *masked) Unwrap() error { return m.err }
+
+// maskUserPassword masks the password of an sc:// URL's user info
+// (sc://user:pw@h:p), which Spark Connect does not take but a user may
+// write: it went out whole in the connect error.
+func maskUserPassword(scURL string, add func(string)) string {
+	head, rest, ok := strings.Cut(scURL, "://")
+	if !ok {
+		return scURL
+	}
+	authority, path, _ := strings.Cut(rest, "/")
+	userinfo, host, ok := strings.Cut(authority, "@")
+	if !ok {
+		return scURL
+	}
+	user, pw, ok := strings.Cut(userinfo, ":")
+	if !ok {
+		return scURL
+	}
+	add(pw)
+	out := head + "://" + user + ":" + Mask + "@" + host
+	if strings.Contains(rest, "/") {
+		out += "/" + path
+	}
+	return out
+}

@@ -26,11 +26,21 @@ func TestURL(t *testing.T) {
 		{"http://a b:c@%zz/", "http://xxxxx"},
 		// A mistyped scheme parses as a scheme and a path: the secret
 		// went out whole.
-		{"sc:/spark.internal:15002/;token=TOKS", "sc:xxxxx"},
-		{"sc//spark.internal:15002/;token=TOKD", "xxxxx"},
-		{"sc:spark.internal:15002/;token=TOKC", "sc:xxxxx"},
-		{"http:/u:PWA1@h:4040", "http:xxxxx"},
-		{"http//u:PWA4@h:5000/api", "xxxxx"},
+		{"sc:/spark.internal:15002/;token=TOKS", "sc:/spark.internal:15002/;token=xxxxx"},
+		{"sc//spark.internal:15002/;token=TOKD", "sc//spark.internal:15002/;token=xxxxx"},
+		{"sc:spark.internal:15002/;token=TOKC", "sc:spark.internal:15002/;token=xxxxx"},
+		{"http:/u:PWA1@h:4040", "http:xxxxx@h:4040"},
+		{"http//u:PWA4@h:5000/api", "http//u:xxxxx@h:5000/api"},
+		// Another scheme with a host: the token in the path still masked.
+		{"ssc://spark.internal:15002/;token=TOKS2", "ssc://spark.internal:15002/;token=xxxxx"},
+		{"grpc://h:1/;token=TOKG", "grpc://h:1/;token=xxxxx"},
+		// A password in a Spark Connect URL's user info.
+		{"sc://etl:SECRETPW@127.0.0.1:1", "sc://etl:xxxxx@127.0.0.1:1"},
+		{"sc://etl:SECRETPW@h:1/;token=T1", "sc://etl:xxxxx@h:1/;token=xxxxx"},
+		// No secret in it: shown as given, which the refusal is about.
+		{"marquez:5000/api/v1/lineage", "marquez:5000/api/v1/lineage"},
+		{"file:///tmp/raw ", "file:///tmp/raw "},
+		{"pushgateway.monitoring:9091", "pushgateway.monitoring:9091"},
 	} {
 		if got := URL(tc.in); got != tc.want {
 			t.Errorf("URL(%q) = %q, want %q", tc.in, got, tc.want)

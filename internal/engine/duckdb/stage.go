@@ -443,6 +443,18 @@ func (r *runner) write(ctx context.Context, spec engine.Spec, table string, n ma
 			q = fmt.Sprintf("SELECT *, CASE event_date %s ELSE 0 END AS split_part FROM (%s) t", strings.Join(parts, " "), q)
 			to, by = splitDir.URI, "event_date, split_part"
 		}
+		// One file a part: DuckDB closes a partition's file when more are
+		// open than partitioned_write_max_open_files (100 by default, or a
+		// config's) and a flush is due, and opens another, and the driver
+		// refused the part's many files (exit 1, naming neither). The
+		// batch's parts are all kept open.
+		open := 0
+		for _, d := range batch {
+			open += max(n[d], 1)
+		}
+		if err := r.e.exec(ctx, "write "+to, fmt.Sprintf("SET partitioned_write_max_open_files = %d", max(open, 100))); err != nil {
+			return err
+		}
 		stmt := fmt.Sprintf("COPY (%s) TO %s (%s, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", q, quote(localPath(to)), parquetOptions, by)
 		if err := r.e.exec(ctx, "write "+to, stmt); err != nil {
 			return err

@@ -51,6 +51,14 @@ func batched(h publishtest.Harness) publishtest.Harness {
 	h.Open = func(t *testing.T) engine.Engine {
 		e := open(t)
 		duckdb.AlwaysBatch(e.(*duckdb.Engine))
+		// Few open files and early flushes, as a design-size backfill's
+		// batch of hundreds of parts meets them: DuckDB then closes a
+		// part's file and opens another, unless the write keeps them open.
+		for k, v := range map[string]string{"partitioned_write_max_open_files": "1", "partitioned_write_flush_threshold": "4"} {
+			if err := duckdb.Set(e.(*duckdb.Engine), k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
 		duckdb.CountRepeatsBy(e.(*duckdb.Engine), "hash")
 		duckdb.EnumTitlesFrom(e.(*duckdb.Engine), 1)
 		return e

@@ -66,7 +66,10 @@ func transport(class string) bool {
 func fileFault(class string) string {
 	switch class {
 	case "PARQUET_TYPE_ILLEGAL", "PARQUET_TYPE_NOT_SUPPORTED", "PARQUET_TYPE_NOT_RECOGNIZED":
-		return "a column's Parquet type is one Spark cannot read"
+		// Spark names the type, not the column, and reads every column's
+		// type, not only the five the job uses.
+		return "a column's Parquet type is one Spark cannot read (in any column of the file, used by the job or not: " +
+			"drop or retype it where the file is written, or publish with the duckdb engine)"
 	case "COLUMN_ALREADY_EXISTS":
 		return "a column name appears twice"
 	}

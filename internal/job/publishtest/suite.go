@@ -515,8 +515,11 @@ func testEmptyDate(t *testing.T, h Harness) {
 	wh := h.NewWarehouse(t)
 	// Inside the horizon only by override, and no event has this date: a
 	// valid publish of zeros. A day without events lands as a partition
-	// of no rows; with none at all the date would be refused as not landed.
+	// of no rows; with none at all the date would be refused as not landed,
+	// and so would a missing lateness partition (2026-02-28) while later
+	// ones have landed: an ingestion gap.
 	EmptyPartition(t, fx, "2026-02-27")
+	EmptyPartition(t, fx, "2026-02-28")
 	j := fx.Job(t, wh, "empty-1", "2026-02-27")
 	j.AllowOutsideHorizon = true
 	res := h.MustPublish(t, j)
