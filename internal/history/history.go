@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -120,6 +121,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	log := Log{Current: cur.Generation, Changes: []Change{}}
 	var prev *pointer.Pointer
 	var retained []int64 // the listed generations that were read
+	var broken []int64   // generations whose parent is not the copy before them
 	for _, g := range gens {
 		if g > cur.Generation {
 			retained = append(retained, g) // an interrupted write's copy is not history yet
@@ -141,7 +143,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 		if prev != nil && prev.Generation == g-1 && p.Parent != nil &&
 			(p.Parent.Generation != prev.Generation || p.Parent.SHA256 != prev.Digest) {
-			log.Altered = append(log.Altered, prev.Generation)
+			broken = append(broken, g)
 		}
 		if g == cur.Generation && p.Digest != cur.Digest {
 			log.CurrentDiffers = true
@@ -165,6 +167,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 		prev = &p
 	}
+	log.Altered = blame(broken)
 	// Newest generation first, its dates in order.
 	slices.SortStableFunc(log.Changes, func(a, b Change) int { return cmp.Compare(b.Generation, a.Generation) })
 	if log.Expiries, err = Expiries(ctx, b); err != nil {
@@ -403,4 +406,22 @@ func (e Expiry) Summary() string {
 		s += fmt.Sprintf("; the records or staging of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))
 	}
 	return s
+}
+
+// blame names the changed copies from the broken links, each a generation g
+// whose recorded parent is not the copy of g-1. Judged from the newest
+// down, as a rollback checks: g-1 is blamed only when g itself was not
+// found changed, since a copy whose parent field was edited breaks its own
+// link and the one above, and blaming g-1 sent an operator to restore an
+// intact file.
+func blame(broken []int64) []int64 {
+	altered := map[int64]bool{}
+	slices.Sort(broken)
+	for i := len(broken) - 1; i >= 0; i-- {
+		if g := broken[i]; !altered[g] {
+			altered[g-1] = true
+		}
+	}
+	out := slices.Sorted(maps.Keys(altered))
+	return out
 }

@@ -361,6 +361,25 @@ func TestListTellsAlteredCopies(t *testing.T) {
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Altered, []int64{1}) || log.CurrentDiffers {
 		t.Errorf("generation 1 edited: altered %v, current differs %v (%v), want [1] and false", log.Altered, log.CurrentDiffers, err)
 	}
+	// Generation 2's parent field edited: its own link and the one above
+	// break. Generation 2 is named, not 1 below it, which is as written
+	// (nor 1 again for its earlier edit: 2 can no longer vouch for it).
+	b, err := os.ReadFile(filepath.Join(w.dir, "pointer-history", "2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var two struct {
+		Parent struct{ SHA256 string } `json:"parent"`
+	}
+	if err := json.Unmarshal(b, &two); err != nil || two.Parent.SHA256 == "" {
+		t.Fatalf("2.json parent: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "pointer-history", "2.json"), bytes.Replace(b, []byte(two.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Altered, []int64{2}) {
+		t.Errorf("generation 2's parent edited: altered %v (%v), want [2]", log.Altered, err)
+	}
 	edit("pointer.json")
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !log.CurrentDiffers {
 		t.Errorf("pointer.json edited: current differs %v (%v), want true", log.CurrentDiffers, err)
