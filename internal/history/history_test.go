@@ -693,6 +693,12 @@ func TestRollbackRacesPublish(t *testing.T) {
 		if log, err := history.List(t.Context(), w.store, w.bucket, nil); err != nil || log.Current != 2 || log.Pending != 3 || log.PendingJobID != "back" {
 			t.Errorf("history: current %d, pending %d by %q (%v); want 2, and 3 by back", log.Current, log.Pending, log.PendingJobID, err)
 		}
+		// A rollback to the committed generation is refused as current,
+		// saying readers see generation 2 (status says 2).
+		if err := w.rollback("again", 3, mon); exitcode.Code(err) != exitcode.Usage ||
+			!strings.Contains(err.Error(), "is the current generation (committed by an interrupted write; readers see generation 2") {
+			t.Errorf("rollback to the committed generation: %v, want exit 2 saying readers see generation 2", err)
+		}
 		base, _, _ := w.store.Load(t.Context())
 		c := pointertest.Commit("c", map[dates.Date]pointer.DateEntry{mon: w.entry("c", mon, 30)})
 		c.Check = pointer.NoRollbackSince(t.Context(), w.store, pointer.Committed(t.Context(), w.store, base), []dates.Date{mon})

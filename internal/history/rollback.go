@@ -94,7 +94,7 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 			return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
 		}
 	}
-	src, err := r.source(ctx, cur)
+	src, err := r.source(ctx, cur, visible.Generation)
 	if err != nil {
 		return pointer.Outcome{}, err
 	}
@@ -190,15 +190,22 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 }
 
 // source loads the generation to go back to, refusing one that is not
-// (or not yet, or no longer) retained.
-func (r Rollback) source(ctx context.Context, cur pointer.Pointer) (pointer.Pointer, error) {
+// (or not yet, or no longer) retained. cur is the newest committed
+// generation; readers may still see an older one, visible (an interrupted
+// write the next one rolls forward), which the refusals then name, as
+// status and history do.
+func (r Rollback) source(ctx context.Context, cur pointer.Pointer, visible int64) (pointer.Pointer, error) {
+	pending := ""
+	if visible != cur.Generation {
+		pending = fmt.Sprintf(" (committed by an interrupted write; readers see generation %d until the next write rolls it forward)", visible)
+	}
 	switch {
 	case r.To < 1:
 		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d: generations start at 1", r.To))
 	case r.To > cur.Generation:
-		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d: the warehouse is at generation %d", r.To, cur.Generation))
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d: the warehouse is at generation %d%s", r.To, cur.Generation, pending))
 	case r.To == cur.Generation:
-		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d is the current generation: nothing to roll back", r.To))
+		return pointer.Pointer{}, exitcode.UsageError(fmt.Errorf("rollback: --to-generation %d is the current generation%s: nothing to roll back", r.To, pending))
 	}
 	src, err := r.Store.LoadGeneration(ctx, r.To)
 	if errors.Is(err, fs.ErrNotExist) {
