@@ -53,6 +53,7 @@ func runExplain(ctx context.Context, env Env, o *explainOptions) error {
 	if why := job.DatesRefused(j, spec.Inputs.IngestDates, now); why != nil {
 		env.Log.Warn("publish would refuse these dates; the plan is shown anyway", "reason", why.Error())
 	}
+	job.WarnSettings(env.Log, j)
 	if why := job.OverlapRefused(j); why != nil {
 		env.Log.Warn("publish would refuse this warehouse; the plan is shown anyway", "reason", why.Error())
 	}

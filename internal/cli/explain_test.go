@@ -156,3 +156,26 @@ func TestExplainWarnsOfAnOverlappingWarehouse(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainWarnsOfSettings: the settings publish warns of (a file target
+// far below the band) explain warns of too, before the publish it precedes.
+func TestExplainWarnsOfSettings(t *testing.T) {
+	conf, err := os.ReadFile(filepath.Join("..", "..", "config", "fixture.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tiny := filepath.Join(dir, "tiny.conf")
+	fixture, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fixture"))
+	conf = append(conf, "\nengagement.raw "+fixture+"/raw\nengagement.lessons "+fixture+"/lessons\nengagement.enrollments "+fixture+"/enrollments\nengagement.targetFileBytes 1B\n"...)
+	if err := os.WriteFile(tiny, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := cli.Main(context.Background(), []string{"explain", "--config", tiny, "--dates", "2026-03-02,2026-03-03"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "engagement.targetFileBytes is far below the 128-256 MB band") {
+		t.Errorf("stderr lacks the file target's warning:\n%s", errb.String())
+	}
+}

@@ -230,24 +230,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if len(job.Dates) == 0 {
 		return p.rejectNoDates(ctx, job, seen, stagingURI)
 	}
-	if job.TargetFileBytes < 1<<20 {
-		p.Log.Warn("engagement.targetFileBytes is far below the 128-256 MB band: files of a few rows each, at most one a fact row and "+
-			fmt.Sprint(engine.MaxFilesPerDate)+" a date", "target_file_bytes", job.TargetFileBytes)
-	}
-	if job.LatenessDays < job.RestatementHorizonDays-1 {
-		// Each date counts its events from its own partitions, d to
-		// d+latenessDays: the horizon's oldest dates then cannot see the
-		// late events in its newest partitions, though they may be restated.
-		p.Log.Warn("engagement.latenessDays is below engagement.restatementHorizonDays - 1: a date restated inside the horizon counts events at most latenessDays late, so the newest partitions' late events of its oldest dates are not counted",
-			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
-	}
-	if job.LatenessDays > job.RestatementHorizonDays-1 {
-		// The other way round: a date leaves the horizon before its last
-		// lateness partition has landed, so the events that land there
-		// after its last restatement are never counted.
-		p.Log.Warn("engagement.latenessDays is above engagement.restatementHorizonDays - 1: a date leaves the horizon before its last lateness partition has landed, so its events that land later are never counted (unless it is restated with --allow-outside-horizon)",
-			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
-	}
+	WarnSettings(p.Log, job)
 	// One reading of the clock for the window's end and the date checks:
 	// two, across midnight, would judge the dates on a later day than the
 	// window was cut for.
@@ -534,4 +517,29 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// WarnSettings logs the job settings a run accepts but a data engineer
+// should hear about: a file target far below the band, and a lateness that
+// does not fit the restatement horizon. explain, which publishes nothing,
+// says them too, before the publish it precedes.
+func WarnSettings(log *slog.Logger, job config.Job) {
+	if job.TargetFileBytes < 1<<20 {
+		log.Warn("engagement.targetFileBytes is far below the 128-256 MB band: files of a few rows each, at most one a fact row and "+
+			fmt.Sprint(engine.MaxFilesPerDate)+" a date", "target_file_bytes", job.TargetFileBytes)
+	}
+	if job.LatenessDays < job.RestatementHorizonDays-1 {
+		// Each date counts its events from its own partitions, d to
+		// d+latenessDays: the horizon's oldest dates then cannot see the
+		// late events in its newest partitions, though they may be restated.
+		log.Warn("engagement.latenessDays is below engagement.restatementHorizonDays - 1: a date restated inside the horizon counts events at most latenessDays late, so the newest partitions' late events of its oldest dates are not counted",
+			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
+	}
+	if job.LatenessDays > job.RestatementHorizonDays-1 {
+		// The other way round: a date leaves the horizon before its last
+		// lateness partition has landed, so the events that land there
+		// after its last restatement are never counted.
+		log.Warn("engagement.latenessDays is above engagement.restatementHorizonDays - 1: a date leaves the horizon before its last lateness partition has landed, so its events that land later are never counted (unless it is restated with --allow-outside-horizon)",
+			"lateness_days", job.LatenessDays, "restatement_horizon_days", job.RestatementHorizonDays)
+	}
 }
