@@ -12,6 +12,9 @@ import (
 // Mask replaces every secret.
 const Mask = "xxxxx"
 
+// minSecret is the shortest secret Text and Error mask in free text.
+const minSecret = 4
+
 // URL is s with its secrets masked: a password in its user info and the
 // value of every query parameter whose name says it holds one (api_key,
 // token, sig, …), and for a Spark Connect URL (sc://HOST:PORT/;token=…;
@@ -27,7 +30,12 @@ func URL(s string) string {
 // appears: an error a library built around the URL (the Pushgateway
 // client's "while pushing to …", a *url.Error) names it in its own way.
 func Text(text, raw string) string {
-	_, secrets := split(raw)
+	shown, secrets := split(raw)
+	// The URL as given first, whatever its secrets' length; then each
+	// secret alone, as a library may print it decoded or in parts.
+	if raw != "" {
+		text = strings.ReplaceAll(text, raw, shown)
+	}
 	return maskAll(text, secrets)
 }
 
@@ -63,7 +71,10 @@ func SettingError(err error, key, v string) error {
 func split(raw string) (string, []string) {
 	var secrets []string
 	add := func(v string) {
-		if v != "" && v != Mask {
+		// Masked in the URL whatever its length; in a library's error
+		// text, a secret of a few characters would blank out every
+		// occurrence of them ("rpc" -> "rxxxxxc"), hiding the error.
+		if len(v) >= minSecret && v != Mask {
 			secrets = append(secrets, v)
 			if esc := url.QueryEscape(v); esc != v {
 				secrets = append(secrets, esc)
@@ -102,12 +113,15 @@ func split(raw string) (string, []string) {
 		// password before an '@', and every token=, are masked; the rest
 		// is shown as given (host:port, a path with a stray space), since
 		// the refusal is about it.
-		shown := raw
+		shown, query, hasQuery := strings.Cut(raw, "?")
 		if at := strings.LastIndex(shown, "@"); at >= 0 {
 			if i := strings.Index(shown, ":"); i >= 0 && i < at {
 				add(shown[i+1 : at])
 				shown = shown[:i+1] + Mask + shown[at:]
 			}
+		}
+		if hasQuery {
+			shown += "?" + maskQuery(query, add)
 		}
 		return maskTokens(shown, add), secrets
 	}
@@ -125,39 +139,44 @@ func split(raw string) (string, []string) {
 		u.User = url.UserPassword(u.User.Username(), Mask)
 	}
 	if u.RawQuery != "" {
-		// By hand, keeping each separator: url.Values drops a pair that
-		// holds a ';', which then went out unmasked. A secret's value runs
-		// to the next '&', a ';' in it included; a ';' before it parts
-		// pairs as older servers took it.
-		segments := strings.Split(u.RawQuery, "&")
-		for i, seg := range segments {
-			parts := strings.Split(seg, ";")
-			for j, part := range parts {
-				k, _, ok := strings.Cut(part, "=")
-				name, err := url.QueryUnescape(k)
-				if err != nil {
-					name = k
-				}
-				if !ok || !secretKey(name) {
-					continue
-				}
-				value := strings.Join(parts[j:], ";")[len(k)+1:]
-				first, _, _ := strings.Cut(value, ";")
-				for _, v := range []string{value, first} {
-					add(v)
-					if dv, err := url.QueryUnescape(v); err == nil {
-						add(dv)
-					}
-				}
-				segments[i] = strings.Join(append(parts[:j:j], k+"="+Mask), ";")
-				break
-			}
-		}
-		u.RawQuery = strings.Join(segments, "&")
+		u.RawQuery = maskQuery(u.RawQuery, add)
 	}
 	// A Spark Connect URL under another scheme (ssc://h/;token=…, a typo)
 	// still carries its token in the path.
 	return maskTokens(u.String(), add), secrets
+}
+
+// maskQuery masks the value of every parameter of a query whose name says
+// it holds a secret, passing each to add. By hand, keeping each separator:
+// url.Values drops a pair that holds a ';', which then went out unmasked. A
+// secret's value runs to the next '&', a ';' in it included; a ';' before
+// it parts pairs as older servers took it.
+func maskQuery(query string, add func(string)) string {
+	segments := strings.Split(query, "&")
+	for i, seg := range segments {
+		parts := strings.Split(seg, ";")
+		for j, part := range parts {
+			k, _, ok := strings.Cut(part, "=")
+			name, err := url.QueryUnescape(k)
+			if err != nil {
+				name = k
+			}
+			if !ok || !secretKey(name) {
+				continue
+			}
+			value := strings.Join(parts[j:], ";")[len(k)+1:]
+			first, _, _ := strings.Cut(value, ";")
+			for _, v := range []string{value, first} {
+				add(v)
+				if dv, err := url.QueryUnescape(v); err == nil {
+					add(dv)
+				}
+			}
+			segments[i] = strings.Join(append(parts[:j:j], k+"="+Mask), ";")
+			break
+		}
+	}
+	return strings.Join(segments, "&")
 }
 
 // maskTokens masks the value of every token= in s, passing each to add.
@@ -224,19 +243,15 @@ func maskUserPassword(scURL string, add func(string)) string {
 	if !ok {
 		return scURL
 	}
-	authority, path, _ := strings.Cut(rest, "/")
-	userinfo, host, ok := strings.Cut(authority, "@")
-	if !ok {
+	// The last '@': a password may hold '@' or '/', as net/url takes it.
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
 		return scURL
 	}
-	user, pw, ok := strings.Cut(userinfo, ":")
+	user, pw, ok := strings.Cut(rest[:at], ":")
 	if !ok {
 		return scURL
 	}
 	add(pw)
-	out := head + "://" + user + ":" + Mask + "@" + host
-	if strings.Contains(rest, "/") {
-		out += "/" + path
-	}
-	return out
+	return head + "://" + user + ":" + Mask + rest[at:]
 }

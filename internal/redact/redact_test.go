@@ -37,6 +37,12 @@ func TestURL(t *testing.T) {
 		// A password in a Spark Connect URL's user info.
 		{"sc://etl:SECRETPW@127.0.0.1:1", "sc://etl:xxxxx@127.0.0.1:1"},
 		{"sc://etl:SECRETPW@h:1/;token=T1", "sc://etl:xxxxx@h:1/;token=xxxxx"},
+		// No host, and a secret in the query: masked as in any URL.
+		{"marquez:5000/api/v1/lineage?api_key=SEKRET", "marquez:5000/api/v1/lineage?api_key=xxxxx"},
+		{"http:/pushgw:9091/?password=SEKRET2", "http:/pushgw:9091/?password=xxxxx"},
+		// A password holding '@' or '/': the last '@' ends it, as net/url reads it.
+		{"sc://bob:p@ss@127.0.0.1:1/;token=T0K9", "sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx"},
+		{"sc://bob:pa/ss@127.0.0.1:1/;token=T0K9", "sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx"},
 		// No secret in it: shown as given, which the refusal is about.
 		{"marquez:5000/api/v1/lineage", "marquez:5000/api/v1/lineage"},
 		{"file:///tmp/raw ", "file:///tmp/raw "},
@@ -120,5 +126,23 @@ func TestSettings(t *testing.T) {
 	}
 	if Settings(nil) != nil {
 		t.Error("Settings(nil) is not nil")
+	}
+}
+
+// TestTextKeepsShortSecretsReadable: a password of a few characters is
+// masked in the URL, but not blanked out of every word of a library's
+// error ("rpc" read "rxxxxxc").
+func TestTextKeepsShortSecretsReadable(t *testing.T) {
+	raw := "sc://bob:p@127.0.0.1:1/;token=T0KEN9"
+	text := "connect sc://bob:p@127.0.0.1:1/;token=T0KEN9: rpc error: transport: dial tcp"
+	got := Text(text, raw)
+	if !strings.Contains(got, "rpc error: transport: dial tcp") || strings.Contains(got, "T0KEN9") {
+		t.Errorf("Text = %q: want the error's words whole and the token masked", got)
+	}
+	if got := Text("dial "+raw+": refused", raw); got != "dial sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx: refused" {
+		t.Errorf("Text = %q: want the URL as given masked whole", got)
+	}
+	if u := URL(raw); u != "sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx" {
+		t.Errorf("URL = %q: want the short password masked in the URL", u)
 	}
 }
