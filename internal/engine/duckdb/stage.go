@@ -447,7 +447,9 @@ func (r *runner) write(ctx context.Context, spec engine.Spec, table string, n ma
 		// open than partitioned_write_max_open_files (100 by default, or a
 		// config's) and a flush is due, and opens another, and the driver
 		// refused the part's many files (exit 1, naming neither). The
-		// batch's parts are all kept open.
+		// batch's parts are all kept open: the setting is the batch's part
+		// count, or DuckDB's default of 100 when that is more, whatever a
+		// config set.
 		open := 0
 		for _, d := range batch {
 			open += max(n[d], 1)
