@@ -103,13 +103,21 @@ func MainEnv(ctx context.Context, env Env, args []string) int {
 		err = nil
 	}
 	code := exitcode.Code(err)
+	if err != nil && !env.outcome.ran {
+		// A command line refused before any publish ran is decided here,
+		// before its metrics are pushed: a signal during a slow push made
+		// a usage error 143, which a scheduler retries.
+		decide(ctx, err)
+	}
+	// The document first, as a publish prints it once decided, so a second
+	// signal during the push keeps it; the error record last.
+	env.outcome.print(ctx, env, pre, err)
+	reportRefused(ctx, env, pre, started, err)
 	if err != nil {
 		// The record carries the code the process will exit with: a
 		// signal's 128+signo, which main applies after this returns.
 		env.Console.fail(err, signals.ExitCode(ctx, code, io.Discard))
 	}
-	reportRefused(ctx, env, pre, started, err)
-	env.outcome.print(ctx, env, pre, err)
 	return code
 }
 

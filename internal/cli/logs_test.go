@@ -453,6 +453,45 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 	}
 }
 
+// TestSignalDuringARefusedLinesPush: a publish command line refused before
+// any publish ran (an unknown flag, exit 2) still pushes its metrics; a
+// SIGTERM while the push waits on its server leaves the exit code 2, in the
+// process's code and the document alike, and the error record is the last
+// line. It was 143, which a scheduler retries, and the document waited for
+// the push.
+func TestSignalDuringARefusedLinesPush(t *testing.T) {
+	w := biNewWS(t)
+	ctx, stop := signals.Notify(context.Background(), io.Discard)
+	defer stop()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+		}
+		rw.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	var out, errb bytes.Buffer
+	args := w.publishArgs("refused-1", biGoodDates, "--job-idd", "x", "--pushgateway", srv.URL, "--output", "json")
+	code := signals.ExitCode(ctx, cli.Main(ctx, args, &out, &errb), io.Discard)
+	if _, ok := signals.Received(ctx); !ok {
+		t.Fatalf("the SIGTERM was not received; the test proves nothing\n%s", errb.String())
+	}
+	if code != exitcode.Usage {
+		t.Errorf("exit %d, want 2\n%s", code, errb.String())
+	}
+	if d := oneDoc(t, out.String()); d.Result != "error" || *d.ExitCode != exitcode.Usage {
+		t.Errorf("document %s, want an error with exit_code 2", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "unknown flag --job-idd") || !strings.Contains(last, `"exit_code":2`) {
+		t.Errorf("last stderr line %s, want the usage error's record with exit_code 2", last)
+	}
+}
+
 // TestSecondSignalKeepsTheDocument: the --output json document is printed
 // before the sinks report, as the text summary is, so a second signal
 // while a sink waits on its server (which exits at once) leaves a
