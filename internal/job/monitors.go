@@ -185,13 +185,14 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 			"dates": dates.Strings(res.Unsettled), "lateness_days": m.job.LatenessDays, "restatement_horizon_days": m.job.RestatementHorizonDays,
 		}})
 	}
-	// A run that ended before any check (an error, a signal, a job id
-	// taken) was judged by nothing: "ok" would say its data passed.
+	// A run that ended before the staged checks (an error, a signal, a job
+	// id taken) was judged by nothing, or by its input checks only: "ok"
+	// would say its data passed. A failed check pages whenever it ran.
 	gateStatus := monitor.Unavailable
 	switch {
 	case len(res.Report.Checks) > 0 && !res.Report.Passed:
 		gateStatus = monitor.Page
-	case len(res.Report.Checks) > 0:
+	case res.GateJudged:
 		gateStatus = monitor.OK
 	}
 	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.GateRejection, Status: gateStatus, Figures: map[string]any{

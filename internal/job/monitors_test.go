@@ -12,6 +12,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
+	"github.com/techlearningpro/engagement/internal/failpoint"
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
@@ -245,5 +246,29 @@ func TestMonitorLinesAfterASignal(t *testing.T) {
 		if l.Signal == monitor.GateRejection && l.Status != monitor.Unavailable {
 			t.Errorf("gate_rejection %s with %v checks run, want unavailable", l.Status, l.Figures["checks_run"])
 		}
+	}
+
+	// Cancelled once staged, before the read-back: the input checks ran
+	// and passed, the staged ones never did. Still unavailable: it was
+	// "ok", which says the data passed.
+	j.JobID = "cancelled-staged"
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	defer failpoint.SetHook(failpoint.AfterStaging, cancel)()
+	r = publishCtx(t, ctx, store, j, nil)
+	if r.err == nil {
+		t.Fatal("a publish cancelled after staging succeeded")
+	}
+	var seen bool
+	for _, l := range r.lines {
+		if l.Signal == monitor.GateRejection {
+			seen = true
+			if n, _ := l.Figures["checks_run"].(float64); l.Status != monitor.Unavailable || n == 0 {
+				t.Errorf("gate_rejection %s with %v checks run, want unavailable after the input checks", l.Status, l.Figures["checks_run"])
+			}
+		}
+	}
+	if !seen {
+		t.Error("no gate_rejection record")
 	}
 }

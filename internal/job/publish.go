@@ -94,6 +94,10 @@ type Result struct {
 	// far enough to look.
 	Unsettled        []dates.Date
 	UnsettledChecked bool
+	// GateJudged: every check ran, the staged ones on the bytes read back.
+	// A run stopped between its input checks and the read-back passed the
+	// input checks only: its data was judged by nothing.
+	GateJudged bool
 }
 
 // Publisher runs attempts. Clock is read at the start of an attempt (the
@@ -328,6 +332,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	res.Report.Checks = append(res.Report.Checks, gate.StagedChecks(job.Dates, job.UnknownCap, staged.Stage, figures)...)
 	res.Report.Finish()
+	res.GateJudged = true
 	mon.staged(staged, figures)
 	if !res.Report.Passed {
 		res.Rejection, err = p.reject(ctx, job, res.Report, &staged)
