@@ -208,6 +208,7 @@ type outputDoc struct {
 	} `json:"dates"`
 	FailedChecks []gate.Check `json:"failed_checks"`
 	Unsettled    []string     `json:"unsettled_dates"`
+	StrayEvents  int64        `json:"stray_events"`
 }
 
 // oneDoc is stdout as exactly one JSON document on one line.
@@ -358,6 +359,40 @@ func TestUnsettledReported(t *testing.T) {
 	r = biRun(t, w.publishArgs("u-4", "2026-03-03", "--unknown-cap", "0.001")...)
 	if want := "unsettled_dates=2026-03-01:"; r.code != exitcode.GateRejected || !strings.Contains(r.stdout, want) {
 		t.Errorf("rejected: exit %d, stdout without %q:\n%s", r.code, want, r.stdout)
+	}
+}
+
+// TestStrayEventsReported: events no publish of any date counts (a clock
+// reset to 1970, one a year ahead: 40 rows, written here) are in the
+// document, a monitor record and the metrics, as unsettled dates are: lost
+// with exit 0, they need more than a log line. The fixture's figures stand.
+func TestStrayEventsReported(t *testing.T) {
+	w := biNewWS(t)
+	w.rewriteParquet("raw/ingest_date=2026-03-02/part-clock.parquet", "raw/ingest_date=2026-03-02/part-0.parquet",
+		"SELECT * REPLACE ('clk-' || event_id AS event_id, CASE WHEN event_id < 'ev-0005' THEN TIMESTAMPTZ '1970-01-01 00:00:00+00' ELSE TIMESTAMPTZ '2027-03-05 10:00:00+00' END AS event_time) FROM src ORDER BY event_id LIMIT 40")
+	prom := filepath.Join(t.TempDir(), "engagement.prom")
+	r := biRun(t, w.publishArgs("stray-1", biGoodDates, "--output", "json", "--metrics-file", prom)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if d := oneDoc(t, r.stdout); d.StrayEvents != 40 {
+		t.Errorf("document's stray_events %d, want 40: %s", d.StrayEvents, r.stdout)
+	}
+	var sig map[string]any
+	for _, rec := range jsonLines(t, "stderr", r.stderr) {
+		if rec["msg"] == "monitor" && rec["signal"] == "stray_events" {
+			sig = rec
+		}
+	}
+	if figs, _ := sig["figures"].(map[string]any); sig["status"] != "warn" || figs["stray_events"] != float64(40) {
+		t.Errorf("monitor record %v, want stray_events warn with 40", sig)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := metrics.Value(parseText(t, b), metrics.Stray, nil); !ok || v != 40 {
+		t.Errorf("%s = %v (found %v), want 40", metrics.Stray, v, ok)
 	}
 }
 

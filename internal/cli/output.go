@@ -67,6 +67,7 @@ type document struct {
 	Dates        []dateFigures `json:"dates,omitempty"`
 	Superseded   []string      `json:"superseded_dates,omitempty"`
 	Unsettled    []string      `json:"unsettled_dates,omitempty"`
+	StrayEvents  int64         `json:"stray_events,omitempty"`
 	FailedChecks []gate.Check  `json:"failed_checks,omitempty"`
 }
 
@@ -109,6 +110,7 @@ func (o *outcome) print(ctx context.Context, env Env, pre preParse, err error) {
 		}
 		// Other dates than the run's, so whatever its outcome.
 		d.Unsettled = dates.Strings(r.Unsettled)
+		d.StrayEvents = r.StrayEvents
 		if err == nil {
 			d.Generation = r.Pointer.Generation
 			for _, day := range o.dates {

@@ -184,6 +184,15 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.UnsettledDates, Status: status, Figures: map[string]any{
 			"dates": dates.Strings(res.Unsettled), "lateness_days": m.job.LatenessDays, "restatement_horizon_days": m.job.RestatementHorizonDays,
 		}})
+		// Events no publish of any date counts (a producer's clock): lost
+		// with exit 0, so a signal an alert can see, not only a log line.
+		status = monitor.OK
+		if res.StrayEvents > 0 {
+			status = monitor.Warn
+		}
+		monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.StrayEvents, Status: status, Figures: map[string]any{
+			"stray_events": res.StrayEvents, "lateness_days": m.job.LatenessDays,
+		}})
 	}
 	// A run that ended before the staged checks (an error, a signal, a job
 	// id taken) was judged by nothing, or by its input checks only: "ok"

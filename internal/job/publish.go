@@ -94,6 +94,9 @@ type Result struct {
 	// far enough to look.
 	Unsettled        []dates.Date
 	UnsettledChecked bool
+	// StrayEvents are the read window's events that no publish of any date
+	// counts (gate.InputFigures.StrayEvents), set with UnsettledChecked.
+	StrayEvents int64
 	// GateJudged: every check ran, the staged ones on the bytes read back.
 	// A run stopped between its input checks and the read-back passed the
 	// input checks only: its data was judged by nothing.
@@ -284,6 +287,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	}
 	warnUncounted(p.Log, job, in)
 	res.Unsettled, res.UnsettledChecked = p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now)), true
+	res.StrayEvents = in.Figures.StrayEvents
 
 	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {
 		return res, err

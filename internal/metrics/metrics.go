@@ -49,6 +49,7 @@ const (
 	ExportFailures = "engagement_metrics_export_failures"
 	LineageFails   = "engagement_lineage_failures"
 	Unsettled      = "engagement_unsettled_dates"
+	Stray          = "engagement_stray_events"
 )
 
 // Run is what one publish did, as the command saw it.
@@ -129,6 +130,7 @@ func Registry(r Run) *prometheus.Registry {
 	}
 	if r.Result.UnsettledChecked {
 		gauge(Unsettled, "Published dates that left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled).").Set(float64(len(r.Result.Unsettled)))
+		gauge(Stray, "Raw events of the read window that no publish of any date counts: of dates not requested, outside their partition's own window (a producer's clock).").Set(float64(r.Result.StrayEvents))
 	}
 	if len(r.Result.Report.Checks) > 0 {
 		gc := vec(GateCheck, "1 when the gate check passed in the last publish, 0 when it failed.", "check", "date")

@@ -32,6 +32,7 @@ const (
 	DatesInPointer    = "dates_in_pointer"
 	RawFreshness      = "raw_freshness"
 	UnsettledDates    = "unsettled_dates" // late events
+	StrayEvents       = "stray_events"
 )
 
 // Domains names the failure domain of each signal.
@@ -46,6 +47,7 @@ var Domains = map[string]string{
 	DatesInPointer:    "partial_publish",
 	RawFreshness:      "freshness",
 	UnsettledDates:    "late_events",
+	StrayEvents:       "late_events",
 }
 
 // Signal is one monitor line.
