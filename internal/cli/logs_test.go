@@ -396,6 +396,40 @@ func TestStrayEventsReported(t *testing.T) {
 	}
 }
 
+// TestEarlyFailureMonitored: a publish that fails after its config
+// resolved but before the publisher runs (a Spark server down, a sink aimed
+// into the warehouse) prints the closing monitor records a later failure
+// prints; an alert on job_result saw none of them.
+func TestEarlyFailureMonitored(t *testing.T) {
+	w := biNewWS(t)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		code  int
+	}{
+		{"spark unreachable", []string{"--engine", "spark", "--spark-remote", "sc://127.0.0.1:1"}, exitcode.Error},
+		{"sink into the warehouse", []string{"--metrics-file", filepath.Join(w.warehouse, "pointer.json")}, exitcode.Usage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, w.publishArgs("early-"+strings.ReplaceAll(tc.name, " ", "-"), biGoodDates, tc.extra...)...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			got := map[string]string{}
+			for _, rec := range jsonLines(t, "stderr", r.stderr) {
+				if rec["msg"] == "monitor" {
+					got[fmt.Sprint(rec["signal"])] = fmt.Sprint(rec["status"])
+				}
+			}
+			for signal, want := range map[string]string{"job_result": "page", "gate_rejection": "unavailable", "dates_in_pointer": "page"} {
+				if got[signal] != want {
+					t.Errorf("monitor %s: %q, want %q (records %v)", signal, got[signal], want, got)
+				}
+			}
+		})
+	}
+}
+
 // publish --help asks for no publish: its help alone, whatever --output says.
 func TestPublishHelpHasNoDocument(t *testing.T) {
 	r := runEnv(t, nil, "publish", "--output", "json", "--help")

@@ -109,9 +109,19 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	// Runs first of the deferred reports: whatever this returns is decided
 	// before they are sent (a usage error too, refused before any publish).
 	defer func() { decide(ctx, err) }()
+	ran := false
 	if j.JobID != "" {
 		// The config resolved, whether or not the engine opened.
 		run.UnknownCap, run.HaveCap = j.UnknownCap, true
+		// A failure from here until the publisher runs (a Spark server
+		// down, a warehouse bucket missing, a sink refused) prints the
+		// closing monitor records a later failure prints: an alert on
+		// job_result saw none.
+		defer func() {
+			if !ran && err != nil {
+				job.MonitorEarlyFailure(ctx, env.Log, j, err)
+			}
+		}()
 	}
 	if err != nil {
 		return err
@@ -148,6 +158,7 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 	_, _ = rand.Read(nonce[:])
 	p := &job.Publisher{Engine: eng, Warehouse: wh, Store: store, Inputs: inputs.NewSource(open.Input),
 		Log: env.Log, Clock: time.Now, Version: version.String(), Progress: rep, ProbeNonce: hex.EncodeToString(nonce[:])}
+	ran = true
 	res, err := p.Publish(ctx, j)
 	decide(ctx, err)
 	run.Result = res

@@ -164,6 +164,15 @@ func (m *monitors) tasks(st engine.Staged) {
 // visibleReadTimeout bounds the pointer read after a failed publish.
 const visibleReadTimeout = 10 * time.Second
 
+// MonitorEarlyFailure prints the closing monitor records of a publish of j
+// that failed after its config resolved but before the publisher ran (the
+// engine or the warehouse could not be opened, a sink was refused), as a
+// later failure prints them: gate_rejection unavailable, dates_in_pointer
+// with every date missing, job_result page with the error.
+func MonitorEarlyFailure(ctx context.Context, log *slog.Logger, j config.Job, err error) {
+	newMonitors(log, nil, j).finish(ctx, Result{}, err)
+}
+
 func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	if m.log == nil {
 		return
