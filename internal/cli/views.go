@@ -186,7 +186,7 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 			continue
 		}
 		sel := strings.Join(cols, ", ")
-		var parts []string
+		var parts, guarded, expect []string // guarded, expect: Spark's guard, below
 		for _, d := range ds {
 			files, _ := d.Files(table)
 			if len(files) == 0 {
@@ -206,19 +206,39 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 				parts = append(parts, part)
 			case "spark":
 				uris := make([]string, len(files))
+				withRows := 0
 				for i, f := range files {
 					uris[i] = f.URI
+					if f.Rows > 0 {
+						withRows++
+					}
 				}
 				rels, err := spark.Relations(uris)
+				if errors.Is(err, spark.ErrPathUnreadable) {
+					return "", exitcode.UsageError(fmt.Errorf("--dialect spark: %w", err))
+				}
 				if err != nil {
 					return "", err
 				}
 				for _, rel := range rels {
 					parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM %s", sel, date, rel))
+					if withRows > 0 {
+						guarded = append(guarded, fmt.Sprintf("SELECT %s AS d, _metadata.file_path AS f FROM %s", date, rel))
+					}
+				}
+				if withRows > 0 {
+					expect = append(expect, fmt.Sprintf("WHEN %s THEN %d", date, withRows))
 				}
 			default:
 				return "", fmt.Errorf("unknown dialect %q", dialect)
 			}
+		}
+		if len(guarded) > 0 {
+			guard, err := sparkGuard(table, cols, guarded, expect, snap.Generation())
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, guard)
 		}
 		if len(parts) == 0 {
 			stmt, err := emptyView(dialect, table, cols, prefix+ident(table), ident)
@@ -234,6 +254,35 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 		b.WriteString("COMMIT;\n")
 	}
 	return b.String(), nil
+}
+
+// sparkGuard is the branch of a Spark view that fails unless every file
+// of each date that holds rows is read. A date's files are named by brace
+// globs (spark.Relations), and Hadoop's glob drops an alternative that does
+// not exist: one file of a split date gone (a gc that stopped part way, an
+// object lost) read as a date with fewer rows, without an error, where
+// DuckDB, read and status fail. One branch for the view, of one row a date
+// from an aggregate grouped by the date, so a query filtered to some dates
+// prunes the others' scans (the filter reaches the dated scans through the
+// grouping) and still checks its own; a branch a date would double the
+// branches, past what Spark's parser takes at a thousand dates. guarded are
+// the dated file-path scans, expect the CASE arms of each date's count.
+func sparkGuard(table string, cols, guarded, expect []string, generation int64) (string, error) {
+	nulls := make([]string, 0, len(cols))
+	for _, c := range cols {
+		typ, err := columnType("spark", table, c)
+		if err != nil {
+			return "", err
+		}
+		nulls = append(nulls, fmt.Sprintf("CAST(NULL AS %s)", typ))
+	}
+	msg := func(part string) string {
+		return strings.ReplaceAll(fmt.Sprintf("engagement %s view of generation %d: a file of %s", table, generation, part), "'", "\\'")
+	}
+	return fmt.Sprintf("SELECT %s, d AS event_date FROM (SELECT d, count(DISTINCT f) AS files FROM (%s) GROUP BY d)\n"+
+		"WHERE IF(files = CASE d %s END, false, raise_error(concat('%s', CAST(d AS STRING), '%s')))",
+		strings.Join(nulls, ", "), strings.Join(guarded, "\nUNION ALL "), strings.Join(expect, " "),
+		msg(""), " it lists is gone (gc ran since the view was made, or the warehouse was damaged): run engagement views again"), nil
 }
 
 // datedStagingFile reports whether rel (below staging/) is one of table's

@@ -190,6 +190,100 @@ func viewsSpark(t *testing.T, remote, warehouse string) {
 	}
 }
 
+// TestViewsSparkFileGone: a Spark view names a date's files by a brace
+// glob, and Hadoop's glob drops an alternative that does not exist: one
+// file of a split date gone read as a date with fewer rows and no error,
+// where DuckDB, read and status fail. The view's guard fails it, naming the
+// date; whole, the view reads the pointer's figures.
+func TestViewsSparkFileGone(t *testing.T) {
+	remote := sparktest.Remote(t)
+	fx := publishtest.LoadFixture(t, "")
+	conf, err := os.ReadFile(filepath.Join(publishtest.Root(), "config", "fixture.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(t.TempDir(), "small.conf")
+	if err := os.WriteFile(small, append(conf, "\nengagement.targetFileBytes 2KB\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warehouse := filepath.Join(t.TempDir(), "warehouse")
+	var out, errb strings.Builder
+	if code := cli.Main(context.Background(), publishtest.WithFlag(fx.Args(warehouse, "gone-1", "2026-03-02", "2026-03-03"), "--config", small), &out, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
+	day, err := publishtest.Snapshot(t, warehouse).Date("2026-03-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := day.Files(reader.FactTable)
+	if len(files) < 3 {
+		t.Fatalf("2026-03-02 has %d fact files: the test needs a split date", len(files))
+	}
+	schema := fmt.Sprintf("views_gone_%d_%d", os.Getpid(), time.Now().UnixNano())
+	sql := views(t, "--warehouse", warehouse, "--dialect", "spark", "--schema", schema)
+	ctx := context.Background()
+	eng, err := spark.Open(ctx, remote, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	defer eng.Query(ctx, "DROP SCHEMA IF EXISTS `"+schema+"` CASCADE")
+	for _, s := range statements(t, sql, 3) {
+		if _, err := eng.Query(ctx, s); err != nil {
+			t.Fatalf("run %q: %v", s, err)
+		}
+	}
+	count := fmt.Sprintf("SELECT CAST(SUM(event_count) AS BIGINT) FROM `%s`.%s WHERE event_date = DATE '2026-03-02'", schema, reader.FactTable)
+	rows, err := eng.Query(ctx, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rows[0].At(0).(int64); n != day.EventCount {
+		t.Fatalf("whole: SUM(event_count) %d, pointer %d", n, day.EventCount)
+	}
+	victim := strings.TrimPrefix(files[1].URI, "file://")
+	if err := os.Remove(victim); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = eng.Query(ctx, count)
+	if err == nil || !strings.Contains(err.Error(), "a file of 2026-03-02 it lists is gone") {
+		var n any
+		if len(rows) > 0 {
+			n = rows[0].At(0)
+		}
+		t.Errorf("one file of a split date gone: rows %v, error %v; want the guard's error", n, err)
+	}
+	// Another date, whole, still reads.
+	rows, err = eng.Query(ctx, fmt.Sprintf("SELECT count(*) FROM `%s`.%s WHERE event_date = DATE '2026-03-03'", schema, reader.FactTable))
+	if err != nil || len(rows) != 1 {
+		t.Errorf("the whole date beside it: %v, %v", rows, err)
+	}
+}
+
+// TestViewsSparkRefusesAColonGlobPath: a warehouse path holding ':' and a
+// glob character is one Spark can neither read literally nor glob (the
+// escaped character makes it a pattern, and Hadoop cannot parse the element
+// with ':'): views exits 2 naming it, where it printed statements that
+// failed on the server with an error naming neither.
+func TestViewsSparkRefusesAColonGlobPath(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	warehouse := filepath.Join(t.TempDir(), "c:o[l]n")
+	var out, errb strings.Builder
+	if code := cli.Main(context.Background(), fx.Args(warehouse, "colon-1", "2026-03-02"), &out, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	code := cli.Main(context.Background(), []string{"views", "--warehouse", warehouse, "--dialect", "spark"}, &out, &errb)
+	if code != exitcode.Usage || !strings.Contains(errb.String(), "holds ':' and a glob character") || !strings.Contains(errb.String(), "c:o[l]n") {
+		t.Errorf("views --dialect spark: exit %d, stderr %s; want exit 2 naming the path", code, errb.String())
+	}
+	// The other dialects read it.
+	if code := cli.Main(context.Background(), []string{"views", "--warehouse", warehouse, "--dialect", "duckdb"}, &out, &errb); code != 0 {
+		t.Errorf("views --dialect duckdb: exit %d", code)
+	}
+}
+
 // TestViewsTrino runs the printed Trino statements on the Trino server
 // (ENGAGEMENT_TRINO_URL) over a warehouse on local disk and one on S3, each
 // also holding a rejected attempt (valid files of every date) and an

@@ -557,9 +557,32 @@ func Relations(uris []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := unreadablePath(p); err != nil {
+			return nil, err
+		}
 		paths[i] = p
 	}
 	return scans(paths), nil
+}
+
+// ErrPathUnreadable: a path Spark's file sources can neither read
+// literally nor as a pattern.
+var ErrPathUnreadable = errors.New("a path Spark cannot read")
+
+// unreadablePath refuses a path holding a colon (after its scheme) and a
+// glob character: the escaped character makes it a pattern, which Hadoop
+// globs element by element, and an element holding a colon parses as a
+// URI with a scheme; the query failed with an error naming neither
+// (UNSUPPORTED_DATASOURCE_FOR_DIRECT_QUERY).
+func unreadablePath(p string) error {
+	_, path, ok := strings.Cut(p, "://")
+	if !ok {
+		path = p
+	}
+	if strings.Contains(path, ":") && strings.ContainsAny(path, `{}[]*?\`) {
+		return fmt.Errorf("%w: %s holds ':' and a glob character ({ } [ ] * ? \\): Hadoop globs such a path element by element and cannot parse the element with ':'; move the warehouse to a path without one of them", ErrPathUnreadable, p)
+	}
+	return nil
 }
 
 // Query runs one SQL statement and returns its rows (the views tests run
