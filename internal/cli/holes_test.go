@@ -572,6 +572,17 @@ func TestReportOutRefusals(t *testing.T) {
 	if err := os.Symlink(filepath.Join(t.TempDir(), "gone", "dir"), dangling); err != nil {
 		t.Fatal(err)
 	}
+	// An empty partition raw holds (a day not landed yet), and a link into
+	// raw: the page went into the first with exit 0, and pl/../rep made
+	// raw/rep, each failing the next publish.
+	empty := filepath.Join(w.raw, "ingest_date=2026-03-04")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	intoRaw := filepath.Join(t.TempDir(), "pl")
+	if err := os.Symlink(filepath.Join(w.raw, "ingest_date=2026-03-02"), intoRaw); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, out, says string
 	}{
@@ -582,6 +593,9 @@ func TestReportOutRefusals(t *testing.T) {
 		{"deeper in raw", filepath.Join(w.raw, "r", "eport"), "which holds data (ingest_date="},
 		{"in the manifest's directory", filepath.Join(w.lessons, "report"), ".parquet): an input's next listing would fail on it"},
 		{"a user's directory", user, "holds notes.txt, which no report wrote"},
+		{"an empty partition in raw", empty, "is a raw partition"},
+		{"below an empty partition", filepath.Join(empty, "rep"), "is a raw partition"},
+		{"through a link into raw and ..", intoRaw + "/../newrep", "which holds data (ingest_date="},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := biRun(t, "report", "--warehouse", w.warehouse, "--out", tc.out)
@@ -592,6 +606,9 @@ func TestReportOutRefusals(t *testing.T) {
 				t.Error("the page was written")
 			}
 		})
+	}
+	if _, err := os.Stat(filepath.Join(w.raw, "newrep")); err == nil {
+		t.Error("raw/newrep was made")
 	}
 	if r := biRun(t, w.publishArgs("after-reports", biGoodDates)...); r.code != 0 {
 		t.Errorf("a publish after the refused reports: exit %d\n%s", r.code, r.stderr)

@@ -72,7 +72,11 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 			return exitcode.UsageError(fmt.Errorf("report: %s %s: %s is a symbolic link to %s, which does not exist: make that directory or give another", o.ref("out"), o.out, link, to))
 		}
 	}
-	if err := outsideWarehouse(o.out, o.warehouse); err != nil {
+	// Every check and the write take the directory the kernel would make:
+	// textual cleaning read pl/../rep (pl a link into raw) as ./rep, checked
+	// it, and the write made raw/rep.
+	out := resolveOut(o.out)
+	if err := outsideWarehouse(out, o.warehouse); err != nil {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
 	}
 	b, store, err := warehouseStore(ctx, env, o.ref("warehouse"), o.warehouse, 0)
@@ -83,10 +87,10 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 		return err
 	}
 	// After the warehouse, the command's main argument, is judged.
-	if err := localDir(o.ref("out"), o.out); err != nil {
+	if err := localDir(o.ref("out"), out); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := ownDir(o.out); err != nil {
+	if err := ownDir(out); err != nil {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
 	}
 	m, err := report.Build(ctx, store, b, o.runs)
@@ -99,10 +103,10 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	}
 	// The local store writes whole or not at all (temp, fsync, rename), so
 	// a browser never loads half a page.
-	if _, err := local.New(o.out, local.Options{}).Put(ctx, "index.html", page.Bytes(), storage.Cond{}); err != nil {
+	if _, err := local.New(out, local.Options{}).Put(ctx, "index.html", page.Bytes(), storage.Cond{}); err != nil {
 		return fmt.Errorf("write %s: %w", o.ref("out"), err)
 	}
-	path := filepath.Join(o.out, "index.html")
+	path := filepath.Join(out, "index.html")
 	fmt.Fprintf(env.Stdout, "wrote %s (generation %d, %d dates published, %d runs)\n", path, m.Generation, m.PublishedDates(), len(m.Runs))
 	return nil
 }
@@ -124,9 +128,9 @@ func danglingLink(out string) (link, to string) {
 	}
 }
 
-// dataParent refuses a new output directory that would be made in a
-// directory holding data (ingest_date=… partitions, Parquet files): inside
-// raw or a manifest, the next publish's listing failed on it.
+// dataParent refuses an output directory in a directory holding data
+// (ingest_date=… partitions, Parquet files), made now or before: inside raw
+// or a manifest, the next publish's listing failed on it.
 func dataParent(out string) error {
 	dir := filepath.Dir(filepath.Clean(out))
 	for {
@@ -152,9 +156,23 @@ func dataParent(out string) error {
 // there, exit 0, and the next publish failed on the stray file; a user's
 // own index.html was replaced without a word.
 func ownDir(out string) error {
+	// Whether it exists or not: an empty ingest_date=… directory in raw
+	// took the page with exit 0, and the next publish failed on it (and
+	// its date moved the restatement horizon).
+	for p := out; ; p = filepath.Dir(p) {
+		if strings.HasPrefix(filepath.Base(p), "ingest_date=") {
+			return fmt.Errorf("%s is a raw partition: an input's next listing would fail on the page; choose a directory of its own", p)
+		}
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := dataParent(out); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, fs.ErrNotExist) {
-		return dataParent(out)
+		return nil
 	}
 	if err != nil {
 		return err
@@ -203,4 +221,28 @@ func outsideWarehouse(out, wh string) error {
 		return fmt.Errorf("lies inside the warehouse %s, which report only reads; write the page elsewhere", wh)
 	}
 	return nil
+}
+
+// resolveOut is out as the kernel resolves it: symbolic links followed
+// before each "..", as opening the path does, for its longest existing
+// prefix, with the rest joined on. Absolute.
+func resolveOut(out string) string {
+	abs := out
+	if !filepath.IsAbs(abs) {
+		if wd, err := os.Getwd(); err == nil {
+			abs = wd + string(filepath.Separator) + out
+		}
+	}
+	var rest []string
+	for p := abs; ; {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		i := strings.LastIndex(p, string(filepath.Separator))
+		if i <= 0 {
+			return filepath.Clean(abs)
+		}
+		rest = append([]string{p[i+1:]}, rest...)
+		p = p[:i]
+	}
 }

@@ -320,7 +320,7 @@ func quoteAll(items []string) []string {
 func shownKeys(items []string) []string {
 	out := make([]string, len(items))
 	for i, s := range items {
-		out[i] = shownKey(s)
+		out[i] = ShownKey(s)
 	}
 	return out
 }
@@ -354,7 +354,7 @@ func sample(items []string) string {
 	}
 	shown := make([]string, len(items))
 	for i, s := range items {
-		shown[i] = shortened(shownKey(s))
+		shown[i] = shortened(ShownKey(s))
 	}
 	return " (e.g. " + strings.Join(shown, ", ") + ")"
 }

@@ -88,7 +88,7 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
 		for _, l := range lessons {
-			fmt.Fprintf(tw, "  %s\t%d\n", shortened(shownKey(l.Lesson())), l.EventCount)
+			fmt.Fprintf(tw, "  %s\t%d\n", shortened(ShownKey(l.Lesson())), l.EventCount)
 		}
 		tw.Flush()
 	}
@@ -121,12 +121,12 @@ func OneLine(s string) string {
 	return b.String()
 }
 
-// shownKey is a key from an input as a row shows it: quoted, every
+// ShownKey is a key from an input as a row shows it: quoted, every
 // non-ASCII character escaped, when it would read as another key (empty,
 // a space at an edge, a space other than ' ', a combining mark: NFD
 // "é" beside NFC), since keys compare by bytes and the operator must see
 // which bytes; else as oneLine shows it.
-func shownKey(s string) string {
+func ShownKey(s string) string {
 	if s == "" || strings.TrimSpace(s) != s {
 		return strconv.QuoteToASCII(s)
 	}

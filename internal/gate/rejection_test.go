@@ -123,8 +123,8 @@ func TestShownKeyTellsKeysApart(t *testing.T) {
 		{"a\u00a0b", `"a\u00a0b"`},
 		{"esc\x1b[31m", `esc\x1b[31m`},
 	} {
-		if got := shownKey(tc.in); got != tc.want {
-			t.Errorf("shownKey(%q) = %s, want %s", tc.in, got, tc.want)
+		if got := ShownKey(tc.in); got != tc.want {
+			t.Errorf("ShownKey(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }

@@ -25,7 +25,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rate": func(v float64) string { return fmt.Sprintf("%.4f", v) },
 	// A path or note the warehouse's name runs through: a bidi override in
 	// it reversed the rest of the line, past its element.
-	"text":  gate.OneLine,
+	"text": gate.OneLine,
+	// A pin, as the gate's tables show a key: a bidi override or a
+	// trailing space in it made one pin read as another.
+	"key":   gate.ShownKey,
 	"pct":   percent,
 	"bytes": func(v int64) string { return Bytes(float64(v)) },
 	"op": func(c Change) string {

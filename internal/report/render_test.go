@@ -55,6 +55,11 @@ func TestRenderManyDates(t *testing.T) {
 			// a publish of an entry another job made.
 			dd.Changes[0].AfterGap = true
 		}
+		if i == 8 {
+			// A pin with a bidi override read as dim-2026-03-04 in the
+			// lineage table; and one with a trailing space as the plain one.
+			dd.Changes[0].ManifestID, dd.Changes[0].EnrollmentSnapshotID = "\u202e40-30-6202-mid", "enr-2026-03-04 "
+		}
 		if dd.Published {
 			dd.Files = []File{{Table: "fact_lesson_engagement", Path: "f1", Bytes: 190 << 20}, {Table: "course_day", Path: "c1", Bytes: 40 << 10}}
 			if i == 5 {
@@ -78,7 +83,10 @@ func TestRenderManyDates(t *testing.T) {
 	}
 	page := b.String()
 	if strings.ContainsRune(page, '\u202e') || !strings.Contains(page, `s3://curated/engagement\u202e-x`) {
-		t.Error("the warehouse's bidi override reached the page as itself, not as its escape")
+		t.Error("the warehouse's or a pin's bidi override reached the page as itself, not as its escape")
+	}
+	if !strings.Contains(page, `<code>\u202e40-30-6202-mid</code>`) || !strings.Contains(page, `<code>&#34;enr-2026-03-04 &#34;</code>`) {
+		t.Error("the lineage table does not show the pins escaped and quoted")
 	}
 	if p := os.Getenv("ENGAGEMENT_REPORT_DUMP"); p != "" {
 		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
