@@ -83,6 +83,9 @@ func TestReadDate(t *testing.T) {
 	// A date published without events lists no files: it reads as no
 	// rows of the columns and types a date with files has.
 	publishtest.EmptyPartition(t, fx, "2026-02-27")
+	// Its lateness partition too: a missing one, with later ones landed,
+	// is an ingestion gap the publish refuses.
+	publishtest.EmptyPartition(t, fx, "2026-02-28")
 	code = cli.Main(context.Background(), append(fx.Args(wh, "python-002", "2026-02-27"), "--allow-outside-horizon"), io.Discard, &stderr)
 	if code != 0 {
 		t.Fatalf("publish the empty date: exit %d\n%s", code, stderr.String())

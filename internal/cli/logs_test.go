@@ -335,12 +335,7 @@ func TestUnsettledReported(t *testing.T) {
 		t.Errorf("document's unsettled_dates %v, want [2026-03-01]: %s", d.Unsettled, r.stdout)
 	}
 	// And a monitor record, for alerting on the log.
-	var sig map[string]any
-	for _, rec := range jsonLines(t, "stderr", r.stderr) {
-		if rec["msg"] == "monitor" && rec["signal"] == "unsettled_dates" {
-			sig = rec
-		}
-	}
+	sig := monitorRecord(t, r.stderr, "unsettled_dates")
 	if figs, _ := sig["figures"].(map[string]any); sig["status"] != "warn" || fmt.Sprint(figs["dates"]) != "[2026-03-01]" {
 		t.Errorf("monitor record %v, want unsettled_dates warn with [2026-03-01]", sig)
 	}
@@ -378,12 +373,7 @@ func TestStrayEventsReported(t *testing.T) {
 	if d := oneDoc(t, r.stdout); d.StrayEvents != 40 {
 		t.Errorf("document's stray_events %d, want 40: %s", d.StrayEvents, r.stdout)
 	}
-	var sig map[string]any
-	for _, rec := range jsonLines(t, "stderr", r.stderr) {
-		if rec["msg"] == "monitor" && rec["signal"] == "stray_events" {
-			sig = rec
-		}
-	}
+	sig := monitorRecord(t, r.stderr, "stray_events")
 	if figs, _ := sig["figures"].(map[string]any); sig["status"] != "warn" || figs["stray_events"] != float64(40) {
 		t.Errorf("monitor record %v, want stray_events warn with 40", sig)
 	}
@@ -428,6 +418,19 @@ func TestEarlyFailureMonitored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// monitorRecord is the last monitor record of signal in a JSON stderr, nil
+// without one.
+func monitorRecord(t *testing.T, stderr, signal string) map[string]any {
+	t.Helper()
+	var sig map[string]any
+	for _, rec := range jsonLines(t, "stderr", stderr) {
+		if rec["msg"] == "monitor" && rec["signal"] == signal {
+			sig = rec
+		}
+	}
+	return sig
 }
 
 // publish --help asks for no publish: its help alone, whatever --output says.

@@ -87,7 +87,8 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 		return err
 	}
 	// After the warehouse, the command's main argument, is judged.
-	if err := localDir(o.ref("out"), out); err != nil {
+	// As given: a URL is refused, not resolved into a local path.
+	if err := localDir(o.ref("out"), o.out); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	if err := ownDir(out); err != nil {

@@ -159,20 +159,8 @@ func TestViewsSpark(t *testing.T) {
 
 func viewsSpark(t *testing.T, remote, warehouse string) {
 	figures := viewsWarehouse(t, warehouse)
-	schema := fmt.Sprintf("views_test_%d_%d", os.Getpid(), time.Now().UnixNano())
-	sql := views(t, "--warehouse", warehouse, "--dialect", "spark", "--schema", schema)
 	ctx := context.Background()
-	eng, err := spark.Open(ctx, remote, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	defer eng.Query(ctx, "DROP SCHEMA IF EXISTS `"+schema+"` CASCADE")
-	for _, s := range statements(t, sql, 3) {
-		if _, err := eng.Query(ctx, s); err != nil {
-			t.Fatalf("run %q: %v", s, err)
-		}
-	}
+	eng, schema := sparkViews(t, remote, warehouse, "views_test")
 	for _, table := range []string{reader.FactTable, reader.CourseDayTable} {
 		rows, err := eng.Query(ctx, fmt.Sprintf("SELECT CAST(event_date AS STRING), CAST(SUM(event_count) AS BIGINT) FROM `%s`.%s GROUP BY 1", schema, table))
 		if err != nil {
@@ -219,20 +207,8 @@ func TestViewsSparkFileGone(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("2026-03-02 has %d fact files: the test needs a split date", len(files))
 	}
-	schema := fmt.Sprintf("views_gone_%d_%d", os.Getpid(), time.Now().UnixNano())
-	sql := views(t, "--warehouse", warehouse, "--dialect", "spark", "--schema", schema)
 	ctx := context.Background()
-	eng, err := spark.Open(ctx, remote, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	defer eng.Query(ctx, "DROP SCHEMA IF EXISTS `"+schema+"` CASCADE")
-	for _, s := range statements(t, sql, 3) {
-		if _, err := eng.Query(ctx, s); err != nil {
-			t.Fatalf("run %q: %v", s, err)
-		}
-	}
+	eng, schema := sparkViews(t, remote, warehouse, "views_gone")
 	count := fmt.Sprintf("SELECT CAST(SUM(event_count) AS BIGINT) FROM `%s`.%s WHERE event_date = DATE '2026-03-02'", schema, reader.FactTable)
 	rows, err := eng.Query(ctx, count)
 	if err != nil {
@@ -282,6 +258,30 @@ func TestViewsSparkRefusesAColonGlobPath(t *testing.T) {
 	if code := cli.Main(context.Background(), []string{"views", "--warehouse", warehouse, "--dialect", "duckdb"}, &out, &errb); code != 0 {
 		t.Errorf("views --dialect duckdb: exit %d", code)
 	}
+}
+
+// sparkViews runs the Spark statements views prints for warehouse, in a
+// schema of its own (dropped at the end of the test), and returns the
+// engine they ran on and the schema.
+func sparkViews(t *testing.T, remote, warehouse, prefix string) (*spark.Engine, string) {
+	t.Helper()
+	schema := fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), time.Now().UnixNano())
+	sql := views(t, "--warehouse", warehouse, "--dialect", "spark", "--schema", schema)
+	ctx := context.Background()
+	eng, err := spark.Open(ctx, remote, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = eng.Query(ctx, "DROP SCHEMA IF EXISTS `"+schema+"` CASCADE")
+		eng.Close()
+	})
+	for _, s := range statements(t, sql, 3) {
+		if _, err := eng.Query(ctx, s); err != nil {
+			t.Fatalf("run %q: %v", s, err)
+		}
+	}
+	return eng, schema
 }
 
 // TestViewsTrino runs the printed Trino statements on the Trino server

@@ -18,9 +18,10 @@ const minSecret = 4
 // URL is s with its secrets masked: a password in its user info and the
 // value of every query parameter whose name says it holds one (api_key,
 // token, sig, …), and for a Spark Connect URL (sc://HOST:PORT/;token=…;
-// user_id=…) the token. A string that does not parse as a URL, or names
-// no host (a mistyped scheme), is returned with everything after its
-// scheme masked: it may hold either.
+// user_id=…) the token. A string that does not parse as a URL is
+// returned with everything after its scheme masked: it may hold either. One
+// that names no host (a mistyped scheme) keeps what is not secret, with a
+// password before an '@', the query's secrets and every token= masked.
 func URL(s string) string {
 	shown, _ := split(s)
 	return shown
