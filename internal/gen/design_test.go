@@ -147,8 +147,11 @@ func TestDesignScales(t *testing.T) {
 // TestDesignDefaultUnchanged: the three-date design day's figures are those
 // the generator gave before Options.Dates existed (the SHA-256 of its
 // expected.json then), so the benchmark's cached days and figures stay valid.
+// The hash changed once since, in session 37, for two fields only:
+// previous_manifest_id and previous_enrollment_snapshot_id are empty, as the
+// design files never held those pins (the figures are as before).
 func TestDesignDefaultUnchanged(t *testing.T) {
-	const before = "5c4c0dc76e10521de92a8aed18d6e2892e5c1e6b3031f53f0cd29c09ac2ab59d"
+	const before = "7035dc2b6c1a18887c49fa7603be1d4e2578a3932c3eb409f5f8dc4013601550"
 	for _, dates := range []int{0, DefaultDesignDates} {
 		dir, _ := generate(t, Options{Shape: ShapeDesign, Events: 20_000, Dates: dates})
 		b, err := os.ReadFile(filepath.Join(dir, ExpectedFile))

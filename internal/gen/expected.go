@@ -28,7 +28,8 @@ type Expected struct {
 	EnrollmentSnapshotID string `json:"enrollment_snapshot_id"`
 	// The previous pins are present in the same files so a job that forgets
 	// to filter by pin produces duplicates or wrong numbers; tests may name
-	// them to prove the filter.
+	// them to prove the filter. The fixture shape only: the design shape's
+	// files hold one pin of each, and these are empty.
 	PreviousManifestID           string `json:"previous_manifest_id"`
 	PreviousEnrollmentSnapshotID string `json:"previous_enrollment_snapshot_id"`
 	UnknownLessonID              string `json:"unknown_lesson_id"`
@@ -43,7 +44,8 @@ type Expected struct {
 	Dates                  []dates.Date `json:"dates"` // the restatable event dates, ascending
 
 	// LateEvents are the events ingested after their event date whose event
-	// date is restatable (exactly one in every shape).
+	// date is restatable: exactly one in the fixture shape; the design shape
+	// lists none (its late events, at d+1, are in the figures).
 	LateEvents []LateEvent `json:"late_events"`
 	// UnrestatedLateEvents arrived late for a date outside the horizon; they
 	// must never show up in the figures of any restatable date.
