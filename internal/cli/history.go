@@ -12,6 +12,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
@@ -112,7 +113,7 @@ func writeHistory(env Env, log history.Log, only *dates.Date) error {
 			written = c.WrittenAt.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.4f\t%d\t%d\n", gen, written, op, c.UpdatedByJobID, c.Date,
-			c.JobID, c.ManifestID, c.EnrollmentSnapshotID, c.EventCount, c.UnknownLessonRate, c.Files, c.Bytes)
+			c.JobID, gate.ShownKey(c.ManifestID), gate.ShownKey(c.EnrollmentSnapshotID), c.EventCount, c.UnknownLessonRate, c.Files, c.Bytes)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

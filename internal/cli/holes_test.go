@@ -665,3 +665,22 @@ func TestSensorOnANewWarehouse(t *testing.T) {
 		})
 	}
 }
+
+// TestTablesShowPinsEscaped: status and history print a pin as the gate
+// shows a key: a bidi override in one (a manifest id read as
+// "dim-2026-03-04") reversed the row on the operator's terminal.
+func TestTablesShowPinsEscaped(t *testing.T) {
+	w := biNewWS(t)
+	const pin = "\u202e40-30-6202-mid"
+	w.rewriteParquet("lessons/part-0.parquet", "lessons/part-0.parquet",
+		"SELECT * REPLACE (CASE WHEN manifest_id = 'dim-2026-03-04' THEN '"+pin+"' ELSE manifest_id END AS manifest_id) FROM src")
+	if r := biRun(t, w.publishArgs("pin-1", biGoodDates, "--manifest-id", pin)...); r.code != 0 {
+		t.Fatalf("publish: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, cmd := range [][]string{{"status", "--warehouse", w.warehouse}, {"history", "--warehouse", w.warehouse}} {
+		r := biRun(t, cmd...)
+		if r.code != 0 || strings.ContainsRune(r.stdout, '\u202e') || !strings.Contains(r.stdout, `\u202e40-30-6202-mid`) {
+			t.Errorf("%s: exit %d, want the pin escaped:\n%s", cmd[0], r.code, r.stdout)
+		}
+	}
+}

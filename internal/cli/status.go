@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
 )
@@ -105,7 +106,9 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "date\tjob_id\tmanifest_id\tenrollment_snapshot_id\tevent_count\tunknown_lesson_count\tunknown_lesson_rate\tfact_files\tfact_rows")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%d\n", r.Date, r.JobID, r.ManifestID, r.EnrollmentSnapshotID,
+		// Pins as the gate shows keys: a bidi override or a tab in one
+		// reversed or broke the row (JSON has them exact).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.4f\t%d\t%d\n", r.Date, r.JobID, gate.ShownKey(r.ManifestID), gate.ShownKey(r.EnrollmentSnapshotID),
 			r.EventCount, r.UnknownLessonCount, r.UnknownLessonRate, r.FactFiles, r.FactRows)
 	}
 	return tw.Flush()
