@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,6 +56,9 @@ type Engine struct {
 	// memoryLimit and threads are the config's DuckDB settings (Open),
 	// for outOfMemory.
 	memoryLimit, threads string
+	// openFiles is a config's partitioned_write_max_open_files (0 when not
+	// given): a batched write keeps at least this many files open.
+	openFiles int
 	// eventTimeTypes are raw files' event_time types as Inspect read them,
 	// by path, for rawScan.
 	typesMu        sync.Mutex
@@ -298,6 +302,7 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 	}
 	// Not asked of DuckDB: at a limit of a few KB that query fails too.
 	e.memoryLimit, e.threads = settings["memory_limit"], settings["threads"]
+	e.openFiles, _ = strconv.Atoi(settings["partitioned_write_max_open_files"])
 	return e, nil
 }
 

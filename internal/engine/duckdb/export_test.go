@@ -36,3 +36,10 @@ func Set(e *Engine, key, value string) error {
 	_, err := e.conn.ExecContext(context.Background(), "SET "+key+" = '"+value+"'")
 	return err
 }
+
+// Setting is the current value of a DuckDB setting on e's connection.
+func Setting(e *Engine, key string) (string, error) {
+	var v string
+	err := e.conn.QueryRowContext(context.Background(), "SELECT current_setting('"+key+"')::VARCHAR").Scan(&v)
+	return v, err
+}

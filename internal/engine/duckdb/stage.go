@@ -448,13 +448,13 @@ func (r *runner) write(ctx context.Context, spec engine.Spec, table string, n ma
 		// config's) and a flush is due, and opens another, and the driver
 		// refused the part's many files (exit 1, naming neither). The
 		// batch's parts are all kept open: the setting is the batch's part
-		// count, or DuckDB's default of 100 when that is more, whatever a
-		// config set.
+		// count, or DuckDB's default of 100 or a config's value when that
+		// is more.
 		open := 0
 		for _, d := range batch {
 			open += max(n[d], 1)
 		}
-		if err := r.e.exec(ctx, "write "+to, fmt.Sprintf("SET partitioned_write_max_open_files = %d", max(open, 100))); err != nil {
+		if err := r.e.exec(ctx, "write "+to, fmt.Sprintf("SET partitioned_write_max_open_files = %d", max(open, 100, r.e.openFiles))); err != nil {
 			return err
 		}
 		stmt := fmt.Sprintf("COPY (%s) TO %s (%s, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", q, quote(localPath(to)), parquetOptions, by)
