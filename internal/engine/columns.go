@@ -116,3 +116,26 @@ func NoPinError(flag, pin, col, path string, present []string) error {
 // PinsShown is how many present pins a NoPinError lists; an engine asks
 // for one more, newest first, to know whether there are others.
 const PinsShown = 10
+
+// NullTimeSampleSQL is the one string a row of the null-time sample is in
+// both engines' SQL, from its ingest_date (a DATE) and event_id: the date,
+// then " -" for a null id or " +" and the id. NullTimeSample reads them.
+// One form, ordered as strings by both, so both engines name the same rows.
+func NullTimeSampleSQL(concat func(parts ...string) string, castDate string) string {
+	return concat(castDate, "CASE WHEN event_id IS NULL THEN ' -' ELSE "+concat("' +'", "event_id")+" END")
+}
+
+// NullTimeSample is the null-time sample as the gate shows it: each row's
+// event_id (quoted as a key, or "no event_id") and its partition.
+func NullTimeSample(rows []string) []string {
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		date, rest, _ := strings.Cut(r, " ")
+		id := "no event_id"
+		if v, ok := strings.CutPrefix(rest, "+"); ok {
+			id = "event_id " + strconv.QuoteToASCII(v)
+		}
+		out = append(out, fmt.Sprintf("%s in ingest_date=%s", id, date))
+	}
+	return out
+}

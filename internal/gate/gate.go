@@ -59,6 +59,9 @@ type InputFigures struct {
 	// Raw events of the read window with no event_time, and events of the
 	// requested dates with a null or repeated event_id (extra copies).
 	NullEventTimes         int64    `json:"null_event_times"`
+	// NullEventTimeSample names up to five of them by partition and id
+	// (engine.NullTimeSample): the read window may hold thousands of files.
+	NullEventTimeSample []string `json:"null_event_time_sample"`
 	NullEventIDs           int64    `json:"null_event_ids"`
 	DuplicateEventIDs      int64    `json:"duplicate_event_ids"`
 	DuplicateEventIDSample []string `json:"duplicate_event_id_sample"`
@@ -201,9 +204,9 @@ func InputChecks(in InputFigures) []Check {
 			Name:    CheckEventTimePresent,
 			Passed:  in.NullEventTimes == 0,
 			Warning: in.StrayEvents > 0,
-			Detail: fmt.Sprintf("%d raw events in the read window have a null event_time; %d of dates not requested lie outside their partition's own window (counted by no publish)",
-				in.NullEventTimes, in.StrayEvents),
-			Figures: map[string]any{"null_event_times": in.NullEventTimes, "stray_events": in.StrayEvents},
+			Detail: fmt.Sprintf("%d raw events in the read window have a null event_time%s; %d of dates not requested lie outside their partition's own window (counted by no publish)",
+				in.NullEventTimes, forExample(in.NullEventTimeSample), in.StrayEvents),
+			Figures: map[string]any{"null_event_times": in.NullEventTimes, "stray_events": in.StrayEvents, "sample": nonNil(in.NullEventTimeSample)},
 		},
 		{
 			// event_id is the business key of an event; a repeat is an
@@ -380,4 +383,12 @@ func capAllows(unknownCap float64, events int64) int64 {
 		n--
 	}
 	return n
+}
+
+// forExample is " (e.g. a, b)" for a sample, "" without one.
+func forExample(sample []string) string {
+	if len(sample) == 0 {
+		return ""
+	}
+	return " (e.g. " + strings.Join(sample, ", ") + ")"
 }

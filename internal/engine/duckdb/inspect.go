@@ -304,6 +304,16 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	for i, d := range spec.Dates {
 		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = perDate[i], lateDate[i], earlyDate[i], ownDate[i]
 	}
+	if f.NullEventTimes > 0 {
+		// Which: the read window may hold thousands of files.
+		concat := func(parts ...string) string { return "(" + strings.Join(parts, " || ") + ")" }
+		rows, err := e.strings(ctx, fmt.Sprintf("SELECT %s AS s FROM (%s) WHERE event_time IS NULL ORDER BY s LIMIT 5",
+			engine.NullTimeSampleSQL(concat, "CAST(ingest_date AS VARCHAR)"), src))
+		if err != nil {
+			return fmt.Errorf("check raw event times %s: %w", spec.Raw, firstLine(err))
+		}
+		f.NullEventTimeSample = engine.NullTimeSample(rows)
+	}
 	if hashRepeats == 0 {
 		return nil
 	}

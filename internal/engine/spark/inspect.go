@@ -397,6 +397,18 @@ func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass,
 	for i, d := range spec.Dates {
 		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = p.counts[i], p.late[i], p.early[i], p.own[i]
 	}
+	if f.NullEventTimes > 0 {
+		// Which: the read window may hold thousands of files. The rows as
+		// DuckDB's sample names them (engine.NullTimeSampleSQL).
+		concat := func(parts ...string) string { return "concat(" + strings.Join(parts, ", ") + ")" }
+		rows, err := e.strings(ctx, "check raw event times "+spec.Raw, fmt.Sprintf(
+			"SELECT %s AS s FROM %s WHERE event_time IS NULL AND ingest_date BETWEEN DATE %s AND DATE %s ORDER BY s LIMIT 5",
+			engine.NullTimeSampleSQL(concat, "CAST(ingest_date AS STRING)"), rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String())))
+		if err != nil {
+			return err
+		}
+		f.NullEventTimeSample = engine.NullTimeSample(rows)
+	}
 	f.DuplicateEventIDs = 0
 	if p.hashRepeats == 0 {
 		return nil
