@@ -58,10 +58,10 @@ type InputFigures struct {
 	DuplicateEnrollCount int64    `json:"duplicate_enrollment_count"`
 	// Raw events of the read window with no event_time, and events of the
 	// requested dates with a null or repeated event_id (extra copies).
-	NullEventTimes         int64    `json:"null_event_times"`
+	NullEventTimes int64 `json:"null_event_times"`
 	// NullEventTimeSample names up to five of them by partition and id
 	// (engine.NullTimeSample): the read window may hold thousands of files.
-	NullEventTimeSample []string `json:"null_event_time_sample"`
+	NullEventTimeSample    []string `json:"null_event_time_sample"`
 	NullEventIDs           int64    `json:"null_event_ids"`
 	DuplicateEventIDs      int64    `json:"duplicate_event_ids"`
 	DuplicateEventIDSample []string `json:"duplicate_event_id_sample"`
