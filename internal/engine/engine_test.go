@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,5 +144,21 @@ func TestNoPinErrorTellsPinsApart(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != exitcode.Usage {
 			t.Errorf("pin %q, present %q: %v (exit %d), want exit 2 with %s", tc.pin, tc.present, err, exitcode.Code(err), tc.want)
 		}
+	}
+}
+
+// TestNullTimeSample: the engines' rows of the null-time sample read back
+// as the refusal names them: the id quoted as a key (a quote, a space and
+// an empty id stay visible), or "no event_id", with its partition.
+func TestNullTimeSample(t *testing.T) {
+	got := NullTimeSample([]string{"2026-03-02 -", "2026-03-02 +", "2026-03-02 +ev \"1\"", "2026-03-03 +é"})
+	want := []string{
+		"no event_id in ingest_date=2026-03-02",
+		`event_id "" in ingest_date=2026-03-02`,
+		`event_id "ev \"1\"" in ingest_date=2026-03-02`,
+		`event_id "\u00e9" in ingest_date=2026-03-03`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("NullTimeSample = %q, want %q", got, want)
 	}
 }
