@@ -186,7 +186,7 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 			continue
 		}
 		sel := strings.Join(cols, ", ")
-		var parts, guarded, expect []string // guarded, expect: Spark's guard, below
+		var parts []string
 		for _, d := range ds {
 			files, _ := d.Files(table)
 			if len(files) == 0 {
@@ -220,25 +220,13 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 				if err != nil {
 					return "", err
 				}
+				guard := sparkGuard(table, d.Date, rels, withRows, snap.Generation())
 				for _, rel := range rels {
-					parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM %s", sel, date, rel))
-					if withRows > 0 {
-						guarded = append(guarded, fmt.Sprintf("SELECT %s AS d, _metadata.file_path AS f FROM %s", date, rel))
-					}
-				}
-				if withRows > 0 {
-					expect = append(expect, fmt.Sprintf("WHEN %s THEN %d", date, withRows))
+					parts = append(parts, fmt.Sprintf("SELECT %s, %s AS event_date FROM %s%s", sel, date, rel, guard))
 				}
 			default:
 				return "", fmt.Errorf("unknown dialect %q", dialect)
 			}
-		}
-		if len(guarded) > 0 {
-			guard, err := sparkGuard(table, cols, guarded, expect, snap.Generation())
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, guard)
 		}
 		if len(parts) == 0 {
 			stmt, err := emptyView(dialect, table, cols, prefix+ident(table), ident)
@@ -256,33 +244,28 @@ func Views(location string, snap *reader.Snapshot, dialect, catalog, schema stri
 	return b.String(), nil
 }
 
-// sparkGuard is the branch of a Spark view that fails unless every file
-// of each date that holds rows is read. A date's files are named by brace
-// globs (spark.Relations), and Hadoop's glob drops an alternative that does
-// not exist: one file of a split date gone (a gc that stopped part way, an
-// object lost) read as a date with fewer rows, without an error, where
-// DuckDB, read and status fail. One branch for the view, of one row a date
-// from an aggregate grouped by the date, so a query filtered to some dates
-// prunes the others' scans (the filter reaches the dated scans through the
-// grouping) and still checks its own; a branch a date would double the
-// branches, past what Spark's parser takes at a thousand dates. guarded are
-// the dated file-path scans, expect the CASE arms of each date's count.
-func sparkGuard(table string, cols, guarded, expect []string, generation int64) (string, error) {
-	nulls := make([]string, 0, len(cols))
-	for _, c := range cols {
-		typ, err := columnType("spark", table, c)
-		if err != nil {
-			return "", err
-		}
-		nulls = append(nulls, fmt.Sprintf("CAST(NULL AS %s)", typ))
+// sparkGuard is the WHERE clause of a Spark view's branches of one date
+// that fails unless every file of the date that holds rows is read. A
+// date's files are named by brace globs (spark.Relations), and Hadoop's glob
+// drops an alternative that does not exist: one file of a split date gone
+// (a gc that stopped part way, an object lost) read as a date with fewer
+// rows, without an error, where DuckDB, read and status fail. In the branch
+// itself, an uncorrelated scalar subquery run once: a branch of its own, of
+// constant columns, was folded away by any filter on another column (a
+// course_id, the IS NOT NULL of a join) and checked nothing. A query
+// filtered to other dates prunes the branch, guard and all.
+func sparkGuard(table, date string, rels []string, withRows int, generation int64) string {
+	if withRows == 0 {
+		return ""
 	}
-	msg := func(part string) string {
-		return strings.ReplaceAll(fmt.Sprintf("engagement %s view of generation %d: a file of %s", table, generation, part), "'", "\\'")
+	scans := make([]string, len(rels))
+	for i, rel := range rels {
+		scans[i] = "SELECT _metadata.file_path AS f FROM " + rel
 	}
-	return fmt.Sprintf("SELECT %s, d AS event_date FROM (SELECT d, count(DISTINCT f) AS files FROM (%s) GROUP BY d)\n"+
-		"WHERE IF(files = CASE d %s END, false, raise_error(concat('%s', CAST(d AS STRING), '%s')))",
-		strings.Join(nulls, ", "), strings.Join(guarded, "\nUNION ALL "), strings.Join(expect, " "),
-		msg(""), " it lists is gone (gc ran since the view was made, or the warehouse was damaged): run engagement views again"), nil
+	msg := fmt.Sprintf("engagement %s view of generation %d: a file of %s it lists is gone (gc ran since the view was made, or the warehouse was damaged): run engagement views again",
+		table, generation, date)
+	return fmt.Sprintf(" WHERE (SELECT IF(count(DISTINCT f) = %d, true, raise_error('%s')) FROM (%s))",
+		withRows, strings.ReplaceAll(msg, "'", "\\'"), strings.Join(scans, " UNION ALL "))
 }
 
 // datedStagingFile reports whether rel (below staging/) is one of table's
