@@ -533,34 +533,49 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 // the push.
 func TestSignalDuringARefusedLinesPush(t *testing.T) {
 	w := biNewWS(t)
-	ctx, stop := signals.Notify(context.Background(), io.Discard)
-	defer stop()
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-			t.Error(err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-		}
-		rw.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
-	var out, errb bytes.Buffer
-	args := w.publishArgs("refused-1", biGoodDates, "--job-idd", "x", "--pushgateway", srv.URL, "--output", "json")
-	code := signals.ExitCode(ctx, cli.Main(ctx, args, &out, &errb), io.Discard)
-	if _, ok := signals.Received(ctx); !ok {
-		t.Fatalf("the SIGTERM was not received; the test proves nothing\n%s", errb.String())
-	}
-	if code != exitcode.Usage {
-		t.Errorf("exit %d, want 2\n%s", code, errb.String())
-	}
-	if d := oneDoc(t, out.String()); d.Result != "error" || *d.ExitCode != exitcode.Usage {
-		t.Errorf("document %s, want an error with exit_code 2", out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-	if last := lines[len(lines)-1]; !strings.Contains(last, "unknown flag --job-idd") || !strings.Contains(last, `"exit_code":2`) {
-		t.Errorf("last stderr line %s, want the usage error's record with exit_code 2", last)
+	for _, tc := range []struct {
+		name, says string
+		extra      []string
+		document   bool
+	}{
+		// Refused by the flag parser, before publish runs.
+		{"unknown flag", "unknown flag --job-idd", []string{"--job-idd", "x", "--output", "json"}, true},
+		// Refused inside publish, before its own decision was deferred.
+		{"bad --output", `--output \"xml\": want text or json`, []string{"--output", "xml"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, stop := signals.Notify(context.Background(), io.Discard)
+			defer stop()
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+					t.Error(err)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+				rw.WriteHeader(http.StatusOK)
+			}))
+			defer srv.Close()
+			var out, errb bytes.Buffer
+			args := w.publishArgs("refused-1", biGoodDates, append(tc.extra, "--pushgateway", srv.URL)...)
+			code := signals.ExitCode(ctx, cli.Main(ctx, args, &out, &errb), io.Discard)
+			if _, ok := signals.Received(ctx); !ok {
+				t.Fatalf("the SIGTERM was not received; the test proves nothing\n%s", errb.String())
+			}
+			if code != exitcode.Usage {
+				t.Errorf("exit %d, want 2\n%s", code, errb.String())
+			}
+			if tc.document {
+				if d := oneDoc(t, out.String()); d.Result != "error" || *d.ExitCode != exitcode.Usage {
+					t.Errorf("document %s, want an error with exit_code 2", out.String())
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+			if last := lines[len(lines)-1]; !strings.Contains(last, tc.says) || !strings.Contains(last, `"exit_code":2`) {
+				t.Errorf("last stderr line %s, want the usage error's record with exit_code 2", last)
+			}
+		})
 	}
 }
 

@@ -79,6 +79,9 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		}()
 	}
 	if err := env.outcome.begin(o.output, o.job.jobID, o.job.origin); err != nil {
+		// Decided before the deferred push: a signal while it waits made
+		// this usage error 143, which a scheduler retries.
+		decide(ctx, err)
 		return err
 	}
 	j, eng, err := jobAndEngine(ctx, env.Log, o.job, config.Job.CheckPublish)
