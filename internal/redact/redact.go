@@ -32,10 +32,18 @@ func URL(s string) string {
 // client's "while pushing to …", a *url.Error) names it in its own way.
 func Text(text, raw string) string {
 	shown, secrets := split(raw)
-	// The URL as given first, whatever its secrets' length; then each
-	// secret alone, as a library may print it decoded or in parts.
+	// The URL as given first, whatever its secrets' length, and as Go's
+	// net/http prints it (its password as ***, the rest as parsed); then
+	// each secret alone, as a library may print it decoded or in parts.
 	if raw != "" {
 		text = strings.ReplaceAll(text, raw, shown)
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			printed := u.String()
+			if _, ok := u.User.Password(); ok {
+				printed = strings.Replace(printed, u.User.String()+"@", u.User.Username()+":***@", 1)
+			}
+			text = strings.ReplaceAll(text, printed, shown)
+		}
 	}
 	return maskAll(text, secrets)
 }
@@ -114,15 +122,16 @@ func split(raw string) (string, []string) {
 		// password before an '@', and every token=, are masked; the rest
 		// is shown as given (host:port, a path with a stray space), since
 		// the refusal is about it.
-		shown, query, hasQuery := strings.Cut(raw, "?")
+		// The '@' first, over the whole string: a password may hold '?'.
+		shown := raw
 		if at := strings.LastIndex(shown, "@"); at >= 0 {
 			if i := strings.Index(shown, ":"); i >= 0 && i < at {
 				add(shown[i+1 : at])
 				shown = shown[:i+1] + Mask + shown[at:]
 			}
 		}
-		if hasQuery {
-			shown += "?" + maskQuery(query, add)
+		if head, query, ok := strings.Cut(shown, "?"); ok {
+			shown = head + "?" + maskQuery(query, add)
 		}
 		return maskTokens(shown, add), secrets
 	}

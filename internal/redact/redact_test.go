@@ -43,6 +43,8 @@ func TestURL(t *testing.T) {
 		// A password holding '@' or '/': the last '@' ends it, as net/url reads it.
 		{"sc://bob:p@ss@127.0.0.1:1/;token=T0K9", "sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx"},
 		{"sc://bob:pa/ss@127.0.0.1:1/;token=T0K9", "sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx"},
+		// A password holding '?', with no host: masked whole.
+		{"http:/ol:Tr0ub?dor@lineage.internal:5000/api", "http:xxxxx@lineage.internal:5000/api"},
 		// No secret in it: shown as given, which the refusal is about.
 		{"marquez:5000/api/v1/lineage", "marquez:5000/api/v1/lineage"},
 		{"file:///tmp/raw ", "file:///tmp/raw "},
@@ -144,5 +146,16 @@ func TestTextKeepsShortSecretsReadable(t *testing.T) {
 	}
 	if u := URL(raw); u != "sc://bob:xxxxx@127.0.0.1:1/;token=xxxxx" {
 		t.Errorf("URL = %q: want the short password masked in the URL", u)
+	}
+}
+
+// TestTextAsNetHTTPPrintsIt: net/http prints a URL with its password as
+// *** and the rest as parsed: a secret under the free-text minimum (a
+// three-character api_key) went out in it.
+func TestTextAsNetHTTPPrintsIt(t *testing.T) {
+	raw := "http://ol:s3cretpw@127.0.0.1:1/api/v1/lineage?api_key=k9z"
+	got := Text(`Post "http://ol:***@127.0.0.1:1/api/v1/lineage?api_key=k9z": dial tcp 127.0.0.1:1: connect: connection refused`, raw)
+	if strings.Contains(got, "k9z") || strings.Contains(got, "s3cretpw") || !strings.Contains(got, "connection refused") {
+		t.Errorf("Text = %q", got)
 	}
 }
