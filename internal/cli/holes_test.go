@@ -583,6 +583,10 @@ func TestReportOutRefusals(t *testing.T) {
 	if err := os.Symlink(filepath.Join(w.raw, "ingest_date=2026-03-02"), intoRaw); err != nil {
 		t.Fatal(err)
 	}
+	toEmpty := filepath.Join(t.TempDir(), "el")
+	if err := os.Symlink(empty, toEmpty); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, out, says string
 	}{
@@ -596,6 +600,9 @@ func TestReportOutRefusals(t *testing.T) {
 		{"an empty partition in raw", empty, "is a raw partition"},
 		{"below an empty partition", filepath.Join(empty, "rep"), "is a raw partition"},
 		{"through a link into raw and ..", intoRaw + "/../newrep", "which holds data (ingest_date="},
+		// The kernel refuses a ".." after a part that does not exist;
+		// joined on as text, it wrote through the link.
+		{"missing/.. then a link to an empty partition", filepath.Join(filepath.Dir(toEmpty), "missing") + "/../el", "'..' after"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := biRun(t, "report", "--warehouse", w.warehouse, "--out", tc.out)
@@ -617,6 +624,13 @@ func TestReportOutRefusals(t *testing.T) {
 	for i := range 2 {
 		if r := biRun(t, "report", "--warehouse", w.warehouse, "--out", out); r.code != 0 {
 			t.Fatalf("report %d into its own directory: exit %d\n%s", i+1, r.code, r.stderr)
+		}
+		if i == 0 {
+			// An export beside the report's directory, once it exists, is no
+			// reason to refuse it again.
+			if err := os.WriteFile(filepath.Join(filepath.Dir(out), "export.parquet"), []byte("PAR1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -75,7 +76,10 @@ func runReport(ctx context.Context, env Env, o *reportOptions) error {
 	// Every check and the write take the directory the kernel would make:
 	// textual cleaning read pl/../rep (pl a link into raw) as ./rep, checked
 	// it, and the write made raw/rep.
-	out := resolveOut(o.out)
+	out, err := resolveOut(o.out)
+	if err != nil {
+		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
+	}
 	if err := outsideWarehouse(out, o.warehouse); err != nil {
 		return exitcode.UsageError(fmt.Errorf("report: %s %s: %w", o.ref("out"), o.out, err))
 	}
@@ -168,12 +172,11 @@ func ownDir(out string) error {
 			break
 		}
 	}
-	if err := dataParent(out); err != nil {
-		return err
-	}
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		// An existing directory is judged by what it holds, below: a
+		// report's own beside an export file was written for months.
+		return dataParent(out)
 	}
 	if err != nil {
 		return err
@@ -226,8 +229,10 @@ func outsideWarehouse(out, wh string) error {
 
 // resolveOut is out as the kernel resolves it: symbolic links followed
 // before each "..", as opening the path does, for its longest existing
-// prefix, with the rest joined on. Absolute.
-func resolveOut(out string) string {
+// prefix, with the rest joined on. Absolute. A ".." after a part that does
+// not exist is refused, as the kernel refuses it: joined on as text, it
+// cancelled the missing part, and missing/../link wrote through the link.
+func resolveOut(out string) (string, error) {
 	abs := out
 	if !filepath.IsAbs(abs) {
 		if wd, err := os.Getwd(); err == nil {
@@ -237,11 +242,14 @@ func resolveOut(out string) string {
 	var rest []string
 	for p := abs; ; {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...)
+			if slices.Contains(rest, "..") {
+				return "", fmt.Errorf("'..' after %s, which does not exist", filepath.Join(r, rest[0]))
+			}
+			return filepath.Join(append([]string{r}, rest...)...), nil
 		}
 		i := strings.LastIndex(p, string(filepath.Separator))
 		if i <= 0 {
-			return filepath.Clean(abs)
+			return filepath.Clean(abs), nil
 		}
 		rest = append([]string{p[i+1:]}, rest...)
 		p = p[:i]
