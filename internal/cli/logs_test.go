@@ -411,6 +411,12 @@ func TestEarlyFailureMonitored(t *testing.T) {
 					got[fmt.Sprint(rec["signal"])] = fmt.Sprint(rec["status"])
 				}
 			}
+			// Not generation 0 and no dates: readers see what the first
+			// publish made, which this run never read.
+			figs, _ := monitorRecord(t, r.stderr, "job_result")["figures"].(map[string]any)
+			if _, g := figs["generation"]; g || figs["pointer_unread"] == nil {
+				t.Errorf("job_result figures %v, want pointer_unread and no generation", figs)
+			}
 			for signal, want := range map[string]string{"job_result": "page", "gate_rejection": "unavailable", "dates_in_pointer": "page"} {
 				if got[signal] != want {
 					t.Errorf("monitor %s: %q, want %q (records %v)", signal, got[signal], want, got)

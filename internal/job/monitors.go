@@ -33,6 +33,9 @@ type monitors struct {
 	job      config.Job
 	signals  []monitor.Signal
 	freshSig *monitor.Signal
+	// early: the publish failed before it opened the warehouse, so what
+	// readers see was not read (MonitorEarlyFailure).
+	early bool
 }
 
 func newMonitors(log *slog.Logger, store pointer.Store, job config.Job) *monitors {
@@ -170,7 +173,9 @@ const visibleReadTimeout = 10 * time.Second
 // later failure prints them: gate_rejection unavailable, dates_in_pointer
 // with every date missing, job_result page with the error.
 func MonitorEarlyFailure(ctx context.Context, log *slog.Logger, j config.Job, err error) {
-	newMonitors(log, nil, j).finish(ctx, Result{}, err)
+	m := newMonitors(log, nil, j)
+	m.early = true
+	m.finish(ctx, Result{}, err)
 }
 
 func (m *monitors) finish(ctx context.Context, res Result, err error) {
@@ -235,6 +240,9 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			unread = err
 		}
+	}
+	if m.early {
+		unread = errors.New("not read: the publish failed before it opened the warehouse")
 	}
 	requested := dates.Strings(m.job.Dates)
 	inPointer, missing := []string{}, []string{}
