@@ -112,6 +112,13 @@ func ForcedConflict(settings map[string]string) (key, msg string) {
 		if k == speculation && !speculationOff(settings[k]) {
 			return k, speculationConflict(settings[k])
 		}
+		if strings.HasPrefix(k, "spark.hadoop.") {
+			// Accepted, recorded in _attempt.json as applied, and of no
+			// effect: a session cannot change the cluster's Hadoop
+			// configuration (S3A's endpoint and credentials).
+			return k, fmt.Sprintf(" = %q: not settable: Hadoop's settings are the cluster's, read when it starts; give the server --conf %s=… (docs/spark.md) and remove the line",
+				redact.Value(k, settings[k]), k)
+		}
 		if m, ok := mustBe[k]; ok && !strings.EqualFold(strings.TrimSpace(settings[k]), m[0]) {
 			return k, fmt.Sprintf(" = %q: not settable: %s; remove the line", settings[k], m[1])
 		}

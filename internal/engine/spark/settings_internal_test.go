@@ -33,8 +33,14 @@ func TestForcedConflict(t *testing.T) {
 		// Every publish failed, exit 1, naming no key.
 		{"spark.sql.execution.arrow.useLargeVarTypes", "true", true},
 		{"spark.sql.execution.arrow.useLargeVarTypes", "false", false},
+		// Accepted and recorded as applied, of no effect on the cluster.
+		{"spark.hadoop.fs.s3a.impl.disable.cache", "true", true},
+		{"spark.hadoop.fs.s3a.secret.key", "not-the-secret", true},
 	} {
 		k, msg := ForcedConflict(map[string]string{tc.key: tc.value})
+		if strings.Contains(msg, "not-the-secret") {
+			t.Errorf("%s: the refusal shows the secret: %s", tc.key, msg)
+		}
 		if refused := k != ""; refused != tc.refused || (refused && (k != tc.key || !strings.Contains(msg, "not settable"))) {
 			t.Errorf("%s %s: refused %q %q, want refused %v", tc.key, tc.value, k, msg, tc.refused)
 		}
