@@ -133,9 +133,9 @@ func danglingLink(out string) (link, to string) {
 	}
 }
 
-// dataParent refuses an output directory in a directory holding data
-// (ingest_date=… partitions, Parquet files), made now or before: inside raw
-// or a manifest, the next publish's listing failed on it.
+// dataParent refuses a new output directory that would be made in a
+// directory holding data (ingest_date=… partitions, Parquet files): inside
+// raw or a manifest, the next publish's listing failed on it.
 func dataParent(out string) error {
 	dir := filepath.Dir(filepath.Clean(out))
 	for {
