@@ -122,6 +122,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	var prev *pointer.Pointer
 	var retained []int64 // the listed generations that were read
 	var broken []int64   // generations whose parent is not the copy before them
+	topChanged := false  // the newest copy, not pointer.json, was edited
 	for _, g := range gens {
 		if g > cur.Generation {
 			retained = append(retained, g) // an interrupted write's copy is not history yet
@@ -147,6 +148,13 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 		if g == cur.Generation && p.Digest != cur.Digest {
 			log.CurrentDiffers = true
+			// pointer.json records its parent too: when it names the copy
+			// below as written while the newest copy does not, the newest
+			// copy is the one changed (its parent field), not the one below.
+			if prev != nil && prev.Generation == g-1 && cur.Parent != nil &&
+				cur.Parent.Generation == prev.Generation && cur.Parent.SHA256 == prev.Digest {
+				topChanged = true
+			}
 		}
 		oldest := len(retained) == 0
 		retained = append(retained, g)
@@ -166,6 +174,10 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			log.Changes = append(log.Changes, c)
 		}
 		prev = &p
+	}
+	if topChanged {
+		// Listed as changed itself, so blame passes over the copy below.
+		broken = append(broken, cur.Generation+1)
 	}
 	log.Altered = blame(broken)
 	// Newest generation first, its dates in order.
@@ -350,8 +362,12 @@ func (l Log) Warnings() []string {
 		w = append(w, "the next publish or rollback will refuse to move pointer.json: "+l.Refused)
 	}
 	for _, g := range l.Altered {
-		w = append(w, fmt.Sprintf("pointer-history/%d.json was changed after it was written (generation %d recorded another digest for it): "+
-			"the figures listed for generation %d are not what was published, and rollback refuses it; restore it from a backup", g, g+1, g))
+		by := fmt.Sprintf("generation %d recorded another digest for it", g+1)
+		if g == l.Current {
+			by = "pointer.json records its parent as written, and this copy does not"
+		}
+		w = append(w, fmt.Sprintf("pointer-history/%d.json was changed after it was written (%s): "+
+			"the figures listed for generation %d are not what was published, and rollback refuses it; restore it from a backup", g, by, g))
 	}
 	if l.CurrentDiffers {
 		w = append(w, fmt.Sprintf("pointer.json is not pointer-history/%d.json, the copy written with it: one of them was edited in place, "+

@@ -386,6 +386,39 @@ func TestListTellsAlteredCopies(t *testing.T) {
 	}
 }
 
+// TestListBlamesTheNewestCopy: the newest history copy's own parent field
+// edited breaks its link to the copy below, and pointer.json, written with
+// it, still names that copy as its parent: the newest copy is the one
+// changed. history blamed the intact copy below, and restoring it as told
+// changed nothing.
+func TestListBlamesTheNewestCopy(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	w.publish("c", tue)
+	p := filepath.Join(w.dir, "pointer-history", "3.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var three struct {
+		Parent struct{ SHA256 string } `json:"parent"`
+	}
+	if err := json.Unmarshal(b, &three); err != nil || three.Parent.SHA256 == "" {
+		t.Fatalf("3.json parent: %v", err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(three.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := history.List(t.Context(), w.store, w.bucket, nil)
+	if err != nil || !slices.Equal(log.Altered, []int64{3}) || !log.CurrentDiffers {
+		t.Fatalf("altered %v, current differs %v (%v); want [3] and true", log.Altered, log.CurrentDiffers, err)
+	}
+	if warned := strings.Join(log.Warnings(), "\n"); strings.Contains(warned, "pointer-history/2.json") || !strings.Contains(warned, "pointer-history/3.json was changed after it was written (pointer.json records its parent as written") {
+		t.Errorf("warnings:\n%s", warned)
+	}
+}
+
 // TestRecordExpiryMerges: a gc run again after one that stopped part way
 // names its record as the first did; the record is merged into, so the
 // first run's generations and job ids stay recorded (and those ids taken).
