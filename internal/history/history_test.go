@@ -417,6 +417,15 @@ func TestListBlamesTheNewestCopy(t *testing.T) {
 	if warned := strings.Join(log.Warnings(), "\n"); strings.Contains(warned, "pointer-history/2.json") || !strings.Contains(warned, "pointer-history/3.json was changed after it was written (pointer.json records its parent as written") {
 		t.Errorf("warnings:\n%s", warned)
 	}
+	// And the writers' refusal tells to restore the copy from pointer.json:
+	// it told to copy the edited copy over pointer.json, publishing it.
+	cur, _, err := w.store.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pointer.OwnCopy(t.Context(), w.store, cur); err == nil || !strings.Contains(err.Error(), "copy it over pointer-history/3.json") || strings.Contains(err.Error(), "back over pointer.json") {
+		t.Errorf("OwnCopy: %v; want the history copy named as edited, restored from pointer.json", err)
+	}
 }
 
 // TestRecordExpiryMerges: a gc run again after one that stopped part way
