@@ -128,9 +128,6 @@ func jobAndEngine(ctx context.Context, log *slog.Logger, jf *jobFlags, check fun
 	return j, eng, err
 }
 
-// settingWhere is err with the config's FILE:LINE of the duckdb.* key a
-// *duckdb.SettingError names, when the key came from a file; the code
-// stays err's.
 // openError is why the engine did not start, with its exit code: only a
 // setting DuckDB or the engine refuses is the user's mistake (exit 2). An
 // allocation failure on a busy worker, or a spill directory that cannot be
@@ -144,6 +141,9 @@ func openError(j config.Job, err error) error {
 	return err
 }
 
+// settingWhere is err with the config's FILE:LINE of the duckdb.* key a
+// *duckdb.SettingError names, when the key came from a file; the code
+// stays err's.
 func settingWhere(j config.Job, err error) error {
 	var se *duckdb.SettingError
 	if errors.As(err, &se) && j.Where["duckdb."+se.Key] != "" {

@@ -352,14 +352,11 @@ func listDetail(what string, items []string) string {
 // sample lists a few of the input's values a check found, escaped and
 // cut as the rejection table shows them: an id is a producer's bytes.
 func sample(items []string) string {
-	if len(items) == 0 {
-		return ""
-	}
 	shown := make([]string, len(items))
 	for i, s := range items {
 		shown[i] = shortened(ShownKey(s))
 	}
-	return " (e.g. " + strings.Join(shown, ", ") + ")"
+	return forExample(shown)
 }
 
 func nonNil(s []string) []string {

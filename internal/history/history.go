@@ -122,7 +122,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 	var prev *pointer.Pointer
 	var retained []int64 // the listed generations that were read
 	var broken []int64   // generations whose parent is not the copy before them
-	topChanged := false  // the newest copy, not pointer.json, was edited
+	var changed []int64  // copies known changed themselves (the newest, by pointer.json's record)
 	for _, g := range gens {
 		if g > cur.Generation {
 			retained = append(retained, g) // an interrupted write's copy is not history yet
@@ -142,8 +142,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		if err != nil {
 			return Log{}, err
 		}
-		if prev != nil && prev.Generation == g-1 && p.Parent != nil &&
-			(p.Parent.Generation != prev.Generation || p.Parent.SHA256 != prev.Digest) {
+		if prev != nil && prev.Generation == g-1 && p.Parent != nil && !p.NamesParent(*prev) {
 			broken = append(broken, g)
 		}
 		if g == cur.Generation && p.Digest != cur.Digest {
@@ -151,9 +150,8 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			// pointer.json records its parent too: when it names the copy
 			// below as written while the newest copy does not, the newest
 			// copy is the one changed (its parent field), not the one below.
-			if prev != nil && prev.Generation == g-1 && cur.Parent != nil &&
-				cur.Parent.Generation == prev.Generation && cur.Parent.SHA256 == prev.Digest {
-				topChanged = true
+			if prev != nil && prev.Generation == g-1 && cur.NamesParent(*prev) {
+				changed = append(changed, g)
 			}
 		}
 		oldest := len(retained) == 0
@@ -175,11 +173,7 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 		}
 		prev = &p
 	}
-	if topChanged {
-		// Listed as changed itself, so blame passes over the copy below.
-		broken = append(broken, cur.Generation+1)
-	}
-	log.Altered = blame(broken)
+	log.Altered = blame(broken, changed)
 	// Newest generation first, its dates in order.
 	slices.SortStableFunc(log.Changes, func(a, b Change) int { return cmp.Compare(b.Generation, a.Generation) })
 	if log.Expiries, err = Expiries(ctx, b); err != nil {
@@ -429,15 +423,18 @@ func (e Expiry) Summary() string {
 // down, as a rollback checks: g-1 is blamed only when g itself was not
 // found changed, since a copy whose parent field was edited breaks its own
 // link and the one above, and blaming g-1 sent an operator to restore an
-// intact file.
-func blame(broken []int64) []int64 {
+// intact file. changed are copies known changed on other evidence, which
+// blame passes over the same way.
+func blame(broken, changed []int64) []int64 {
 	altered := map[int64]bool{}
+	for _, g := range changed {
+		altered[g] = true
+	}
 	slices.Sort(broken)
 	for i := len(broken) - 1; i >= 0; i-- {
 		if g := broken[i]; !altered[g] {
 			altered[g-1] = true
 		}
 	}
-	out := slices.Sorted(maps.Keys(altered))
-	return out
+	return slices.Sorted(maps.Keys(altered))
 }

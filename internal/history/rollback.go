@@ -247,7 +247,7 @@ func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 				return fmt.Errorf("rollback: read generation %d: %w", g, err)
 			}
 		}
-		if child.Parent.Generation != g || child.Parent.SHA256 != parent.Digest {
+		if !child.NamesParent(parent) {
 			return exitcode.UsageError(fmt.Errorf("rollback: pointer-history/%d.json is not the generation %d was written on (its sha256 %s, recorded as parent %d %s): "+
 				"it was changed after it was written; nothing was changed. Restore it, or roll back to a generation above it",
 				g, child.Generation, parent.Digest, child.Parent.Generation, child.Parent.SHA256))

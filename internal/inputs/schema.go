@@ -197,7 +197,6 @@ const ReservedColumn = "engagement_source_file"
 // for). A top column named ReservedColumn, in any case, is an error naming
 // the file.
 func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) (found []string, firstIn map[string]string, zoneless []string, err error) {
-	var all []Field
 	firstIn = map[string]string{}
 	for _, f := range files {
 		fields, noZone, err := s.fields(ctx, "raw", f.File)
@@ -212,12 +211,14 @@ func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibit
 				return nil, nil, nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
 			}
 		}
+		// File by file, in listing order: the union, first seen first, is
+		// what Prohibited gives over all the fields at once.
 		for _, p := range Prohibited(fields, prohibited) {
 			if _, ok := firstIn[p]; !ok {
 				firstIn[p] = f.Path
+				found = append(found, p)
 			}
 		}
-		all = append(all, fields...)
 	}
-	return Prohibited(all, prohibited), firstIn, zoneless, nil
+	return found, firstIn, zoneless, nil
 }

@@ -70,6 +70,12 @@ type Parent struct {
 	SHA256     string `json:"sha256"`
 }
 
+// NamesParent reports whether p records below, as stored (its generation
+// and the digest of its bytes), as its parent.
+func (p Pointer) NamesParent(below Pointer) bool {
+	return p.Parent != nil && p.Parent.Generation == below.Generation && p.Parent.SHA256 == below.Digest
+}
+
 // Operations that make a generation.
 const (
 	OpPublish  = "publish"

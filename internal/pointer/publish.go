@@ -264,9 +264,7 @@ func OwnCopy(ctx context.Context, s Store, cur Pointer) error {
 	// copying it over pointer.json (the advice below) would publish the
 	// edit.
 	if cur.Parent != nil && h.Parent != nil && cur.Generation > 1 {
-		if below, err := s.LoadGeneration(ctx, cur.Generation-1); err == nil &&
-			cur.Parent.Generation == below.Generation && cur.Parent.SHA256 == below.Digest &&
-			(h.Parent.Generation != below.Generation || h.Parent.SHA256 != below.Digest) {
+		if below, err := s.LoadGeneration(ctx, cur.Generation-1); err == nil && cur.NamesParent(below) && !h.NamesParent(below) {
 			return fmt.Errorf("%w: %w: pointer-history/%d.json (sha256 %s) is not pointer.json (generation %d, sha256 %s), the copy written with it: the history copy was edited (its parent record no longer names generation %d as written, while pointer.json's does); "+
 				"nothing was changed: once pointer.json is checked good, copy it over pointer-history/%d.json",
 				ErrBrokenChain, ErrHandEdited, cur.Generation, h.Digest, cur.Generation, cur.Digest, cur.Generation-1, cur.Generation)

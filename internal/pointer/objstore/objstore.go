@@ -364,7 +364,7 @@ func parentIs(next, cur pointer.Pointer) bool {
 	if cur.Generation == 0 {
 		return next.Parent == nil
 	}
-	return next.Parent != nil && next.Parent.Generation == cur.Generation && next.Parent.SHA256 == cur.Digest
+	return next.NamesParent(cur)
 }
 
 // Generations implements pointer.Store: the history copies, ascending;
