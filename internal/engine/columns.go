@@ -52,7 +52,7 @@ func CheckColumns(what string, files []string, required []Column, schema Schema,
 				return nil, fmt.Errorf("%s file %s: missing required column %s", what, f, c.Name)
 			}
 			if !accepts(typ, c.Types) {
-				return nil, fmt.Errorf("%s file %s: column %s has type %s, want %s", what, f, c.Name, typ, strings.Join(c.Types, " or "))
+				return nil, &ColumnTypeError{What: what, File: f, Column: c.Name, Type: typ, Want: c.Types}
 			}
 		}
 		for _, n := range names {
@@ -63,6 +63,18 @@ func CheckColumns(what string, files []string, required []Column, schema Schema,
 		}
 	}
 	return union, nil
+}
+
+// ColumnTypeError is a required column of a type the engine does not take,
+// in one file of one input (what: raw, lessons, enrollments). Typed so that
+// the job can add what only the file's footer tells (it holds no rows).
+type ColumnTypeError struct {
+	What, File, Column, Type string
+	Want                     []string
+}
+
+func (e *ColumnTypeError) Error() string {
+	return fmt.Sprintf("%s file %s: column %s has type %s, want %s", e.What, e.File, e.Column, e.Type, strings.Join(e.Want, " or "))
 }
 
 // InputColumns are the required columns of the raw events, the lesson
@@ -138,4 +150,19 @@ func NullTimeSample(rows []string) []string {
 		out = append(out, fmt.Sprintf("%s in ingest_date=%s", id, date))
 	}
 	return out
+}
+
+// The instants an event_time may hold, in epoch microseconds: the years
+// 0001 to 9999. Outside them it is no time a producer meant (a damaged page,
+// or nanoseconds written as microseconds), and the gate refuses it as it
+// refuses a null one (gate.InputFigures.OutOfRangeEventTimes).
+const (
+	firstEventMicros = -62135596800_000_000 // 0001-01-01T00:00:00Z
+	endEventMicros   = 253402300800_000_000 // 10000-01-01T00:00:00Z
+)
+
+// EventTimeOutOfRange is both engines' predicate on an event's epoch
+// microseconds us: true outside the years 0001 to 9999, null for a null us.
+func EventTimeOutOfRange(us string) string {
+	return fmt.Sprintf("(%[1]s < %[2]d OR %[1]s >= %[3]d)", us, int64(firstEventMicros), int64(endEventMicros))
 }

@@ -59,8 +59,16 @@ type InputFigures struct {
 	// Raw events of the read window with no event_time, and events of the
 	// requested dates with a null or repeated event_id (extra copies).
 	NullEventTimes int64 `json:"null_event_times"`
-	// NullEventTimeSample names up to five of them by partition and id
-	// (engine.NullTimeSample): the read window may hold thousands of files.
+	// OutOfRangeEventTimes are the raw events of the read window whose
+	// event_time lies outside the years 0001 to 9999: no time a producer
+	// meant, but a damaged page (DuckDB writes no page checksums) or a
+	// writer's unit error (nanoseconds in a microsecond column). Like a
+	// null one it has no usable date, so any requested date may be
+	// missing it; counted as stray, the rest of the day published short.
+	OutOfRangeEventTimes int64 `json:"out_of_range_event_times"`
+	// NullEventTimeSample names up to five of them and of the out-of-range
+	// ones by partition and id (engine.NullTimeSample): the read window may
+	// hold thousands of files.
 	NullEventTimeSample    []string `json:"null_event_time_sample"`
 	NullEventIDs           int64    `json:"null_event_ids"`
 	DuplicateEventIDs      int64    `json:"duplicate_event_ids"`
@@ -74,6 +82,19 @@ type InputFigures struct {
 	// The longest lesson_title in the manifest pin, in bytes, and its lesson.
 	LongestTitleBytes  int64  `json:"longest_title_bytes"`
 	LongestTitleLesson string `json:"longest_title_lesson"`
+}
+
+// timesDetail counts the raw events without a usable event_time: null,
+// and outside the years 0001 to 9999 when there are any.
+func timesDetail(null, outOfRange int64) string {
+	const why = "outside the years 0001 to 9999 (a damaged page, or a writer's unit error)"
+	switch {
+	case outOfRange == 0:
+		return fmt.Sprintf("%d raw events in the read window have a null event_time", null)
+	case null == 0:
+		return fmt.Sprintf("%d raw events in the read window have an event_time %s", outOfRange, why)
+	}
+	return fmt.Sprintf("%d raw events in the read window have a null event_time and %d one %s", null, outOfRange, why)
 }
 
 // StageFigures are per-date figures only the event-level pass can see.
@@ -202,11 +223,12 @@ func InputChecks(in InputFigures) []Check {
 			// failure: their dates are not the run's, and a refusal would
 			// hold every date up for a producer's old rows.
 			Name:    CheckEventTimePresent,
-			Passed:  in.NullEventTimes == 0,
+			Passed:  in.NullEventTimes == 0 && in.OutOfRangeEventTimes == 0,
 			Warning: in.StrayEvents > 0,
-			Detail: fmt.Sprintf("%d raw events in the read window have a null event_time%s; %d of dates not requested lie outside their partition's own window (counted by no publish)",
-				in.NullEventTimes, forExample(in.NullEventTimeSample), in.StrayEvents),
-			Figures: map[string]any{"null_event_times": in.NullEventTimes, "stray_events": in.StrayEvents, "sample": nonNil(in.NullEventTimeSample)},
+			Detail: fmt.Sprintf("%s%s; %d of dates not requested lie outside their partition's own window (counted by no publish)",
+				timesDetail(in.NullEventTimes, in.OutOfRangeEventTimes), forExample(in.NullEventTimeSample), in.StrayEvents),
+			Figures: map[string]any{"null_event_times": in.NullEventTimes, "out_of_range_event_times": in.OutOfRangeEventTimes,
+				"stray_events": in.StrayEvents, "sample": nonNil(in.NullEventTimeSample)},
 		},
 		{
 			// event_id is the business key of an event; a repeat is an

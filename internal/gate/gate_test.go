@@ -120,6 +120,8 @@ func TestEachCheckTripsAlone(t *testing.T) {
 		{CheckFactRowCourseConflict, func(f *figures) { f.stage.FactRowCourseConflicts = 4 }, []string{"4 "}},
 		{CheckInputEqualsFact, func(f *figures) { f.stage.InputEvents = 103 }, []string{"103", "100"}},
 		{CheckEventTimePresent, func(f *figures) { f.in.NullEventTimes = 6 }, []string{"6 "}},
+		{CheckEventTimePresent + " (out of range)", func(f *figures) { f.in.OutOfRangeEventTimes = 7 }, []string{"7 raw events", "outside the years 0001 to 9999"}},
+		{CheckEventTimePresent + " (both)", func(f *figures) { f.in.NullEventTimes, f.in.OutOfRangeEventTimes = 2, 5 }, []string{"2 raw events", "and 5 one outside"}},
 		{CheckEventIDUnique, func(f *figures) {
 			f.in.DuplicateEventIDs = 2
 			f.in.DuplicateEventIDSample = []string{"ev-000007"}

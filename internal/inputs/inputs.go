@@ -81,6 +81,21 @@ func (l Listing) RawPaths() []string {
 	return out
 }
 
+// Find is the listed file (raw, lessons or enrollments) at path.
+func (l Listing) Find(path string) (File, bool) {
+	for _, f := range l.Raw {
+		if f.Path == path {
+			return f.File, true
+		}
+	}
+	for _, f := range append(slices.Clip(l.Lessons), l.Enrollments...) {
+		if f.Path == path {
+			return f, true
+		}
+	}
+	return File{}, false
+}
+
 // LessonPaths are the manifest's files.
 func (l Listing) LessonPaths() []string { return paths(l.Lessons) }
 

@@ -15,22 +15,32 @@ func (s *Source) PartitionRows(ctx context.Context, raw []RawFile, d dates.Date)
 		if f.IngestDate != d {
 			continue
 		}
-		name := "raw file " + f.Path
-		b, key, err := s.object(ctx, f.Path)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", name, err)
-		}
-		buf, err := footer(ctx, b, key, f.Bytes, name)
+		n, err := s.FileRows(ctx, "raw", f.File)
 		if err != nil {
 			return false, err
-		}
-		n, err := numRows(buf)
-		if err != nil {
-			return false, badFooter(name, "%v", err)
 		}
 		if n > 0 {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// FileRows is the row count the footer of the listed file f of one input
+// (what: raw, lessons, enrollments) states; errors name the file so.
+func (s *Source) FileRows(ctx context.Context, what string, f File) (int64, error) {
+	name := what + " file " + f.Path
+	b, key, err := s.object(ctx, f.Path)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	buf, err := footer(ctx, b, key, f.Bytes, name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := numRows(buf)
+	if err != nil {
+		return 0, badFooter(name, "%v", err)
+	}
+	return n, nil
 }

@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/inputs"
@@ -34,10 +36,30 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	}
 	in, err := p.Engine.Inspect(ctx, spec)
 	if err != nil {
-		return in, err
+		return in, emptyFileTypes(ctx, p.Inputs, spec.Inputs, err)
 	}
 	in.Figures.ProhibitedFound, in.Figures.ProhibitedFirstIn, in.Figures.Prohibited = found, firstIn, spec.ProhibitedColumns
 	return in, nil
+}
+
+// emptyFileTypes says, beside a column type the engine refused, that the
+// file holds no rows when its footer says so: pandas types an empty frame's
+// columns by guess (null, which DuckDB reads as INTEGER, or double), and
+// the type named is then no sign of a producer writing the wrong column.
+func emptyFileTypes(ctx context.Context, src *inputs.Source, l inputs.Listing, err error) error {
+	var te *engine.ColumnTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	f, ok := l.Find(te.File)
+	if !ok {
+		return err
+	}
+	if n, rerr := src.FileRows(ctx, te.What, f); rerr != nil || n != 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the file holds no rows: a writer such as pandas types an empty frame's columns by guess; "+
+		"write it with the types docs/contract.md gives the %s input, as pyarrow's schema= argument does)", err, te.What)
 }
 
 // checkPageChecksums checks the counts of the columns the job reads from

@@ -286,7 +286,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 	warnUncounted(p.Log, job, in)
-	res.Unsettled, res.UnsettledChecked = p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now)), true
+	res.Unsettled, res.UnsettledChecked = p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now), listedRaw{req.From, req.To, raw}), true
 	res.StrayEvents = in.Figures.StrayEvents
 
 	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {

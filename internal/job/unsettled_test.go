@@ -31,11 +31,18 @@ func TestMissedRunWarned(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		runs []int // the run days, each publishing the two days before it (one on 03-02)
-		want string
-		days []string // the last run's Unsettled: what its document and metrics carry
+		// flush: after the run of this day, a late flush lands a file of
+		// 03-01's events in partition 03-02, which that run had read.
+		flush int
+		want  string
+		days  []string // the last run's Unsettled: what its document and metrics carry
 	}{
-		{"every run", []int{2, 3, 4}, "", nil},
-		{"the 03-03 run missed", []int{2, 4}, "2026-03-01 (job run-02 did not read ingest_date 2026-03-02)", []string{"2026-03-01"}},
+		{"every run", []int{2, 3, 4}, 0, "", nil},
+		{"the 03-03 run missed", []int{2, 4}, 0, "2026-03-01 (job run-02 did not read ingest_date 2026-03-02)", []string{"2026-03-01"}},
+		// Every run made, but 03-01's last publish (run-03) read 03-02
+		// before the late file landed, and 03-01 then left the horizon.
+		{"a late flush into a partition read", []int{2, 3, 4}, 3,
+			"2026-03-01 (job run-03 read ingest_date 2026-03-02 before it changed: part-late.parquet added)", []string{"2026-03-01"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := publishtest.LoadFixture(t, "")
@@ -75,6 +82,15 @@ func TestMissedRunWarned(t *testing.T) {
 					t.Fatalf("run of %s: %v\n%s", day(run).Format(time.DateOnly), err, logs.String())
 				}
 				last = logs.String()
+				if run == tc.flush {
+					b, err := os.ReadFile(filepath.Join(raw, "ingest_date=2026-03-01", "part-0.parquet"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(raw, "ingest_date=2026-03-02", "part-late.parquet"), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			if !res.UnsettledChecked || !slices.Equal(dates.Strings(res.Unsettled), tc.days) {
 				t.Errorf("Unsettled = %v (checked %v), want %v", res.Unsettled, res.UnsettledChecked, tc.days)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -137,9 +139,15 @@ func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, n
 // Each record is judged with the lateness its publish ran with (a raised
 // latenessDays does not unsettle every date before it), or today's when it
 // predates that field.
+//
+// A partition the publish read may have changed since (a late flush, or a
+// replay into a partition already landed): where this run lists it too
+// (current: its read window's files, from..to), a file added, rewritten
+// or removed since unsettles the date as a partition not read does. A
+// partition older than this run's window is not listed again for it.
 // It returns those dates, which the run's document and metrics carry, so a
 // scheduler and an alert see them and not only the log.
-func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date) []dates.Date {
+func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date, current listedRaw) []dates.Date {
 	if len(landed) == 0 {
 		return nil
 	}
@@ -163,15 +171,27 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 		if r.lateness != nil {
 			lateness = *r.lateness
 		}
-		var missed []string
+		var missed, changed []string
 		for _, g := range landed {
 			// Today's partition is still open: no restatement could read it yet.
-			if g >= d && g <= d.AddDays(lateness) && g < today && !r.read[g] {
+			if g < d || g > d.AddDays(lateness) || g >= today {
+				continue
+			}
+			if !r.read[g] {
 				missed = append(missed, g.String())
+			} else if c := current.changedSince(g, r.files[g]); c != "" {
+				changed = append(changed, fmt.Sprintf("ingest_date %s before it changed: %s", g, c))
 			}
 		}
+		var why []string
 		if len(missed) > 0 {
-			unsettled = append(unsettled, fmt.Sprintf("%s (job %s did not read ingest_date %s)", d, e.JobID, strings.Join(missed, ", ")))
+			why = append(why, "did not read ingest_date "+strings.Join(missed, ", "))
+		}
+		if len(changed) > 0 {
+			why = append(why, "read "+strings.Join(changed, "; read "))
+		}
+		if len(why) > 0 {
+			unsettled = append(unsettled, fmt.Sprintf("%s (job %s %s)", d, e.JobID, strings.Join(why, "; ")))
 			days = append(days, d)
 		}
 	}
@@ -192,7 +212,45 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 type readRecord struct {
 	known    bool
 	read     map[dates.Date]bool
+	files    map[dates.Date][]inputs.File
 	lateness *int
+}
+
+// listedRaw is this run's listing of its raw read window, from..to.
+type listedRaw struct {
+	from, to dates.Date
+	files    []inputs.RawFile
+}
+
+// changedSince words how partition g, as this run lists it, differs from
+// the files an earlier publish read of it (then): "" when alike, or when
+// g lies outside this run's window.
+func (l listedRaw) changedSince(g dates.Date, then []inputs.File) string {
+	if g < l.from || g > l.to {
+		return ""
+	}
+	was := map[string]inputs.File{}
+	for _, f := range then {
+		was[f.Path] = f
+	}
+	var out []string
+	for _, f := range l.files {
+		if f.IngestDate != g {
+			continue
+		}
+		old, ok := was[f.Path]
+		delete(was, f.Path)
+		switch {
+		case !ok:
+			out = append(out, path.Base(f.Path)+" added")
+		case old.Bytes != f.Bytes || old.Version != "" && old.Version != f.Version:
+			out = append(out, path.Base(f.Path)+" rewritten")
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(was)) {
+		out = append(out, path.Base(p)+" removed")
+	}
+	return strings.Join(out, ", ")
 }
 
 func (p *Publisher) attemptRead(ctx context.Context, jobID string) readRecord {
@@ -207,9 +265,10 @@ func (p *Publisher) attemptRead(ctx context.Context, jobID string) readRecord {
 	if json.Unmarshal(b, &a) != nil || len(a.Inputs.Raw) == 0 {
 		return readRecord{}
 	}
-	r := readRecord{known: true, read: map[dates.Date]bool{}, lateness: a.LatenessDays}
+	r := readRecord{known: true, read: map[dates.Date]bool{}, files: map[dates.Date][]inputs.File{}, lateness: a.LatenessDays}
 	for _, f := range a.Inputs.Raw {
 		r.read[f.IngestDate] = true
+		r.files[f.IngestDate] = append(r.files[f.IngestDate], f.File)
 	}
 	return r
 }
@@ -323,10 +382,10 @@ func checkLanded(job config.Job, ingest []dates.Date, today dates.Date) error {
 // of its own partition's events: they are counted on no date, and
 // warnUncounted names them.
 func (p *Publisher) checkOwnRows(ctx context.Context, job config.Job, raw []inputs.RawFile, in engine.Inputs, base pointer.Pointer) error {
-	if in.Figures.NullEventTimes > 0 {
-		// Events without a time may be of any date, the partition's own
-		// included: the gate rejects them (raw_event_time_present), naming
-		// them, which is the better answer.
+	if in.Figures.NullEventTimes > 0 || in.Figures.OutOfRangeEventTimes > 0 {
+		// Events without a usable time may be of any date, the partition's
+		// own included: the gate rejects them (raw_event_time_present),
+		// naming them, which is the better answer.
 		return nil
 	}
 	var empty []string

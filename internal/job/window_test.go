@@ -14,6 +14,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/open"
@@ -218,10 +219,19 @@ func TestWarnUnsettled(t *testing.T) {
 	for g := d("2026-11-14"); g <= d("2026-11-24"); g = g.AddDays(1) {
 		landed = append(landed, g)
 	}
+	// This run's window, 11-21..11-25, lists the files the records name.
+	listed := func(extra ...inputs.RawFile) listedRaw {
+		l := listedRaw{from: d("2026-11-21"), to: d("2026-11-25")}
+		for g := l.from; g < d("2026-11-25"); g = g.AddDays(1) {
+			l.files = append(l.files, inputs.RawFile{File: inputs.File{Path: "raw/ingest_date=" + g.String() + "/part-0.parquet"}, IngestDate: g})
+		}
+		l.files = append(l.files, extra...)
+		return l
+	}
 	var logs bytes.Buffer
 	p := &Publisher{Warehouse: wh, Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	job := config.Job{Dates: []dates.Date{d("2026-11-21"), d("2026-11-22"), d("2026-11-23")}, RestatementHorizonDays: 3, LatenessDays: 2}
-	got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"))
+	got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), listed())
 	if want := []dates.Date{d("2026-11-15"), d("2026-11-16"), d("2026-11-18"), d("2026-11-20")}; !slices.Equal(got, want) {
 		t.Errorf("returned %v, want %v", got, want)
 	}
@@ -245,7 +255,29 @@ func TestWarnUnsettled(t *testing.T) {
 	for _, u := range got {
 		delete(base.Dates, u)
 	}
-	if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24")); logs.Len() != 0 || got != nil {
+	if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), listed()); logs.Len() != 0 || got != nil {
 		t.Errorf("warned with every date settled (returned %v):\n%s", got, logs.String())
+	}
+	// A partition the publish read and this run lists again has changed
+	// since: a late flush added a file of 11-19's late events to 11-21
+	// after job settled read it. Unsettled, naming the file; as is a
+	// rewritten or removed one. Partitions older than this run's window
+	// are not listed again (11-19, 11-20: unchanged as far as it knows).
+	for _, tc := range []struct {
+		name string
+		l    listedRaw
+		want string
+	}{
+		{"added", listed(inputs.RawFile{File: inputs.File{Path: "raw/ingest_date=2026-11-21/part-1.parquet", Bytes: 7}, IngestDate: d("2026-11-21")}),
+			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-1.parquet added)"},
+		{"rewritten", func() listedRaw { l := listed(); l.files[0].Bytes = 9; return l }(),
+			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet rewritten)"},
+		{"removed", func() listedRaw { l := listed(); l.files = l.files[1:]; return l }(),
+			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet removed)"},
+	} {
+		logs.Reset()
+		if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), tc.l); !slices.Equal(got, []dates.Date{d("2026-11-19")}) || !strings.Contains(logs.String(), tc.want) {
+			t.Errorf("%s: returned %v, want [2026-11-19] and %q in\n%s", tc.name, got, tc.want, logs.String())
+		}
 	}
 }

@@ -235,12 +235,19 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	// stray: an event of a date not requested outside its partition's own
 	// window (ingested before its date, or more than latenessDays after):
 	// no publish of any date counts it (gate.InputFigures.StrayEvents).
+	// An out-of-range time (oor) is refused with the null ones, not
+	// counted stray (gate.InputFigures.OutOfRangeEventTimes).
 	inDays, own := utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays)
+	// DuckDB reads INT64's extremes as ±infinity, whose epoch_us is null:
+	// without isfinite they were no null, no stray and no date's (a Java
+	// producer's Long.MAX_VALUE sentinel, dropped with exit 0). Spark
+	// reads the same values as instants past the range.
+	oor := "(NOT isfinite(ts) OR " + engine.EventTimeOutOfRange("epoch_us(ts)") + ")"
 	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%[1]s AND %[2]s, false) AS requested,
-		       coalesce(NOT (%[1]s) AND NOT %[2]s, false) AS stray
+		       coalesce(NOT (%[1]s) AND NOT %[2]s AND NOT %[5]s, false) AS stray, coalesce(%[5]s, false) AS oor
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %[3]s AS ingest_date
 		      FROM %[4]s)`,
-		inDays, own, ingestDateOf(sourceFileColumn), rawScan(rawFiles, nanos))
+		inDays, own, ingestDateOf(sourceFileColumn), rawScan(rawFiles, nanos), oor)
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
@@ -251,11 +258,12 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	h := e.hashOf("event_id")
 	q := `SELECT count(*) FILTER (WHERE event_time IS NULL),
 		count(*) FILTER (WHERE requested AND event_id IS NULL),
-		count(*) FILTER (WHERE stray)`
+		count(*) FILTER (WHERE stray),
+		count(*) FILTER (WHERE oor)`
 	n := len(spec.Dates)
 	perDate, lateDate, earlyDate, ownDate := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	var byDay [4]any // the histograms, on many dates
-	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &f.StrayEvents}
+	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &f.StrayEvents, &f.OutOfRangeEventTimes}
 	if n <= e.perDateFilters() {
 		// One instant range per date, as utcDayRanges: no per-row date.
 		for _, d := range spec.Dates {
@@ -304,10 +312,10 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	for i, d := range spec.Dates {
 		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = perDate[i], lateDate[i], earlyDate[i], ownDate[i]
 	}
-	if f.NullEventTimes > 0 {
+	if f.NullEventTimes > 0 || f.OutOfRangeEventTimes > 0 {
 		// Which: the read window may hold thousands of files.
 		concat := func(parts ...string) string { return "(" + strings.Join(parts, " || ") + ")" }
-		rows, err := e.strings(ctx, fmt.Sprintf("SELECT %s AS s FROM (%s) WHERE event_time IS NULL ORDER BY s LIMIT 5",
+		rows, err := e.strings(ctx, fmt.Sprintf("SELECT %s AS s FROM (%s) WHERE event_time IS NULL OR oor ORDER BY s LIMIT 5",
 			engine.NullTimeSampleSQL(concat, "CAST(ingest_date AS VARCHAR)"), src))
 		if err != nil {
 			return fmt.Errorf("check raw event times %s: %w", spec.Raw, firstLine(err))

@@ -302,19 +302,20 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 	// outage), bit 3 one in a partition before the date (early: counted
 	// nowhere, warned of), bit 4 one in the date's own partition, bit 5 an
 	// event of a date not requested outside its partition's own window
-	// (stray: no publish counts it), f >> 6 the 1-based index of the
-	// requested date: its place in spec.Dates, or past perDateAggregates
-	// dates its distance from the first (grouped).
+	// (stray: no publish counts it), bit 6 an event_time outside the years
+	// 0001 to 9999 (refused with the null ones, not stray), f >> 7 the
+	// 1-based index of the requested date: its place in spec.Dates, or
+	// past perDateAggregates dates its distance from the first (grouped).
 	var dateIdx, perDate, fields []string
 	index := ""
 	if p.grouped = n > e.perDateAggregates(); p.grouped {
 		p.first = slices.Min(spec.Dates)
-		index = fmt.Sprintf("64 * (datediff(event_date, DATE %s) + 1)", quote(p.first.String()))
+		index = fmt.Sprintf("128 * (datediff(event_date, DATE %s) + 1)", quote(p.first.String()))
 	} else {
 		for i, d := range spec.Dates {
-			dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 64*(i+1)))
-			perDate = append(perDate, fmt.Sprintf(", 'd%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 2) = 2), 'l%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 4) = 4)"+
-				", 'e%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 8) = 8), 'o%[1]d', count_if(shiftright(f, 6) = %[2]d AND (f & 16) = 16)", i, i+1))
+			dateIdx = append(dateIdx, fmt.Sprintf("WHEN DATE %s THEN %d", quote(d.String()), 128*(i+1)))
+			perDate = append(perDate, fmt.Sprintf(", 'd%[1]d', count_if(shiftright(f, 7) = %[2]d AND (f & 2) = 2), 'l%[1]d', count_if(shiftright(f, 7) = %[2]d AND (f & 4) = 4)"+
+				", 'e%[1]d', count_if(shiftright(f, 7) = %[2]d AND (f & 8) = 8), 'o%[1]d', count_if(shiftright(f, 7) = %[2]d AND (f & 16) = 16)", i, i+1))
 			fields = append(fields, fmt.Sprintf("ev.d%[1]d, ev.l%[1]d, ev.e%[1]d, ev.o%[1]d, ", i))
 		}
 		index = "CASE event_date " + strings.Join(dateIdx, " ") + " END"
@@ -325,16 +326,17 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 		return fmt.Sprintf(`SELECT %s AS k,
 		       CASE WHEN event_time IS NULL THEN 1 ELSE 0 END + CASE WHEN requested THEN 2 ELSE 0 END + CASE WHEN late THEN 4 ELSE 0 END
 		       + CASE WHEN early THEN 8 ELSE 0 END + CASE WHEN requested AND ingest_date = event_date THEN 16 ELSE 0 END
-		       + CASE WHEN stray THEN 32 ELSE 0 END + CASE WHEN requested OR late OR early THEN %[2]s ELSE 0 END AS f
-		FROM (SELECT event_id, event_time, event_date, ingest_date, coalesce(event_date IN %[3]s AND %[4]s, false) AS requested,
+		       + CASE WHEN stray THEN 32 ELSE 0 END + CASE WHEN oor THEN 64 ELSE 0 END
+		       + CASE WHEN requested OR late OR early THEN %[2]s ELSE 0 END AS f
+		FROM (SELECT event_id, event_time, event_date, ingest_date, oor, coalesce(event_date IN %[3]s AND %[4]s, false) AS requested,
 		             coalesce(event_date IN %[3]s AND ingest_date > date_add(event_date, %[9]d), false) AS late,
 		             coalesce(event_date IN %[3]s AND ingest_date < event_date, false) AS early,
-		             coalesce(NOT (event_date IN %[3]s) AND NOT (%[4]s), false) AS stray
-		      FROM (SELECT event_id, event_time, %[5]s AS event_date, ingest_date FROM %[6]s
+		             coalesce(NOT (event_date IN %[3]s) AND NOT (%[4]s) AND NOT oor, false) AS stray
+		      FROM (SELECT event_id, event_time, %[5]s AS event_date, ingest_date, coalesce(%[10]s, false) AS oor FROM %[6]s
 		            WHERE ingest_date BETWEEN DATE %[7]s AND DATE %[8]s))
-		WHERE event_time IS NULL OR requested OR late OR early OR stray OR event_id IS NOT NULL`,
+		WHERE event_time IS NULL OR requested OR late OR early OR stray OR oor OR event_id IS NOT NULL`,
 			key, index, dateList(spec.Dates), ownWindow(spec.LatenessDays), eventDateExpr, rawView,
-			quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), spec.LatenessDays)
+			quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()), spec.LatenessDays, outOfRangeExpr)
 	}
 	// The first pass counts, beside each requested event, the events that
 	// share its hash: a window over the hash, which Spark runs as a sort of
@@ -357,25 +359,27 @@ func (e *Engine) eventCheck(ctx context.Context, spec engine.Spec, f *gate.Input
 		     'null_ids', CAST(coalesce(sum(ni), 0) AS BIGINT),
 		     'repeats', CAST(coalesce(sum(rep), 0) AS BIGINT),
 		     'stray', CAST(coalesce(sum(st), 0) AS BIGINT),
+		     'oor', CAST(coalesce(sum(oo), 0) AS BIGINT),
 		     'by_date', concat_ws(',', collect_list(CASE WHEN i > 0 THEN format_string('%%d:%%d:%%d:%%d:%%d', i, d, l, e, o) END)))
-		   FROM (SELECT shiftright(f, 6) AS i, count_if((f & 1) = 1) AS nt, count_if(k IS NULL AND (f & 2) = 2) AS ni,
+		   FROM (SELECT shiftright(f, 7) AS i, count_if((f & 1) = 1) AS nt, count_if(k IS NULL AND (f & 2) = 2) AS ni,
 		           count_if(k IS NOT NULL AND (f & 2) = 2 AND n > 1) AS rep, count_if((f & 2) = 2) AS d,
 		           count_if((f & 4) = 4) AS l, count_if((f & 8) = 8) AS e, count_if((f & 16) = 16) AS o,
-		           count_if((f & 32) = 32) AS st
-		         FROM (%s) GROUP BY shiftright(f, 6))) AS ev,`, windowed)
-		p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.stray, ev.by_date, "
-		p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &f.StrayEvents, &p.byDate}
+		           count_if((f & 32) = 32) AS st, count_if((f & 64) = 64) AS oo
+		         FROM (%s) GROUP BY shiftright(f, 7))) AS ev,`, windowed)
+		p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.stray, ev.oor, ev.by_date, "
+		p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &f.StrayEvents, &f.OutOfRangeEventTimes, &p.byDate}
 		return p, nil
 	}
 	p.query = fmt.Sprintf(`
 		  (SELECT named_struct('null_times', CAST(count_if((f & 1) = 1) AS BIGINT),
 		     'null_ids', CAST(count_if(k IS NULL AND (f & 2) = 2) AS BIGINT),
 		     'repeats', CAST(count_if(k IS NOT NULL AND (f & 2) = 2 AND n > 1) AS BIGINT),
-		     'stray', CAST(count_if((f & 32) = 32) AS BIGINT)%s)
+		     'stray', CAST(count_if((f & 32) = 32) AS BIGINT),
+		     'oor', CAST(count_if((f & 64) = 64) AS BIGINT)%s)
 		   FROM (%s)) AS ev,`,
 		strings.Join(perDate, ""), windowed)
-	p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.stray, " + strings.Join(fields, "")
-	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &f.StrayEvents}
+	p.fields = "ev.null_times, ev.null_ids, ev.repeats, ev.stray, ev.oor, " + strings.Join(fields, "")
+	p.dest = []any{&f.NullEventTimes, &f.NullEventIDs, &p.hashRepeats, &f.StrayEvents, &f.OutOfRangeEventTimes}
 	for i := range p.counts {
 		p.dest = append(p.dest, &p.counts[i], &p.late[i], &p.early[i], &p.own[i])
 	}
@@ -397,13 +401,13 @@ func (e *Engine) eventExact(ctx context.Context, spec engine.Spec, p *eventPass,
 	for i, d := range spec.Dates {
 		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = p.counts[i], p.late[i], p.early[i], p.own[i]
 	}
-	if f.NullEventTimes > 0 {
+	if f.NullEventTimes > 0 || f.OutOfRangeEventTimes > 0 {
 		// Which: the read window may hold thousands of files. The rows as
 		// DuckDB's sample names them (engine.NullTimeSampleSQL).
 		concat := func(parts ...string) string { return "concat(" + strings.Join(parts, ", ") + ")" }
 		rows, err := e.strings(ctx, "check raw event times "+spec.Raw, fmt.Sprintf(
-			"SELECT %s AS s FROM %s WHERE event_time IS NULL AND ingest_date BETWEEN DATE %s AND DATE %s ORDER BY s LIMIT 5",
-			engine.NullTimeSampleSQL(concat, "CAST(ingest_date AS STRING)"), rawView, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String())))
+			"SELECT %s AS s FROM %s WHERE (event_time IS NULL OR %s) AND ingest_date BETWEEN DATE %s AND DATE %s ORDER BY s LIMIT 5",
+			engine.NullTimeSampleSQL(concat, "CAST(ingest_date AS STRING)"), rawView, outOfRangeExpr, quote(spec.IngestFrom.String()), quote(spec.IngestTo.String())))
 		if err != nil {
 			return err
 		}

@@ -73,6 +73,10 @@ func (e *Engine) registerRaw(ctx context.Context, spec engine.Spec) (bool, error
 // zone is forced to UTC).
 const eventDateExpr = "to_date(CAST(event_time AS TIMESTAMP))"
 
+// outOfRangeExpr is true for an event_time outside the years 0001 to 9999
+// (engine.EventTimeOutOfRange).
+var outOfRangeExpr = engine.EventTimeOutOfRange("unix_micros(CAST(event_time AS TIMESTAMP))")
+
 // eventsQuery reads raw with a column list and a predicate on ingest_date,
 // derives event_date (eventDateExpr) and keeps the requested dates' events,
 // each from its own partitions (ownWindow). Every other raw column is
