@@ -136,6 +136,9 @@ func Run(ctx context.Context, env Env, args []string) error {
 		}
 		return exitcode.UsageError(errors.New("no command given (engagement --help lists them)"))
 	}
+	if a == "--" {
+		return exitcode.UsageError(errors.New(`"--" before the command: name the command first (engagement publish ...)`))
+	}
 	// Cobra would print the root's help for an unknown command; name it
 	// and the nearest command instead.
 	if a != "" && !strings.HasPrefix(a, cobra.ShellCompRequestCmd) {
@@ -275,6 +278,10 @@ func commandArg(args []string) (name string, only bool) {
 		case a == "--log-format":
 			i++
 		case strings.HasPrefix(a, "--log-format="):
+		case a == "--":
+			// Cobra stops looking for a command at it, and the root
+			// printed its help with exit 0: a scheduler read "published".
+			return a, false
 		case strings.HasPrefix(a, "-"):
 			return "", false
 		default:

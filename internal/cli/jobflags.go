@@ -117,7 +117,12 @@ func (f *jobFlags) overrides() []config.Override {
 	var out []config.Override
 	for _, k := range flagKeys {
 		if f.fs.Changed(k.flag) {
-			out = append(out, config.Override{Key: k.key, Value: *f.keyed[k.flag], Source: f.env(k.flag)})
+			// Named as the user gave it: the flag, or the variable.
+			src := f.env(k.flag)
+			if src == "" {
+				src = "--" + k.flag
+			}
+			out = append(out, config.Override{Key: k.key, Value: *f.keyed[k.flag], Source: src})
 		}
 	}
 	return out

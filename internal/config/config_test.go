@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -90,6 +91,15 @@ func TestParseNoKey(t *testing.T) {
 	_, err := Parse(strings.NewReader("a 1\n= value\n"), "x.conf")
 	if err == nil || !strings.Contains(err.Error(), "x.conf:2") {
 		t.Errorf("Parse of a line without key: err = %v, want x.conf:2", err)
+	}
+}
+
+// TestParseLongLine: a line past the scanner's 1 MiB is named by its
+// number, as any other refused line is.
+func TestParseLongLine(t *testing.T) {
+	_, err := Parse(strings.NewReader("a 1\nb 2\n# "+strings.Repeat("x", 1<<20)+"\n"), "x.conf")
+	if err == nil || !strings.Contains(err.Error(), "x.conf:3: a line over 1 MiB") {
+		t.Errorf("Parse of a 1 MiB comment: err = %v, want x.conf:3 named", err)
 	}
 }
 
@@ -290,6 +300,87 @@ func TestResolveWhiteSpace(t *testing.T) {
 		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "ENGAGEMENT_WAREHOUSE") || !strings.Contains(fmt.Sprint(err), "white space at an end") {
 			t.Errorf("%q: %v, want exit 2 naming the variable and the white space", v, err)
 		}
+	}
+}
+
+// TestResolvePipedConfig: a config read through a pipe (--config
+// <(envsubst < tmpl)) has no directory; its relative paths were taken
+// against /dev/fd and published there, exit 0. Absolute ones stay fine.
+func TestResolvePipedConfig(t *testing.T) {
+	for _, tc := range []struct {
+		text, refused string
+	}{
+		{"engagement.warehouse wh\n", "engagement.warehouse"},
+		{"engagement.warehouse /data/wh\nduckdb.temp_directory spill\n", "duckdb.temp_directory"},
+		{"engagement.warehouse /data/wh\nengagement.raw s3://bkt/raw\n", ""},
+	} {
+		fifo := filepath.Join(t.TempDir(), "job.conf")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				f.WriteString(tc.text)
+				f.Close()
+			}
+		}()
+		p, err := ReadFile(fifo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Resolve(p, nil)
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%q through a pipe: %v, want accepted", tc.text, err)
+		case tc.refused != "" && (exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), tc.refused+" ("+fifo+":") ||
+			!strings.Contains(fmt.Sprint(err), "no regular file")):
+			t.Errorf("%q through a pipe: %v, want exit 2 naming %s, its line and the pipe", tc.text, err, tc.refused)
+		}
+	}
+	// The same text in a regular file resolves beside it.
+	conf := filepath.Join(t.TempDir(), "job.conf")
+	if err := os.WriteFile(conf, []byte("engagement.warehouse wh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := Resolve(p, nil); err != nil || j.Warehouse != filepath.Join(filepath.Dir(conf), "wh") {
+		t.Errorf("a regular file: warehouse %q, %v; want it beside the file", j.Warehouse, err)
+	}
+}
+
+// TestResolveInvisible: a value holding what cannot be seen or is not
+// UTF-8 is refused, naming the key, where it came from and the byte; an
+// engine key's from its file line. Secrets stay masked.
+func TestResolveInvisible(t *testing.T) {
+	for _, tc := range []struct {
+		over Override
+		want string
+	}{
+		{Override{Key: KeyWarehouse, Value: "/data/wh\u200b", Source: "--warehouse"}, `engagement.warehouse (--warehouse): "/data/wh\u200b" holds the invisible character U+200B at byte 8`},
+		{Override{Key: KeyManifestID, Value: "dim-\ufeff1", Source: "ENGAGEMENT_MANIFEST_ID"}, "U+FEFF at byte 4"},
+		{Override{Key: KeyRaw, Value: "/data/\u202eraw"}, "U+202E"},
+		{Override{Key: KeyEnrollmentSnapshotID, Value: "enr\xe9"}, `"enr\xe9" holds a byte that is not UTF-8 at byte 3`},
+		{Override{Key: KeyLessons, Value: "/data/l\x00x"}, "U+0000"},
+		{Override{Key: KeySparkRemote, Value: "sc://h:15002/;token=abcdefgh\u200b"}, "U+200B"},
+	} {
+		_, err := Resolve(nil, []Override{tc.over})
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%s %q: %v, want exit 2 with %q", tc.over.Key, tc.over.Value, err, tc.want)
+		}
+		if strings.Contains(fmt.Sprint(err), "abcdefgh") {
+			t.Errorf("%s: the refusal shows the token: %v", tc.over.Key, err)
+		}
+	}
+	p := mustParse(t, "duckdb.temp_directory /tmp/spill\u200b\n", "job.conf")
+	if _, err := Resolve(p, nil); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "duckdb.temp_directory (job.conf:1)") {
+		t.Errorf("an engine key with U+200B: %v, want exit 2 naming it and its line", err)
+	}
+	// Letters of any script are values like any other.
+	if _, err := Resolve(nil, []Override{{Key: KeyManifestID, Value: "dim-Ünïcode-日本"}}); err != nil {
+		t.Errorf("a pin in other scripts: %v, want accepted", err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
@@ -54,7 +56,8 @@ type Job struct {
 	Spark  map[string]string // spark.* keys, passed to the Spark session as given
 	DuckDB map[string]string // duckdb.* keys without the prefix, applied with SET
 	// Where says where each key not left at its default was set
-	// (FILE:LINE, "flag", or the variable's name), for an error to name it.
+	// (FILE:LINE, the flag as --name, "flag" when unnamed, or the
+	// variable's name), for an error to name it.
 	Where map[string]string
 }
 
@@ -62,7 +65,7 @@ type Job struct {
 // when it came from one (or is the default), else the key with its file
 // line or variable, so that the flag an error names was really typed.
 func (j Job) Shown(key, flag string) string {
-	if w := j.Where[key]; w != "" && w != "flag" {
+	if w := j.Where[key]; w != "" && w != "flag" && !strings.HasPrefix(w, "--") {
 		return key + " (" + w + ")"
 	}
 	return flag
@@ -166,6 +169,16 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			// directory "/tmp/x # spill here", exit 0).
 			return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own", k, p.where(k), redact.Value(k, v)))
 		}
+		if engineKey && quoted(v) {
+			// Neither engine strips them: a quoted spill directory became
+			// a directory named with its quotes, beside the config.
+			return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %q is quoted: the properties format takes quotes as part of the value; remove them", k, p.where(k), redact.Value(k, v)))
+		}
+		if engineKey {
+			if err := invisible(v, redact.Value(k, v)); err != nil {
+				return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), err))
+			}
+		}
 		switch {
 		case strings.HasPrefix(k, "spark."):
 			j.Spark[k] = v
@@ -174,6 +187,9 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			if k == "duckdb.temp_directory" && v != "" && !filepath.IsAbs(v) {
 				// Relative to the file as every path in it is, not to
 				// wherever the scheduler starts the command.
+				if p.pipe {
+					return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), p.noDirectory(v)))
+				}
 				v = filepath.Join(filepath.Dir(p.File), v)
 			}
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
@@ -187,6 +203,9 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			// directory beside the file.
 			if pathKeys[k] && v != "" && !filepath.IsAbs(v) && !strings.Contains(v, "://") {
 				if _, err := storage.Parse(v); err == nil {
+					if p.pipe {
+						return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), p.noDirectory(v)))
+					}
 					v = filepath.Join(filepath.Dir(p.File), v)
 				}
 			}
@@ -239,6 +258,8 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		case !given || !strings.HasPrefix(k, "engagement.") || k == KeyProhibitedColumns:
 		case strings.TrimSpace(w) != w:
 			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", shown)
+		case invisible(w, shown) != nil:
+			bad(k, "%v", invisible(w, shown))
 		case inFile[k] && inlineComment.MatchString(w):
 			// Only the file has comment lines; a flag or a variable may
 			// name a directory "Project #2" as it is.
@@ -247,7 +268,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 				hint = " (a path that holds \" #\" can be given as a flag)"
 			}
 			bad(k, "%q holds a comment: the properties format has inline comments nowhere, so it would be part of the value; put the comment on a line of its own%s", shown, hint)
-		case len(w) >= 2 && strings.ContainsRune(`"'`, rune(w[0])) && w[len(w)-1] == w[0]:
+		case quoted(w):
 			bad(k, "%s is quoted: the properties format takes quotes as part of the value; remove them", shown)
 		}
 	}
@@ -323,6 +344,31 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		}
 	}
 	return j, nil
+}
+
+// quoted says whether v is wrapped in one kind of quote.
+func quoted(v string) bool {
+	return len(v) >= 2 && strings.ContainsRune(`"'`, rune(v[0])) && v[len(v)-1] == v[0]
+}
+
+// invisible refuses a value holding bytes that are not UTF-8, a control
+// character or an invisible format one (a zero-width space, a byte order
+// mark, a bidi control): copied from a web page or a chat, such a path
+// published with exit 0 where no reader looks, and such a pin reached the
+// engine's SQL as a read error (exit 1, which a scheduler retries). shown
+// is the value as an error may print it (its secrets masked).
+func invisible(v, shown string) error {
+	for i := 0; i < len(v); {
+		r, n := utf8.DecodeRuneInString(v[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			return fmt.Errorf("%s holds a byte that is not UTF-8 at byte %d", strconv.QuoteToASCII(shown), i)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			return fmt.Errorf("%s holds the invisible character %U at byte %d: retype the value", strconv.QuoteToASCII(shown), r, i)
+		}
+		i += n
+	}
+	return nil
 }
 
 // classify accepts spark.*, duckdb.* and the known engagement.* keys; anything
@@ -469,7 +515,7 @@ func (j Job) CheckPublish() error {
 		return err
 	}
 	if j.Warehouse == "" {
-		return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", KeyWarehouse))
+		return j.missing([]string{KeyWarehouse})
 	}
 	// An empty date list is not refused here: the gate rejects it (check 8,
 	// exit 3) with a record, as for any other publish that would show
@@ -500,7 +546,23 @@ func (j Job) checkPlaces() error {
 		}
 	}
 	if len(missing) > 0 {
-		return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", strings.Join(missing, ", ")))
+		return j.missing(missing)
 	}
 	return nil
+}
+
+// missing refuses settings without a value: one given empty is named with
+// where it was given (a template that rendered nothing), before any never
+// given.
+func (j Job) missing(keys []string) error {
+	var empty []string
+	for _, k := range keys {
+		if w := j.Where[k]; w != "" {
+			empty = append(empty, k+" ("+w+")")
+		}
+	}
+	if len(empty) > 0 {
+		return exitcode.UsageError(fmt.Errorf("empty setting: %s: give it a value", strings.Join(empty, ", ")))
+	}
+	return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", strings.Join(keys, ", ")))
 }

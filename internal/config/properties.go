@@ -5,6 +5,7 @@ package config
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,11 @@ import (
 // Properties is a parsed properties file. Keys keep the line they were last
 // set on so errors can point at it.
 type Properties struct {
-	File   string
+	File string
+	// pipe: the file is no regular file (a process substitution, a FIFO,
+	// /dev/stdin), so it has no directory a relative path could be taken
+	// from: its Dir is /dev/fd or /dev, and a warehouse published there.
+	pipe   bool
 	values map[string]string
 	lines  map[string]int
 	order  []string
@@ -27,7 +32,22 @@ func ReadFile(path string) (*Properties, error) {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	defer f.Close()
-	return Parse(f, path)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	p, err := Parse(f, path)
+	if err != nil {
+		return nil, err
+	}
+	p.pipe = !fi.Mode().IsRegular()
+	return p, nil
+}
+
+// noDirectory refuses the relative path v in a config that is no regular
+// file.
+func (p *Properties) noDirectory(v string) error {
+	return fmt.Errorf("relative path %q in a config that is no regular file (a pipe or a device): it has no directory to take the path from; give an absolute path, or write the config to a file", v)
 }
 
 // Parse reads properties from r; name is used in errors. The format is the
@@ -62,6 +82,9 @@ func Parse(r io.Reader, name string) (*Properties, error) {
 		p.lines[key] = n
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: a line over 1 MiB (a config line is one key and its value): %w", name, n+1, err)
+		}
 		return nil, fmt.Errorf("read config %s: %w", name, err)
 	}
 	return p, nil

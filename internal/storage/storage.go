@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -197,6 +198,9 @@ type Location struct {
 	Key    string // S3: the key prefix or object key, no leading or trailing slash
 }
 
+// shellVariable is a path opening with $NAME or ${...}.
+var shellVariable = regexp.MustCompile(`^\$(\{|[A-Za-z_])`)
+
 // Parse reads a local path or an s3://bucket/prefix URL. Any other URL
 // scheme, an S3 URL without a valid bucket, with a user or port, or a key
 // with an empty, "." or ".." element is an error naming it.
@@ -213,6 +217,11 @@ func Parse(s string) (Location, error) {
 			// No shell expanded it: the tool would write a directory named
 			// ~ while DuckDB, which expands it, read and wrote $HOME.
 			return Location{}, fmt.Errorf("%s: a leading ~ is not expanded here (no shell did it): write the path in full; a local directory named ~ is written ./%s", s, s)
+		}
+		if shellVariable.MatchString(s) {
+			// Nor a variable: a config's $HOME/wh published into a
+			// directory named $HOME beside the config, exit 0.
+			return Location{}, fmt.Errorf("%s: a leading $ variable is not expanded here (no shell did it): write the path in full; a local directory of that name is written ./%s", s, s)
 		}
 		return localPath(s)
 	}

@@ -57,6 +57,8 @@ func TestParse(t *testing.T) {
 		// No shell expanded it; DuckDB would, the Go side would not.
 		{"~/wh", "a leading ~ is not expanded"},
 		{"~", "a leading ~ is not expanded"},
+		{"$HOME/wh", "a leading $ variable is not expanded"},
+		{"${DATA}/wh", "a leading $ variable is not expanded"},
 		// DuckDB cannot read such a path: the gate's read-back failed.
 		{`/tmp/mv\w[1]`, "holds both a backslash and a glob character"},
 		{`file:///tmp/a\b*`, "holds both a backslash and a glob character"},
