@@ -102,6 +102,20 @@ func (w *wh) publish(id string) {
 	if _, err := pointer.Publish(context.Background(), w.store, pointertest.Commit(id, map[dates.Date]pointer.DateEntry{day1: e})); err != nil {
 		w.t.Fatal(err)
 	}
+	w.stamp(pointertest.WrittenAt)
+}
+
+// stamp sets the store's write time of pointer.json and of the current
+// generation's copy to t, the writer's written_at: the tests' clock is
+// simulated, and gc reads the store's times too.
+func (w *wh) stamp(t time.Time) {
+	w.t.Helper()
+	cur, _, err := w.store.Load(context.Background())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.touch("pointer.json", t)
+	w.touch(fmt.Sprintf("pointer-history/%d.json", cur.Generation), t)
 }
 
 // tree hashes every entry under the warehouse; symlinks by their target.

@@ -71,6 +71,10 @@ func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("gc: list pointer history: %w", err)
 	}
+	left, err := readersLeft(ctx, o, cur, gens)
+	if err != nil {
+		return nil, nil, err
+	}
 	var expire []int64
 	var verdicts []Verdict
 	kept := ""
@@ -82,7 +86,7 @@ func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
 			if i+1 < len(gens) && gens[i+1] < next {
 				next = gens[i+1]
 			}
-			reason, err = keepGeneration(ctx, o, cur, g, next)
+			reason, err = keepGeneration(ctx, o, cur, g, next, left[g])
 			if err != nil {
 				return nil, nil, err
 			}
@@ -100,12 +104,51 @@ func planExpiry(ctx context.Context, o Options) ([]int64, []Verdict, error) {
 	return expire, verdicts, nil
 }
 
+// readersLeft gives, for each listed generation g below the current one,
+// the store's time by which pointer.json had stopped naming g: the write
+// of the copy after g's successor (a writer copies generation n+1 only
+// while pointer.json names n), or, when the successor is the current
+// generation or no such copy is listed, pointer.json's own last write.
+// The successor's written_at alone is not that time: an interrupted write
+// commits its generation without showing it, and the next publish rolls
+// it forward days later, keeping the old written_at; and it is the
+// writer's clock, which may run behind. Readers saw g until then.
+func readersLeft(ctx context.Context, o Options, cur pointer.Pointer, gens []int64) (map[int64]time.Time, error) {
+	ptr, err := o.Bucket.Stat(ctx, "pointer.json")
+	if err != nil {
+		return nil, fmt.Errorf("gc: read pointer.json: %w", err)
+	}
+	files, _, err := o.Bucket.ListDir(ctx, strings.TrimSuffix(historyDir, "/"))
+	if err != nil && !storage.IsNotExist(err) {
+		return nil, fmt.Errorf("gc: list %s: %w", o.Bucket.Location().Join(historyDir), err)
+	}
+	written := map[string]time.Time{}
+	for _, f := range files {
+		written[path.Base(f.Key)] = f.ModTime
+	}
+	left := map[int64]time.Time{}
+	for i, g := range gens {
+		if g >= cur.Generation {
+			break
+		}
+		left[g] = ptr.ModTime
+		// gens[i+1] is g's successor when below the current generation.
+		if i+2 < len(gens) && gens[i+1] < cur.Generation && gens[i+2] <= cur.Generation {
+			if t, ok := written[fmt.Sprintf("%d.json", gens[i+2])]; ok {
+				left[g] = t
+			}
+		}
+	}
+	return left, nil
+}
+
 // keepGeneration returns why generation g is retained, or "" when it
 // expires. next is the generation after it in the history (the current
 // one at most). A reader may hold g until next replaced it, so g's age
-// runs from next's write, not from its own: a generation current for a
-// month is a second old when its successor has just been published.
-func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next int64) (string, error) {
+// runs from the later of next's written_at and left (readersLeft), not
+// from its own write: a generation current for a month is a second old
+// when its successor has just been published.
+func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next int64, left time.Time) (string, error) {
 	switch {
 	case g == cur.Generation:
 		return "the current generation", nil
@@ -125,13 +168,17 @@ func keepGeneration(ctx context.Context, o Options, cur pointer.Pointer, g, next
 			return "", fmt.Errorf("gc: read history generation %d: %w", next, err)
 		}
 	}
-	age := o.Now.Sub(succ.WrittenAt)
+	replaced := succ.WrittenAt
+	if left.After(replaced) {
+		replaced = left
+	}
+	age := o.Now.Sub(replaced)
 	switch {
 	case succ.WrittenAt.IsZero() && o.RetainFor > 0 && o.RetainGenerations == 0:
 		return fmt.Sprintf("its successor, generation %d, is format 1, which records no write time, so --retain-days cannot age it", next), nil
 	case o.RetainFor > 0 && age < o.RetainFor:
 		return fmt.Sprintf("replaced %s ago (generation %d), within --retain-days", age.Round(time.Second), next), nil
-	case !succ.WrittenAt.IsZero() && age < o.MinAge:
+	case !replaced.IsZero() && age < o.MinAge:
 		return fmt.Sprintf("replaced %s ago (generation %d), younger than --min-age %s", age.Round(time.Second), next, o.MinAge), nil
 	}
 	return "", nil

@@ -28,6 +28,7 @@ func (w *wh) publishAt(id string, t time.Time) {
 	if _, err := pointer.Publish(context.Background(), w.store, c); err != nil {
 		w.t.Fatal(err)
 	}
+	w.stamp(t)
 }
 
 func (w *wh) exists(rel string) bool {
@@ -70,16 +71,19 @@ func TestRetention(t *testing.T) {
 		recorded string // the expiry record's reason holds it
 	}{
 		{"Generations", gc.Options{RetainGenerations: 2}, []int64{1, 2, 3}, "within the 2 newest", ""},
-		// Generation i was written 6-i days before now, so replaced 5-i
-		// days before now: its age.
-		{"Days", gc.Options{RetainFor: 2*24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days", ""},
-		// Either rule keeps: the 2 newest, or replaced within 3 days.
-		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 3*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days", ""},
+		// Generation i was written 6-i days before now. Readers had surely
+		// left it when generation i+2 was written, 4-i days before now
+		// (readersLeft), and left 4 when pointer.json named 5, a day ago:
+		// its age. (Replaced 5-i days ago, unless its successor was
+		// committed by an interrupted write and shown later.)
+		{"Days", gc.Options{RetainFor: 24*time.Hour + time.Minute}, []int64{1, 2}, "within --retain-days", ""},
+		// Either rule keeps: the 2 newest, or left within 2 days.
+		{"Both", gc.Options{RetainGenerations: 2, RetainFor: 2*24*time.Hour + time.Minute}, []int64{1}, "within --retain-days", ""},
 		{"OneKeepsOnlyCurrent", gc.Options{RetainGenerations: 1}, []int64{1, 2, 3, 4}, "the current generation", ""},
-		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 71 * time.Hour}, []int64{1, 2}, "younger than --min-age", ""},
-		// As the CLI converts --retain-days 2.2: recorded as given, not
-		// 2.1999999999999997.
-		{"DaysFraction", gc.Options{RetainFor: time.Duration(2.2 * float64(24*time.Hour))}, []int64{1, 2}, "within --retain-days", "beyond --retain-days 2.2"},
+		{"MinAgeKeepsYoung", gc.Options{RetainGenerations: 1, MinAge: 47 * time.Hour}, []int64{1, 2}, "younger than --min-age", ""},
+		// As the CLI converts --retain-days 1.2: recorded as given, not
+		// 1.2000000000000002.
+		{"DaysFraction", gc.Options{RetainFor: time.Duration(1.2 * float64(24*time.Hour))}, []int64{1, 2}, "within --retain-days", "beyond --retain-days 1.2"},
 		// Nothing expires, the old rejection record goes: its record must
 		// not cite the rule that expired nothing.
 		{"NoneExpire", gc.Options{RetainGenerations: 10}, nil, "within the 10 newest", "idle over --min-age"},
@@ -301,5 +305,48 @@ func TestHistoryListedByGeneration(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("history listed %v, want %v", got, want)
+	}
+}
+
+// TestRetentionAfterRollForward: a publish killed between its history
+// copy and pointer.json commits generation 2 without showing it; readers
+// keep loading generation 1 until the next publish rolls 2 forward, nine
+// days later, and writes 3. Generation 1 was what readers saw a minute
+// ago: it is kept, and the staging it names, though 2's written_at is
+// nine days old (gc had aged 1 from it and deleted what readers had just
+// been following).
+func TestRetentionAfterRollForward(t *testing.T) {
+	for _, o := range []gc.Options{
+		{RetainFor: 24 * time.Hour},
+		{RetainGenerations: 1, MinAge: time.Hour},
+	} {
+		w := newWH(t)
+		w.prefix("day1", now.Add(-10*24*time.Hour), now.Add(-10*24*time.Hour))
+		w.publishAt("day1", now.Add(-10*24*time.Hour))
+		shown, err := os.ReadFile(filepath.Join(w.dir, "pointer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.prefix("day2-try1", now.Add(-9*24*time.Hour), now.Add(-9*24*time.Hour))
+		w.publishAt("day2-try1", now.Add(-9*24*time.Hour))
+		// The kill: pointer.json still names generation 1.
+		w.file("pointer.json", string(shown), now.Add(-10*24*time.Hour))
+		w.prefix("day2-try2", now.Add(-time.Minute), now.Add(-time.Minute))
+		w.publishAt("day2-try2", now.Add(-time.Minute))
+		if gens := w.generations(); !slices.Equal(gens, []int64{1, 2, 3}) {
+			t.Fatalf("history %v, want [1 2 3] (2 rolled forward)", gens)
+		}
+		rep, err := w.run(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(rep.Expired, 1) || !w.exists("staging/job_id=day1/_attempt.json") {
+			t.Errorf("%+v: expired %v, staging/job_id=day1 kept %v; want generation 1 and its staging kept", o, rep.Expired, w.exists("staging/job_id=day1/_attempt.json"))
+		}
+		for _, v := range rep.Verdicts {
+			if v.Path == "pointer-history/1.json" && !strings.Contains(v.Reason, "replaced 1m0s ago") {
+				t.Errorf("%+v: generation 1 kept because %q, want the minute since readers left it", o, v.Reason)
+			}
+		}
 	}
 }

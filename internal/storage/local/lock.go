@@ -104,16 +104,72 @@ func (b *Bucket) Lock(ctx context.Context) (held context.Context, unlock func(),
 // heldKey marks a context whose caller holds a bucket's lock.
 type heldKey struct{}
 
-// holderOf names the lock's holder from the pid it wrote into the file.
+// holderOf names the lock's holder: the process the kernel lists as
+// holding a flock on the file (/proc/locks), else the pid the holder wrote
+// into it. The written pid alone can mislead: a writer killed with -9 leaves
+// its pid in the file while the kernel drops its lock, and the next holder
+// may be another tool's flock, which writes nothing.
 func holderOf(f *os.File) string {
 	buf := make([]byte, 32)
 	n, _ := f.ReadAt(buf, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
-	if err != nil || pid <= 0 {
+	recorded, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil || recorded <= 0 {
+		recorded = 0
+	}
+	if pid := kernelHolder(f); pid > 0 {
+		if recorded > 0 && recorded != pid {
+			return fmt.Sprintf("pid %d (the kernel's lock table; pid %d recorded in the lock file is a killed writer's)", pid, recorded)
+		}
+		return fmt.Sprintf("pid %d", pid)
+	}
+	switch {
+	case recorded == 0:
 		return "an unknown process (no pid recorded)"
+	case !alive(recorded):
+		return fmt.Sprintf("an unknown process (pid %d recorded in the lock file runs nowhere here: a killed writer's record, or a writer on another machine)", recorded)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Sprintf("pid %d (recorded in the lock file; no such process here, so maybe another machine)", pid)
+	return fmt.Sprintf("pid %d", recorded)
+}
+
+func alive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// kernelHolder is the pid /proc/locks gives for a FLOCK on f's inode, or 0
+// (no such file: not Linux; or no local holder: another machine's, over a
+// network file system).
+func kernelHolder(f *os.File) int {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
 	}
-	return fmt.Sprintf("pid %d", pid)
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	// As the kernel prints it: MAJ:MIN:INODE, the numbers in hex, the inode in decimal.
+	want := fmt.Sprintf("%02x:%02x:%d", major, minor, st.Ino)
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(locks), "\n") {
+		// "1: FLOCK  ADVISORY  WRITE 5588 fe:00:9986083 0 EOF"; a waiter's
+		// line has "->" after the number.
+		fields := strings.Fields(line)
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[1] == "->" {
+			continue
+		}
+		if fields[5] != want {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }
