@@ -83,6 +83,11 @@ type hostileCase struct {
 	// words stand where the job's are on DuckDB (a check Spark makes
 	// itself); the outcome must still be the same.
 	ErrorSpark string `json:"error_spark"`
+	// ExitSpark, set, is the Spark engine's exit where an engine's own
+	// limit makes it differ (a compression codec one engine cannot read):
+	// error_spark is then its error line when not 0, published its dates
+	// when 0, and the two engines' outcomes are not compared.
+	ExitSpark *int `json:"exit_spark"`
 }
 
 // s3Ops are the setup ops a case on S3 may use: they change input files,
@@ -164,6 +169,18 @@ func readHostileCase(t *testing.T, dir string) hostileCase {
 	}
 	if c.ErrorSpark != "" && !slices.Contains(c.Engines, "spark") {
 		t.Fatalf("%s/case.json: error_spark without the spark engine", dir)
+	}
+	if x := c.ExitSpark; x != nil {
+		switch {
+		case !slices.Contains(c.Engines, "spark"):
+			t.Fatalf("%s/case.json: exit_spark without the spark engine", dir)
+		case *x == c.Exit:
+			t.Fatalf("%s/case.json: exit_spark equals exit: leave it out", dir)
+		case *x == 3 || c.Exit == 3:
+			t.Fatalf("%s/case.json: exit_spark is for an engine's limit, not a gate verdict", dir)
+		case *x != 0 && c.ErrorSpark == "", *x == 0 && len(c.Published) == 0:
+			t.Fatalf("%s/case.json: exit_spark needs error_spark (a refusal) or published (0)", dir)
+		}
 	}
 	if slices.Contains(c.Backends, "s3") {
 		for _, op := range c.Setup {
@@ -387,6 +404,14 @@ func TestHostileInputSpark(t *testing.T) {
 		onS3 := slices.Contains(tc.Backends, "s3")
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
+			if tc.ExitSpark != nil {
+				// An engine's limit: each engine against its own outcome.
+				runHostileCaseOn(t, dir, tc, onS3)
+				sp := tc
+				sp.Exit, sp.Error = *tc.ExitSpark, tc.ErrorSpark
+				runHostileCaseOn(t, dir, sp, onS3, "--engine", "spark", "--spark-remote", remote)
+				return
+			}
 			want := runHostileCaseOn(t, dir, tc, onS3)
 			got := runHostileCaseOn(t, dir, tc, onS3, "--engine", "spark", "--spark-remote", remote)
 			if !bytes.Equal(got, want) {

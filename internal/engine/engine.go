@@ -153,6 +153,15 @@ type Engine interface {
 	Close() error
 }
 
+// CodecLimited is an engine that cannot read some Parquet compression
+// codecs: UnreadableCodecs maps each (BROTLI, LZ4) to the sentence the
+// refusal gives, the other engine named where it reads it. The job checks
+// the footers before the engine reads, which failed on them as "not a
+// readable Parquet file", or with no column named.
+type CodecLimited interface {
+	UnreadableCodecs() map[string]string
+}
+
 // ChecksumVerifier is an engine that verifies the page checksums a Parquet
 // writer stored as it reads the inputs (Spark, a forced setting). For any
 // other the job verifies them itself before the engine reads.

@@ -59,6 +59,7 @@ func (e *PageChecksumError) Error() string {
 // values its metadata states.
 type chunk struct {
 	column     string // the top column's name
+	codec      int64  // ColumnMetaData.codec; -1 when the footer has none
 	flat       bool   // a top-level column that is not repeated: one value a row
 	rows       int64  // the row group's num_rows; -1 when the footer has none
 	rowGroup   int
@@ -86,7 +87,13 @@ const maxPageBytes = 1 << 30
 // small read each, of their header. Files are checked a few at a time
 // (object stores answer each read slowly); the first damaged file in the
 // listing's order is the one named.
-func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool) error {
+//
+// unreadable maps a compression codec (as Parquet names it: BROTLI, LZ4)
+// that the engine cannot read to why: a chunk of a checked column so
+// compressed is refused naming the file, the column and the codec, where
+// the engine itself failed as "not a readable Parquet file" or named no
+// column.
+func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool, unreadable map[string]string) error {
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, checksumReaders)
 	var wg sync.WaitGroup
@@ -95,7 +102,7 @@ func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []Fi
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.checkFile(ctx, what, f, columns, crc)
+			errs[i] = s.checkFile(ctx, what, f, columns, crc, unreadable)
 		}()
 	}
 	wg.Wait()
@@ -110,7 +117,7 @@ func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []Fi
 // checksumReaders is how many files CheckPageChecksums reads at once.
 const checksumReaders = 4
 
-func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string, crc bool) error {
+func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string, crc bool, unreadable map[string]string) error {
 	name := what + " file " + f.Path
 	b, key, err := s.object(ctx, f.Path)
 	if err != nil {
@@ -142,6 +149,11 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	// object store, where each is a request, only the pages of row groups
 	// whose CRCs make the pages read anyway.
 	headers := !b.Location().IsS3()
+	for _, c := range wanted {
+		if why, ok := unreadable[codecName(c.codec)]; ok {
+			return &CodecError{What: what, File: f.Path, Column: c.column, Codec: codecName(c.codec), Why: why}
+		}
+	}
 	skip := -1 // a row group found without CRCs, on an object store
 	for _, c := range wanted {
 		if c.flat && c.rows >= 0 && c.values != c.rows {
@@ -165,6 +177,25 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 		}
 	}
 	return nil
+}
+
+// CodecError is a column chunk compressed with a codec the engine cannot
+// read (Parquet's CompressionCodec name, Why the engine's reason).
+type CodecError struct {
+	What, File, Column, Codec, Why string
+}
+
+func (e *CodecError) Error() string {
+	return fmt.Sprintf("%s file %s: column %s is compressed with %s: %s", e.What, e.File, e.Column, e.Codec, e.Why)
+}
+
+// codecName is a CompressionCodec as the Parquet format names it.
+func codecName(c int64) string {
+	names := []string{"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"}
+	if c >= 0 && c < int64(len(names)) {
+		return names[c]
+	}
+	return fmt.Sprintf("codec %d", c)
 }
 
 // errNoChecksums stops the walk of a chunk on an object store whose pages
@@ -303,7 +334,7 @@ func pageHeader(b []byte) (header, error) {
 
 // columnChunks reads where every column chunk of every row group lies:
 // FileMetaData.row_groups (4), each RowGroup's columns (1) and num_rows
-// (3), each ColumnChunk's meta_data (3) with path_in_schema (3),
+// (3), each ColumnChunk's meta_data (3) with path_in_schema (3), codec (4),
 // total_compressed_size (7), data_page_offset (9) and
 // dictionary_page_offset (11); and from the schema, which top-level
 // columns are flat. size is the file's, to bound the offsets.
@@ -408,7 +439,7 @@ func (r *thrift) structFields(depth int, fn func(id int16, typ byte) (bool, erro
 }
 
 func (r *thrift) columnChunk(rowGroup int, size int64) (chunk, error) {
-	c := chunk{rowGroup: rowGroup}
+	c := chunk{rowGroup: rowGroup, codec: -1}
 	var compressed, data, dict int64
 	external := false
 	err := r.structFields(3, func(id int16, typ byte) (bool, error) {
@@ -439,6 +470,8 @@ func (r *thrift) columnChunk(rowGroup int, size int64) (chunk, error) {
 				}
 				c.flat = n == 1
 				return true, nil
+			case id == 4 && typ == ctI32:
+				c.codec, err = r.varint()
 			case id == 5 && typ == ctI64:
 				c.values, err = r.varint()
 			case id == 7 && typ == ctI64:

@@ -31,7 +31,11 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	// The counts for every engine (Spark too reads a row group short when
 	// a count is damaged), the CRCs for one that does not verify them.
 	v, ok := p.Engine.(engine.ChecksumVerifier)
-	if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums()); err != nil {
+	var unreadable map[string]string
+	if l, ok := p.Engine.(engine.CodecLimited); ok {
+		unreadable = l.UnreadableCodecs()
+	}
+	if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums(), unreadable); err != nil {
 		return engine.Inputs{}, err
 	}
 	in, err := p.Engine.Inspect(ctx, spec)
@@ -64,7 +68,7 @@ func emptyFileTypes(ctx context.Context, src *inputs.Source, l inputs.Listing, e
 
 // checkPageChecksums checks the counts of the columns the job reads from
 // each input and, with crc, their stored page checksums.
-func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing, crc bool) error {
+func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing, crc bool, unreadable map[string]string) error {
 	names := func(cols []engine.Column) []string {
 		out := make([]string, len(cols))
 		for i, c := range cols {
@@ -82,7 +86,7 @@ func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listin
 		files []inputs.File
 		cols  []engine.Column
 	}{{"raw", rawFiles, raw}, {"lessons", l.Lessons, manifest}, {"enrollments", l.Enrollments, enrollments}} {
-		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols), crc); err != nil {
+		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols), crc, unreadable); err != nil {
 			return err
 		}
 	}

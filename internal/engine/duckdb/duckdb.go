@@ -354,6 +354,13 @@ func (e *Engine) outOfMemory(err error) error {
 // Name implements engine.Engine.
 func (e *Engine) Name() string { return "duckdb" }
 
+// UnreadableCodecs implements engine.CodecLimited: DuckDB reads LZ4_RAW,
+// not the framed LZ4 Hadoop writes (Spark's "lz4" codec), and named no
+// column when it failed on it.
+func (e *Engine) UnreadableCodecs() map[string]string {
+	return map[string]string{"LZ4": "the duckdb engine cannot read Hadoop's framed LZ4 (Spark's lz4 codec; it reads LZ4_RAW); publish with --engine spark, or have the producer write snappy, zstd or lz4_raw"}
+}
+
 // Close releases the database.
 func (e *Engine) Close() error {
 	var errs []error

@@ -254,6 +254,13 @@ func (e *Engine) Name() string { return "spark" }
 // forces parquet.page.verify-checksum.enabled.
 func (e *Engine) VerifiesPageChecksums() bool { return true }
 
+// UnreadableCodecs implements engine.CodecLimited: the pyspark
+// distribution has no Brotli codec (Hadoop's BrotliCodec is not on its
+// classpath), and failed such a file as "not a readable Parquet file".
+func (e *Engine) UnreadableCodecs() map[string]string {
+	return map[string]string{"BROTLI": "the spark engine cannot read it (Spark ships no Brotli codec); publish with --engine duckdb, or have the producer write snappy or zstd"}
+}
+
 // Remote is the sc:// URL the engine talks to.
 func (e *Engine) Remote() string { return e.remote }
 
