@@ -265,17 +265,26 @@ func TestRetentionAgesFromTheReplacement(t *testing.T) {
 		w.publishAt("long", now.Add(-10*24*time.Hour))
 		w.prefix("new", now.Add(-time.Minute), now.Add(-time.Minute))
 		w.publishAt("new", now.Add(-time.Minute))
-		rep, err := w.run(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Expired) != 0 || !w.exists("staging/job_id=long/_attempt.json") {
-			t.Errorf("%+v: expired %v, staging/job_id=long kept %v; want nothing expired and it kept", o, rep.Expired, w.exists("staging/job_id=long/_attempt.json"))
-		}
-		for _, v := range rep.Verdicts {
-			if v.Path == "pointer-history/1.json" && !strings.Contains(v.Reason, "replaced 1m0s ago") {
-				t.Errorf("%+v: generation 1 kept because %q, want its replacement's age", o, v.Reason)
-			}
+		keptAMinuteAfter(t, w, o, "long")
+	}
+}
+
+// keptAMinuteAfter runs gc with o and checks that generation 1, which
+// readers left a minute ago, is kept for that reason, with the staging
+// prefix of job id, which it names.
+func keptAMinuteAfter(t *testing.T, w *wh, o gc.Options, id string) {
+	t.Helper()
+	rep, err := w.run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := "staging/job_id=" + id + "/_attempt.json"
+	if slices.Contains(rep.Expired, 1) || !w.exists(attempt) {
+		t.Errorf("%+v: expired %v, %s kept %v; want generation 1 and its staging kept", o, rep.Expired, attempt, w.exists(attempt))
+	}
+	for _, v := range rep.Verdicts {
+		if v.Path == "pointer-history/1.json" && !strings.Contains(v.Reason, "replaced 1m0s ago") {
+			t.Errorf("%+v: generation 1 kept because %q, want the minute since readers left it", o, v.Reason)
 		}
 	}
 }
@@ -336,17 +345,6 @@ func TestRetentionAfterRollForward(t *testing.T) {
 		if gens := w.generations(); !slices.Equal(gens, []int64{1, 2, 3}) {
 			t.Fatalf("history %v, want [1 2 3] (2 rolled forward)", gens)
 		}
-		rep, err := w.run(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Contains(rep.Expired, 1) || !w.exists("staging/job_id=day1/_attempt.json") {
-			t.Errorf("%+v: expired %v, staging/job_id=day1 kept %v; want generation 1 and its staging kept", o, rep.Expired, w.exists("staging/job_id=day1/_attempt.json"))
-		}
-		for _, v := range rep.Verdicts {
-			if v.Path == "pointer-history/1.json" && !strings.Contains(v.Reason, "replaced 1m0s ago") {
-				t.Errorf("%+v: generation 1 kept because %q, want the minute since readers left it", o, v.Reason)
-			}
-		}
+		keptAMinuteAfter(t, w, o, "day1")
 	}
 }

@@ -34,13 +34,5 @@ func (s *Source) FileRows(ctx context.Context, what string, f File) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	buf, err := footer(ctx, b, key, f.Bytes, name)
-	if err != nil {
-		return 0, err
-	}
-	n, err := numRows(buf)
-	if err != nil {
-		return 0, badFooter(name, "%v", err)
-	}
-	return n, nil
+	return rowsNamed(ctx, b, key, f.Bytes, name)
 }

@@ -68,13 +68,18 @@ func (s *Source) fields(ctx context.Context, what string, f File) ([]Field, bool
 // in Go through the bucket as Fields reads a schema: what a staged file
 // holds, counted alike whichever engine wrote it, without a query.
 func Rows(ctx context.Context, b storage.Bucket, key string, size int64) (int64, error) {
-	buf, err := footer(ctx, b, key, size, key)
+	return rowsNamed(ctx, b, key, size, key)
+}
+
+// rowsNamed is Rows, its errors naming the file name.
+func rowsNamed(ctx context.Context, b storage.Bucket, key string, size int64, name string) (int64, error) {
+	buf, err := footer(ctx, b, key, size, name)
 	if err != nil {
 		return 0, err
 	}
 	n, err := numRows(buf)
 	if err != nil {
-		return 0, badFooter(key, "%v", err)
+		return 0, badFooter(name, "%v", err)
 	}
 	return n, nil
 }
