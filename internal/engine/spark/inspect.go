@@ -69,7 +69,7 @@ func fileFault(class string) string {
 		// Spark names the type, not the column, and reads every column's
 		// type, not only the five the job uses.
 		return "a column's Parquet type is one Spark cannot read (in any column of the file, used by the job or not: " +
-			"drop or retype it where the file is written, or publish with the duckdb engine)"
+			"drop or retype it where the file is written, or, when the job does not read that column, publish with the duckdb engine)"
 	case "COLUMN_ALREADY_EXISTS":
 		return "a column name appears twice"
 	}

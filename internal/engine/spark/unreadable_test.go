@@ -51,7 +51,7 @@ func TestFilesSparkCannotRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			return f
-		}, "a column's Parquet type is one Spark cannot read (in any column of the file, used by the job or not: drop or retype it where the file is written, or publish with the duckdb engine): [PARQUET_TYPE_ILLEGAL]"},
+		}, "a column's Parquet type is one Spark cannot read (in any column of the file, used by the job or not: drop or retype it where the file is written, or, when the job does not read that column, publish with the duckdb engine): [PARQUET_TYPE_ILLEGAL]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
