@@ -15,9 +15,11 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -322,6 +324,13 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 			return nil, fmt.Errorf("%s %s: %s is a copy still in flight (hadoop fs -put and -cp write it and rename it to %s when done): wait for it to finish, then rerun with a new job id",
 				what, where, name, final)
 		}
+		if b.Location().IsS3() && strings.ContainsRune(name, utf8.RuneError) {
+			// A listing is XML, which cannot carry a control character:
+			// the store sent U+FFFD in its place, and the read of that
+			// name failed as "no such key", which the object has.
+			return nil, fmt.Errorf("%s %s: %s: the store listed a name holding U+FFFD, the mark of a character a listing cannot carry (a control character): rename the object",
+				what, where, strconv.QuoteToASCII(name))
+		}
 		if o.Link {
 			// Outside the read window it is not read, so not judged.
 			if strict {
@@ -415,11 +424,13 @@ func (s *Source) Verify(ctx context.Context, req Request, l Listing) error {
 }
 
 // storeFailed says an error is the store's failure to answer (a network
-// error, a 5xx after the SDK's retries), not a judgement of the inputs.
+// error, a 5xx after the SDK's retries) or its refusal (access denied, an
+// expired session token, a bucket gone: storage.ErrRefused), not a
+// judgement of the inputs: a prefix with no objects left is a change.
 func storeFailed(err error) bool {
 	var ne net.Error
 	var re interface{ HTTPStatusCode() int }
-	return errors.As(err, &ne) || (errors.As(err, &re) && re.HTTPStatusCode() >= 500)
+	return errors.As(err, &ne) || (errors.As(err, &re) && re.HTTPStatusCode() >= 500) || errors.Is(err, storage.ErrRefused)
 }
 
 func rawFiles(rf []RawFile) []File {

@@ -306,6 +306,33 @@ func TestVerifyStoreDown(t *testing.T) {
 	}
 }
 
+// TestVerifyStoreRefused: a store that refuses the second listing (access
+// denied, an expired session token: storage.ErrRefused, which the S3
+// backend marks) is the store's answer, not "input changed".
+func TestVerifyStoreRefused(t *testing.T) {
+	req, l := listed(t, t.TempDir())
+	denied := NewSource(func(_ context.Context, l storage.Location) (storage.Bucket, error) {
+		return deniedStore{local.New(l.Path, local.Options{})}, nil
+	})
+	err := denied.Verify(t.Context(), req, l)
+	if err == nil || errors.Is(err, ErrChanged) || !errors.Is(err, storage.ErrRefused) {
+		t.Errorf("Verify: %v, want the store's refusal, not ErrChanged", err)
+	}
+}
+
+// deniedStore is a real local bucket whose store refuses every listing
+// after the attempt's, as S3 does when the credentials expired.
+type deniedStore struct{ storage.Bucket }
+
+func (deniedStore) ListDir(ctx context.Context, dir string) ([]storage.Object, []string, error) {
+	return nil, nil, storage.Refused(errors.New("access denied (AccessDenied)"))
+}
+
+func (d deniedStore) List(ctx context.Context, prefix string) ([]storage.Object, error) {
+	_, _, err := d.ListDir(ctx, prefix)
+	return nil, err
+}
+
 // TestVerifyCancelled: a run cancelled (a signal) during the second
 // listing is not "input changed", which sent the person on call to
 // ingestion.

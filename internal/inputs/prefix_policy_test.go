@@ -57,3 +57,28 @@ func TestListPathListsNothingAbove(t *testing.T) {
 		t.Fatalf("ListPath %s with listing granted under it: %v, %v", pin, files, err)
 	}
 }
+
+// TestListControlCharacterNamed: an object whose name holds a control
+// character comes back from an S3 listing with U+FFFD in its place (XML
+// cannot carry it), and the read of that name failed as "no such key".
+// The listing refuses it, naming it and saying why.
+func TestListControlCharacterNamed(t *testing.T) {
+	root := s3test.Location(t)
+	pin := root
+	pin.Key += "/lessons-ctl"
+	_, c, err := open.S3(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s3.New(c, pin)
+	for _, key := range []string{"a\x01b.parquet", "c.parquet"} {
+		if _, err := b.Put(t.Context(), key, []byte("PAR1"), storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := NewSource(func(_ context.Context, loc storage.Location) (storage.Bucket, error) { return s3.New(c, loc), nil })
+	_, err = src.ListPath(t.Context(), "lessons", pin)
+	if err == nil || !strings.Contains(err.Error(), `"a\ufffdb.parquet": the store listed a name holding U+FFFD`) {
+		t.Errorf("ListPath over a name with a control character: %v, want it refused naming it", err)
+	}
+}

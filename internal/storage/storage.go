@@ -384,6 +384,13 @@ func localPath(p string) (Location, error) {
 	if strings.Contains(p, `\`) && strings.ContainsAny(p, "[*?") {
 		return Location{}, fmt.Errorf("%s: holds both a backslash and a glob character ([, * or ?), which DuckDB cannot read as one path: rename the directory", p)
 	}
+	// A trailing slash names a directory to a reader, but a file path given
+	// with one (lessons/part-0.parquet/) was taken as a directory and its
+	// file looked for inside it; an S3 prefix drops it too. Trimmed, not
+	// cleaned: ".." keeps the meaning the kernel gives it.
+	if t := strings.TrimRight(p, "/"); t != "" {
+		p = t
+	}
 	return Location{Scheme: File, Path: p}, nil
 }
 

@@ -16,6 +16,11 @@ func TestParse(t *testing.T) {
 		// A colon past the first element, or "./" in front, is a local name.
 		{"data/run:1", Location{Scheme: File, Path: "data/run:1"}, "data/run:1"},
 		{"./s3:x", Location{Scheme: File, Path: "./s3:x"}, "./s3:x"},
+		// A trailing slash is dropped, as from an S3 prefix: a file given
+		// with one was looked for inside itself.
+		{"lessons/part-0.parquet/", Location{Scheme: File, Path: "lessons/part-0.parquet"}, "lessons/part-0.parquet"},
+		{"/data/wh//", Location{Scheme: File, Path: "/data/wh"}, "/data/wh"},
+		{"/", Location{Scheme: File, Path: "/"}, "/"},
 		// Either alone reads.
 		{`/tmp/a\b`, Location{Scheme: File, Path: `/tmp/a\b`}, `/tmp/a\b`},
 		{"/s3:/x", Location{Scheme: File, Path: "/s3:/x"}, "/s3:/x"},

@@ -111,8 +111,11 @@ func EnableS3(ctx context.Context, exec func(q string) error, s S3) error {
 	// first at once): a 1.5 s outage during staging, the longest phase,
 	// failed a publish the SDK's requests would have waited out. These are
 	// 8 retries, the first at once, then waits of 100 ms doubling: 12.7 s
-	// in all. The config's duckdb.http_retr* keys, set after, still win.
-	for _, set := range []string{"SET http_retries = 8", "SET http_retry_wait_ms = 100", "SET http_retry_backoff = 2"} {
+	// in all. A request that gets no answer is given up after 10 s, not
+	// DuckDB's 30: with its 9 attempts a frozen server held one request
+	// 4.7 minutes, a stage 9, and a SIGTERM as long (DuckDB does not cut a
+	// request in flight). The config's duckdb.http_* keys, set after, win.
+	for _, set := range []string{"SET http_retries = 8", "SET http_retry_wait_ms = 100", "SET http_retry_backoff = 2", "SET http_timeout = 10"} {
 		if err := exec(set); err != nil {
 			return fmt.Errorf("duckdb: %s: %w", set, firstLine(err))
 		}

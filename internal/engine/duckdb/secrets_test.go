@@ -57,3 +57,28 @@ func TestSavedSecretsIgnored(t *testing.T) {
 		t.Errorf("a read of the raw prefix uses secret %q, want the engine's engagement_s3", name)
 	}
 }
+
+// TestHTTPDefaults: with S3 enabled, DuckDB's requests retry for about 13 s
+// and give a request that gets no answer up after 10 s (DuckDB's own: 3
+// retries in half a second, and 30 s a request, which held a publish on a
+// frozen server for minutes and a SIGTERM as long).
+func TestHTTPDefaults(t *testing.T) {
+	ext := os.Getenv(duckdb.ExtensionsEnv)
+	if ext == "" {
+		t.Fatalf("%s is not set: run the tests with scripts/test.sh, which installs httpfs", duckdb.ExtensionsEnv)
+	}
+	s3test.Location(t)
+	e, err := duckdb.Open(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.EnableAWS(t.Context(), ext); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"http_retries": "8", "http_retry_wait_ms": "100", "http_retry_backoff": "2.0", "http_timeout": "10"} {
+		if got, err := duckdb.Setting(e, key); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %s", key, got, err, want)
+		}
+	}
+}
