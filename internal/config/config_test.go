@@ -351,36 +351,6 @@ func TestResolvePipedConfig(t *testing.T) {
 	}
 }
 
-// TestResolveThroughSymlinkedDir: "../wh" in a config whose directory is
-// a symlink is where the kernel resolves it, beside the link's target, not
-// beside the link (filepath.Join cleans ".." by text).
-func TestResolveThroughSymlinkedDir(t *testing.T) {
-	proj := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(proj, "conf-real"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(proj, "run"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../conf-real", filepath.Join(proj, "run", "conf")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(proj, "conf-real", "job.conf"), []byte("engagement.warehouse ../wh\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p, err := ReadFile(filepath.Join(proj, "run", "conf", "job.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	real, err := filepath.EvalSymlinks(proj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j, err := Resolve(p, nil); err != nil || j.Warehouse != filepath.Join(real, "wh") {
-		t.Errorf("warehouse %q, %v; want %q, as cat run/conf/../wh/... reads it", j.Warehouse, err, filepath.Join(real, "wh"))
-	}
-}
-
 // TestResolveInvisible: a value holding what cannot be seen or is not
 // UTF-8 is refused, naming the key, where it came from and the byte; an
 // engine key's from its file line. Secrets stay masked.

@@ -190,7 +190,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 				if p.pipe {
 					return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), p.noDirectory(v)))
 				}
-				v = filepath.Join(p.dir(), v)
+				v = filepath.Join(filepath.Dir(p.File), v)
 			}
 			j.DuckDB[strings.TrimPrefix(k, "duckdb.")] = v
 			j.Where[k] = p.where(k)
@@ -206,7 +206,7 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 					if p.pipe {
 						return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), p.noDirectory(v)))
 					}
-					v = filepath.Join(p.dir(), v)
+					v = filepath.Join(filepath.Dir(p.File), v)
 				}
 			}
 			values[k] = v

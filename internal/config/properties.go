@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -43,18 +42,6 @@ func ReadFile(path string) (*Properties, error) {
 	}
 	p.pipe = !fi.Mode().IsRegular()
 	return p, nil
-}
-
-// dir is the directory a relative path in the file is taken from: the
-// file's, its symlinks resolved, as the kernel resolves "dir/../wh" (a
-// config in run/conf, a link to ../conf-real, names conf-real's parent
-// by "../wh", not run's). The file's own name is not followed.
-func (p *Properties) dir() string {
-	d := filepath.Dir(p.File)
-	if real, err := filepath.EvalSymlinks(d); err == nil {
-		return real
-	}
-	return d
 }
 
 // noDirectory refuses the relative path v in a config that is no regular
