@@ -333,7 +333,7 @@ func TestResolvePipedConfig(t *testing.T) {
 		case tc.refused == "" && err != nil:
 			t.Errorf("%q through a pipe: %v, want accepted", tc.text, err)
 		case tc.refused != "" && (exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), tc.refused+" ("+fifo+":") ||
-			!strings.Contains(fmt.Sprint(err), "no regular file")):
+			!strings.Contains(fmt.Sprint(err), "read through a pipe or a device")):
 			t.Errorf("%q through a pipe: %v, want exit 2 naming %s, its line and the pipe", tc.text, err, tc.refused)
 		}
 	}
@@ -348,6 +348,44 @@ func TestResolvePipedConfig(t *testing.T) {
 	}
 	if j, err := Resolve(p, nil); err != nil || j.Warehouse != filepath.Join(filepath.Dir(conf), "wh") {
 		t.Errorf("a regular file: warehouse %q, %v; want it beside the file", j.Warehouse, err)
+	}
+	// Named through /proc or /dev (--config /dev/stdin < job.conf), the
+	// same regular file has /dev's directory: a warehouse was published
+	// in /dev/wh, exit 0.
+	f, err := os.Open(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p, err = ReadFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(p, nil); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "read through a pipe or a device") {
+		t.Errorf("a regular file named through /proc/self/fd: %v, want its relative path refused", err)
+	}
+}
+
+// TestResolveInnerVariable: a shell variable no shell expanded, past the
+// path's start (a leading one is the location's parse's): published into a
+// directory named ${ENV}, exit 0.
+func TestResolveInnerVariable(t *testing.T) {
+	for _, tc := range []struct {
+		v, want string
+	}{
+		{"/srv/${ENV}/wh", "${ENV}"},
+		{"/data/$USER/wh", "$USER"},
+		{"s3://bkt/${ENV}/wh", "${ENV}"},
+		{"/data/wh-${", "${"},
+	} {
+		_, err := Resolve(nil, []Override{{Key: KeyWarehouse, Value: tc.v, Source: "--warehouse"}})
+		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "holds a shell variable ("+tc.want+")") {
+			t.Errorf("%q: %v, want exit 2 naming %s", tc.v, err, tc.want)
+		}
+	}
+	for _, v := range []string{"/data/price$5/wh", "/data/a$b/wh", "/data/$5/wh"} {
+		if _, err := Resolve(nil, []Override{{Key: KeyWarehouse, Value: v}}); err != nil {
+			t.Errorf("%q: %v, want accepted (no variable a shell would expand)", v, err)
+		}
 	}
 }
 
@@ -378,9 +416,12 @@ func TestResolveInvisible(t *testing.T) {
 	if _, err := Resolve(p, nil); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "duckdb.temp_directory (job.conf:1)") {
 		t.Errorf("an engine key with U+200B: %v, want exit 2 naming it and its line", err)
 	}
-	// Letters of any script are values like any other.
-	if _, err := Resolve(nil, []Override{{Key: KeyManifestID, Value: "dim-Ünïcode-日本"}}); err != nil {
-		t.Errorf("a pin in other scripts: %v, want accepted", err)
+	// Letters of any script are values like any other, the joiners
+	// Persian spelling needs (U+200C) among them.
+	for _, v := range []string{"dim-Ünïcode-日本", "/data/گزارش\u200cها", "/data/👩\u200d💻"} {
+		if _, err := Resolve(nil, []Override{{Key: KeyWarehouse, Value: v}}); err != nil {
+			t.Errorf("%q: %v, want accepted", v, err)
+		}
 	}
 }
 
@@ -707,6 +748,10 @@ func TestCheckPublish(t *testing.T) {
 		{"all five inputs", func(j *Job) { *j = Job{JobID: "job-1", Dates: j.Dates, Warehouse: "wh"} },
 			[]string{KeyRaw, KeyLessons, KeyEnrollments, KeyManifestID, KeyEnrollmentSnapshotID}, []string{KeyWarehouse}},
 		{"nothing set", func(j *Job) { *j = Job{JobID: "job-1", Dates: j.Dates} }, []string{"missing setting", "engagement."}, nil},
+		// A template that rendered one empty names it, and the ones never set too.
+		{"one empty, others unset", func(j *Job) {
+			*j = Job{JobID: "job-1", Dates: j.Dates, Warehouse: "wh", Where: map[string]string{KeyRaw: "job.conf:2"}}
+		}, []string{"empty setting: engagement.raw (job.conf:2)", "missing setting: engagement.lessons, engagement.enrollments"}, nil},
 		{"bad job id", func(j *Job) { j.JobID = "a/b" }, []string{"--job-id"}, nil},
 		{"empty job id", func(j *Job) { j.JobID = "" }, []string{"--job-id"}, nil},
 	}

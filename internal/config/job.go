@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -260,6 +261,10 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			bad(k, "%q has white space at an end: remove it (a path or id never ends in one)", shown)
 		case invisible(w, shown) != nil:
 			bad(k, "%v", invisible(w, shown))
+		case pathKeys[k] && innerVariable.MatchString(w):
+			// A leading one is the location's parse's to refuse.
+			bad(k, "%s holds a shell variable (%s) that nothing expanded here: write the path in full; a directory of that name would be written",
+				shown, variableIn(w))
 		case inFile[k] && inlineComment.MatchString(w):
 			// Only the file has comment lines; a flag or a variable may
 			// name a directory "Project #2" as it is.
@@ -346,6 +351,16 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 	return j, nil
 }
 
+// innerVariable is a shell variable past a path's start: ${...} anywhere
+// after it, or $NAME opening a later element (/srv/${ENV}/wh, /data/$USER).
+var innerVariable = regexp.MustCompile(`.(\$\{[^}]*\}?)|/(\$[A-Za-z_][A-Za-z0-9_]*)`)
+
+// variableIn is the first shell variable innerVariable finds in v.
+func variableIn(v string) string {
+	m := innerVariable.FindStringSubmatch(v)
+	return m[1] + m[2]
+}
+
 // quoted says whether v is wrapped in one kind of quote.
 func quoted(v string) bool {
 	return len(v) >= 2 && strings.ContainsRune(`"'`, rune(v[0])) && v[len(v)-1] == v[0]
@@ -363,7 +378,9 @@ func invisible(v, shown string) error {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			return fmt.Errorf("%s holds a byte that is not UTF-8 at byte %d", strconv.QuoteToASCII(shown), i)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+		case (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) && r != '\u200c' && r != '\u200d':
+			// The joiners are letters' business in Persian, Indic
+			// scripts and emoji: retyped, the name holds them again.
 			return fmt.Errorf("%s holds the invisible character %U at byte %d: retype the value", strconv.QuoteToASCII(shown), r, i)
 		}
 		i += n
@@ -555,14 +572,20 @@ func (j Job) checkPlaces() error {
 // where it was given (a template that rendered nothing), before any never
 // given.
 func (j Job) missing(keys []string) error {
-	var empty []string
+	var empty, unset []string
 	for _, k := range keys {
 		if w := j.Where[k]; w != "" {
 			empty = append(empty, k+" ("+w+")")
+		} else {
+			unset = append(unset, k)
 		}
 	}
+	var parts []string
 	if len(empty) > 0 {
-		return exitcode.UsageError(fmt.Errorf("empty setting: %s: give it a value", strings.Join(empty, ", ")))
+		parts = append(parts, fmt.Sprintf("empty setting: %s: give it a value", strings.Join(empty, ", ")))
 	}
-	return exitcode.UsageError(fmt.Errorf("missing setting: %s (set it in the config file or by flag)", strings.Join(keys, ", ")))
+	if len(unset) > 0 {
+		parts = append(parts, fmt.Sprintf("missing setting: %s (set it in the config file or by flag)", strings.Join(unset, ", ")))
+	}
+	return exitcode.UsageError(errors.New(strings.Join(parts, "; ")))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -16,9 +17,10 @@ import (
 // set on so errors can point at it.
 type Properties struct {
 	File string
-	// pipe: the file is no regular file (a process substitution, a FIFO,
-	// /dev/stdin), so it has no directory a relative path could be taken
-	// from: its Dir is /dev/fd or /dev, and a warehouse published there.
+	// pipe: the file is no regular file (a process substitution, a FIFO),
+	// or is named through /dev or /proc (/dev/stdin), so it has no
+	// directory a relative path could be taken from: its Dir is /dev/fd
+	// or /dev, and a warehouse published there.
 	pipe   bool
 	values map[string]string
 	lines  map[string]int
@@ -40,14 +42,27 @@ func ReadFile(path string) (*Properties, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.pipe = !fi.Mode().IsRegular()
+	// /dev/stdin redirected from a file is a regular file, but its name's
+	// directory is /dev all the same, where a warehouse then published.
+	p.pipe = !fi.Mode().IsRegular() || devicePath(path)
 	return p, nil
+}
+
+// devicePath says whether path names a file through /dev or /proc
+// (/dev/stdin, /dev/fd/3, /proc/self/fd/0), whose directory is none of
+// the config's.
+func devicePath(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/")
 }
 
 // noDirectory refuses the relative path v in a config that is no regular
 // file.
 func (p *Properties) noDirectory(v string) error {
-	return fmt.Errorf("relative path %q in a config that is no regular file (a pipe or a device): it has no directory to take the path from; give an absolute path, or write the config to a file", v)
+	return fmt.Errorf("relative path %q in a config read through a pipe or a device (/dev, /proc): it has no directory to take the path from; give an absolute path, or name the config by its own path", v)
 }
 
 // Parse reads properties from r; name is used in errors. The format is the

@@ -87,7 +87,7 @@ type InputFigures struct {
 // timesDetail counts the raw events without a usable event_time: null,
 // and outside the years 0001 to 9999 when there are any.
 func timesDetail(null, outOfRange int64) string {
-	const why = "outside the years 0001 to 9999 (a damaged page, or a writer's unit error)"
+	const why = "outside the years 0001 to 9999 or at INT64's extremes (a damaged page, a writer's unit error, or a sentinel such as Long.MAX_VALUE or pandas' Timestamp.max)"
 	switch {
 	case outOfRange == 0:
 		return fmt.Sprintf("%d raw events in the read window have a null event_time", null)

@@ -324,7 +324,8 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 			return nil, fmt.Errorf("%s %s: %s is a copy still in flight (hadoop fs -put and -cp write it and rename it to %s when done): wait for it to finish, then rerun with a new job id",
 				what, where, name, final)
 		}
-		if b.Location().IsS3() && strings.ContainsRune(name, utf8.RuneError) {
+		// Outside the read window it is not read, so not judged, as a link.
+		if strict && b.Location().IsS3() && strings.ContainsRune(name, utf8.RuneError) {
 			// A listing is XML, which cannot carry a control character:
 			// the store sent U+FFFD in its place, and the read of that
 			// name failed as "no such key", which the object has.

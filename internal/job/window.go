@@ -224,31 +224,36 @@ type listedRaw struct {
 
 // changedSince words how partition g, as this run lists it, differs from
 // the files an earlier publish read of it (then): "" when alike, or when
-// g lies outside this run's window.
+// g lies outside this run's window. Files are matched by name in the
+// partition (the raw root may be spelt another way, through a link) and
+// judged by size and write time: not by version, which a copy that keeps
+// both (cp -a: a new inode) or a re-upload in parts (another ETag form)
+// changes without changing a byte.
 func (l listedRaw) changedSince(g dates.Date, then []inputs.File) string {
 	if g < l.from || g > l.to {
 		return ""
 	}
 	was := map[string]inputs.File{}
 	for _, f := range then {
-		was[f.Path] = f
+		was[path.Base(f.Path)] = f
 	}
 	var out []string
 	for _, f := range l.files {
 		if f.IngestDate != g {
 			continue
 		}
-		old, ok := was[f.Path]
-		delete(was, f.Path)
+		name := path.Base(f.Path)
+		old, ok := was[name]
+		delete(was, name)
 		switch {
 		case !ok:
-			out = append(out, path.Base(f.Path)+" added")
-		case old.Bytes != f.Bytes || old.Version != "" && old.Version != f.Version:
-			out = append(out, path.Base(f.Path)+" rewritten")
+			out = append(out, name+" added")
+		case old.Bytes != f.Bytes || !old.ModTime.IsZero() && !old.ModTime.Equal(f.ModTime):
+			out = append(out, name+" rewritten (its size or write time changed)")
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(was)) {
-		out = append(out, path.Base(p)+" removed")
+	for _, name := range slices.Sorted(maps.Keys(was)) {
+		out = append(out, name+" removed")
 	}
 	return strings.Join(out, ", ")
 }

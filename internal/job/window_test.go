@@ -271,7 +271,7 @@ func TestWarnUnsettled(t *testing.T) {
 		{"added", listed(inputs.RawFile{File: inputs.File{Path: "raw/ingest_date=2026-11-21/part-1.parquet", Bytes: 7}, IngestDate: d("2026-11-21")}),
 			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-1.parquet added)"},
 		{"rewritten", func() listedRaw { l := listed(); l.files[0].Bytes = 9; return l }(),
-			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet rewritten)"},
+			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet rewritten (its size or write time changed))"},
 		{"removed", func() listedRaw { l := listed(); l.files = l.files[1:]; return l }(),
 			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet removed)"},
 	} {
@@ -279,5 +279,17 @@ func TestWarnUnsettled(t *testing.T) {
 		if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), tc.l); !slices.Equal(got, []dates.Date{d("2026-11-19")}) || !strings.Contains(logs.String(), tc.want) {
 			t.Errorf("%s: returned %v, want [2026-11-19] and %q in\n%s", tc.name, got, tc.want, logs.String())
 		}
+	}
+	// The same files through another spelling of the raw root (a link)
+	// and with another version (cp -a keeps size and time, not the inode;
+	// a re-upload in parts changes the ETag's form): nothing changed.
+	same := listed()
+	for i := range same.files {
+		same.files[i].Path = "/mnt/raw-link/" + strings.TrimPrefix(same.files[i].Path, "raw/")
+		same.files[i].Version = "another-inode"
+	}
+	logs.Reset()
+	if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), same); got != nil || logs.Len() != 0 {
+		t.Errorf("the same files by another root and version: returned %v, want no warning:\n%s", got, logs.String())
 	}
 }
