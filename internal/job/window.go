@@ -200,7 +200,7 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 	}
 	slices.Sort(unsettled)
 	slices.Sort(days)
-	p.Log.Warn("dates left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled): their events ingested in the partitions it did not read are not counted; restate each with a new job id and --allow-outside-horizon",
+	p.Log.Warn("dates left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled), or after it read one that changed since (a late flush, a replay): their events in the partitions it did not read, or in the files changed since, are not counted (a changed file may hold none of a date's events; restating is safe either way); restate each with a new job id and --allow-outside-horizon",
 		"unsettled", unsettled, "horizon_from", oldest.String(), "lateness_days", job.LatenessDays)
 	return days
 }
