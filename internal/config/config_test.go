@@ -416,6 +416,11 @@ func TestResolveInvisible(t *testing.T) {
 	if _, err := Resolve(p, nil); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "duckdb.temp_directory (job.conf:1)") {
 		t.Errorf("an engine key with U+200B: %v, want exit 2 naming it and its line", err)
 	}
+	// A tab between an engine setting's words is its own business.
+	p = mustParse(t, "spark.driver.extraJavaOptions -Da=1\t-Db=2\n", "job.conf")
+	if _, err := Resolve(p, nil); err != nil {
+		t.Errorf("an engine setting with a tab between its words: %v, want accepted", err)
+	}
 	// Letters of any script are values like any other, the joiners
 	// Persian spelling needs (U+200C) among them.
 	for _, v := range []string{"dim-Ünïcode-日本", "/data/گزارش\u200cها", "/data/👩\u200d💻"} {

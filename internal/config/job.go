@@ -176,7 +176,8 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 			return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %q is quoted: the properties format takes quotes as part of the value; remove them", k, p.where(k), redact.Value(k, v)))
 		}
 		if engineKey {
-			if err := invisible(v, redact.Value(k, v)); err != nil {
+			// A tab may separate an engine setting's words (JVM options).
+			if err := invisible(strings.ReplaceAll(v, "\t", " "), redact.Value(k, v)); err != nil {
 				return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), err))
 			}
 		}
