@@ -365,6 +365,19 @@ func TestResolvePipedConfig(t *testing.T) {
 	}
 }
 
+// TestDevicePath: the names of a descriptor under /dev and /proc have no
+// directory of the config's; a real directory under /dev has.
+func TestDevicePath(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/dev/stdin": true, "/dev/fd/3": true, "/proc/self/fd/0": true, "/proc/1234/fd/5": true,
+		"/dev/shm/conf/job.conf": false, "/srv/dev/job.conf": false, "config/job.conf": false,
+	} {
+		if got := devicePath(path); got != want {
+			t.Errorf("devicePath(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 // TestResolveInnerVariable: a shell variable no shell expanded, past the
 // path's start (a leading one is the location's parse's): published into a
 // directory named ${ENV}, exit 0.
@@ -403,6 +416,12 @@ func TestResolveInvisible(t *testing.T) {
 		{Override{Key: KeyEnrollmentSnapshotID, Value: "enr\xe9"}, `"enr\xe9" holds a byte that is not UTF-8 at byte 3`},
 		{Override{Key: KeyLessons, Value: "/data/l\x00x"}, "U+0000"},
 		{Override{Key: KeySparkRemote, Value: "sc://h:15002/;token=abcdefgh\u200b"}, "U+200B"},
+		// A joiner beside ASCII or at an end: "wh" and "wh" + U+200D look alike.
+		{Override{Key: KeyWarehouse, Value: "/data/wh\u200d"}, "U+200D at byte 8"},
+		{Override{Key: KeyWarehouse, Value: "/data/w\u200ch"}, "U+200C at byte 7"},
+		{Override{Key: KeyWarehouse, Value: "/data/wh\ufe0f"}, "U+FE0F"},
+		{Override{Key: KeyWarehouse, Value: "/data/wh\u3164"}, "U+3164"},
+		{Override{Key: KeyWarehouse, Value: "/data/\u034fwh"}, "U+034F"},
 	} {
 		_, err := Resolve(nil, []Override{tc.over})
 		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), tc.want) {
@@ -423,7 +442,7 @@ func TestResolveInvisible(t *testing.T) {
 	}
 	// Letters of any script are values like any other, the joiners
 	// Persian spelling needs (U+200C) among them.
-	for _, v := range []string{"dim-Ünïcode-日本", "/data/گزارش\u200cها", "/data/👩\u200d💻"} {
+	for _, v := range []string{"dim-Ünïcode-日本", "/data/گزارش\u200cها", "/data/👩\u200d💻", "/data/❤\ufe0f/wh"} {
 		if _, err := Resolve(nil, []Override{{Key: KeyWarehouse, Value: v}}); err != nil {
 			t.Errorf("%q: %v, want accepted", v, err)
 		}

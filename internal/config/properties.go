@@ -48,15 +48,17 @@ func ReadFile(path string) (*Properties, error) {
 	return p, nil
 }
 
-// devicePath says whether path names a file through /dev or /proc
-// (/dev/stdin, /dev/fd/3, /proc/self/fd/0), whose directory is none of
-// the config's.
+// devicePath says whether path names a file through /dev's or /proc's
+// links to a descriptor (/dev/stdin, /dev/fd/3, /proc/self/fd/0), whose
+// directory is none of the config's. A real directory under /dev (a config
+// in /dev/shm/x) is a directory like any other.
 func devicePath(path string) bool {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return false
 	}
-	return strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/")
+	dir := filepath.Dir(abs)
+	return dir == "/dev" || dir == "/dev/fd" || strings.HasPrefix(abs, "/proc/")
 }
 
 // noDirectory refuses the relative path v in a config that is no regular

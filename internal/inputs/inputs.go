@@ -328,9 +328,14 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 		if strict && b.Location().IsS3() && strings.ContainsRune(name, utf8.RuneError) {
 			// A listing is XML, which cannot carry a control character:
 			// the store sent U+FFFD in its place, and the read of that
-			// name failed as "no such key", which the object has.
-			return nil, fmt.Errorf("%s %s: %s: the store listed a name holding U+FFFD, the mark of a character a listing cannot carry (a control character): rename the object",
-				what, where, strconv.QuoteToASCII(name))
+			// name failed as "no such key". A name that truly holds
+			// U+FFFD answers.
+			if _, err := b.Stat(ctx, o.Key); storage.IsNotExist(err) {
+				return nil, fmt.Errorf("%s %s: %s: the store listed a name holding U+FFFD, the mark of a character a listing cannot carry (a control character), and no object has that name: rename the object",
+					what, where, strconv.QuoteToASCII(name))
+			} else if err != nil {
+				return nil, naming(what, b.Location().Join(o.Key), err)
+			}
 		}
 		if o.Link {
 			// Outside the read window it is not read, so not judged.

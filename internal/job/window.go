@@ -200,7 +200,7 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 	}
 	slices.Sort(unsettled)
 	slices.Sort(days)
-	p.Log.Warn("dates left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled), or after it read one that changed since (a late flush, a replay): their events in the partitions it did not read, or in the files changed since, are not counted (a changed file may hold none of a date's events; restating is safe either way); restate each with a new job id and --allow-outside-horizon",
+	p.Log.Warn("dates left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled), or after it read one that changed since (a late flush, a replay): their events in the partitions it did not read are not counted, nor the files changed since reflected (a changed file may hold none of a date's events; restating is safe either way); restate each with a new job id and --allow-outside-horizon",
 		"unsettled", unsettled, "horizon_from", oldest.String(), "lateness_days", job.LatenessDays)
 	return days
 }
@@ -227,8 +227,9 @@ type listedRaw struct {
 // g lies outside this run's window. Files are matched by name in the
 // partition (the raw root may be spelt another way, through a link) and
 // judged by size and write time: not by version, which a copy that keeps
-// both (cp -a: a new inode) or a re-upload in parts (another ETag form)
-// changes without changing a byte.
+// both (cp -a: a new inode) changes without changing a byte. A rewrite
+// that keeps size and time is not seen; a re-upload of the same bytes to
+// S3 (a new write time) is, and a restatement is then a no-op.
 func (l listedRaw) changedSince(g dates.Date, then []inputs.File) string {
 	if g < l.from || g > l.to {
 		return ""

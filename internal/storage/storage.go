@@ -386,8 +386,8 @@ func localPath(p string) (Location, error) {
 	}
 	// A trailing slash names a directory to a reader, but a file path given
 	// with one (lessons/part-0.parquet/) was taken as a directory and its
-	// file looked for inside it; an S3 prefix drops it too. Trimmed, not
-	// cleaned: ".." keeps the meaning the kernel gives it.
+	// file looked for inside it; an S3 prefix drops it too. Only trimmed:
+	// cleaning here would change which directory some commands create.
 	if t := strings.TrimRight(p, "/"); t != "" {
 		p = t
 	}
