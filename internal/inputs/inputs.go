@@ -173,16 +173,25 @@ func file(b storage.Bucket, o storage.Object) File {
 // Partitions outside the window are only looked at to see whether they
 // landed; nothing in them is read.
 func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, error) {
+	landed, out, _, err := s.ListRawAll(ctx, root, from, to)
+	return landed, out, err
+}
+
+// ListRawAll is ListRaw, and also every landed partition's data files as
+// the same listing found them (outside the window by the lenient rules:
+// nothing in them is read), by ingest date: what the unsettled check
+// compares with what an earlier publish read.
+func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, map[dates.Date][]File, error) {
 	b, err := s.bucket(ctx, root)
 	if err != nil {
-		return nil, nil, naming("read raw", root, err)
+		return nil, nil, nil, naming("read raw", root, err)
 	}
 	files, dirs, err := b.ListDir(ctx, "")
 	if err == nil && root.IsS3() && len(files) == 0 && len(dirs) == 0 {
 		err = fmt.Errorf("no objects under %s", root)
 	}
 	if err != nil {
-		return nil, nil, naming("read raw", root, err)
+		return nil, nil, nil, naming("read raw", root, err)
 	}
 	for _, f := range files {
 		name := path.Base(f.Key)
@@ -195,32 +204,34 @@ func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to da
 			if d, err := dates.Parse(strings.TrimPrefix(name, PartitionPrefix)); err == nil && strings.HasPrefix(name, PartitionPrefix) && (d < from || d > to) {
 				continue
 			}
-			return nil, nil, fmt.Errorf("read raw %s: %s is a symbolic link that cannot be followed (to nothing, or a loop)", root, name)
+			return nil, nil, nil, fmt.Errorf("read raw %s: %s is a symbolic link that cannot be followed (to nothing, or a loop)", root, name)
 		}
-		return nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
+		return nil, nil, nil, fmt.Errorf("read raw %s: unexpected file %q: raw holds only %sYYYY-MM-DD directories", root, name, PartitionPrefix)
 	}
 	var landed []dates.Date
 	var out []RawFile
+	all := map[dates.Date][]File{}
 	for _, name := range dirs {
 		if Hidden(name) {
 			continue
 		}
 		if !strings.HasPrefix(name, PartitionPrefix) {
-			return nil, nil, fmt.Errorf("read raw %s: unexpected directory %q: want %sYYYY-MM-DD", root, name, PartitionPrefix)
+			return nil, nil, nil, fmt.Errorf("read raw %s: unexpected directory %q: want %sYYYY-MM-DD", root, name, PartitionPrefix)
 		}
 		d, err := dates.Parse(strings.TrimPrefix(name, PartitionPrefix))
 		if err != nil {
-			return nil, nil, fmt.Errorf("read raw %s: directory %q: %w", root, name, err)
+			return nil, nil, nil, fmt.Errorf("read raw %s: directory %q: %w", root, name, err)
 		}
 		inWindow := d >= from && d <= to
 		data, err := dataFiles(ctx, b, "read raw "+root.String()+": partition", name, inWindow)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(data) == 0 {
 			continue
 		}
 		landed = append(landed, d)
+		all[d] = data
 		if inWindow {
 			for _, f := range data {
 				out = append(out, RawFile{File: f, IngestDate: d})
@@ -229,7 +240,7 @@ func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to da
 	}
 	slices.Sort(landed)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return landed, out, nil
+	return landed, out, all, nil
 }
 
 // ListPath lists an input given as a file or a directory (Spark writes a

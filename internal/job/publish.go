@@ -249,7 +249,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// One listing for the whole attempt: every later step and the engine
 	// read exactly these files, and the listing is checked again before
 	// the gate.
-	ingest, raw, err := p.Inputs.ListRaw(ctx, req.Raw, req.From, req.To)
+	ingest, raw, partitions, err := p.Inputs.ListRawAll(ctx, req.Raw, req.From, req.To)
 	if err != nil {
 		return res, err // "read raw …", naming the location
 	}
@@ -286,7 +286,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 		return res, err
 	}
 	warnUncounted(p.Log, job, in)
-	res.Unsettled, res.UnsettledChecked = p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now), listedRaw{req.From, req.To, raw}), true
+	res.Unsettled, res.UnsettledChecked = p.warnUnsettled(ctx, job, committed, landed, dates.FromTime(now), partitions), true
 	res.StrayEvents = in.Figures.StrayEvents
 
 	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {

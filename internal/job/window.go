@@ -141,13 +141,13 @@ func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, n
 // predates that field.
 //
 // A partition the publish read may have changed since (a late flush, or a
-// replay into a partition already landed): where this run lists it too
-// (current: its read window's files, from..to), a file added, rewritten
-// or removed since unsettles the date as a partition not read does. A
-// partition older than this run's window is not listed again for it.
+// replay into a partition already landed): a file added, rewritten or
+// removed since (current: every landed partition's files, as this run's
+// listing of raw found them) unsettles the date as a partition not read
+// does, until it is restated.
 // It returns those dates, which the run's document and metrics carry, so a
 // scheduler and an alert see them and not only the log.
-func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date, current listedRaw) []dates.Date {
+func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date, current map[dates.Date][]inputs.File) []dates.Date {
 	if len(landed) == 0 {
 		return nil
 	}
@@ -179,7 +179,7 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 			}
 			if !r.read[g] {
 				missed = append(missed, g.String())
-			} else if c := current.changedSince(g, r.files[g]); c != "" {
+			} else if c := changedSince(current[g], r.files[g]); c != "" {
 				changed = append(changed, fmt.Sprintf("ingest_date %s before it changed: %s", g, c))
 			}
 		}
@@ -216,33 +216,21 @@ type readRecord struct {
 	lateness *int
 }
 
-// listedRaw is this run's listing of its raw read window, from..to.
-type listedRaw struct {
-	from, to dates.Date
-	files    []inputs.RawFile
-}
-
-// changedSince words how partition g, as this run lists it, differs from
-// the files an earlier publish read of it (then): "" when alike, or when
-// g lies outside this run's window. Files are matched by name in the
-// partition (the raw root may be spelt another way, through a link) and
-// judged by size and write time: not by version, which a copy that keeps
-// both (cp -a: a new inode) changes without changing a byte. A rewrite
-// that keeps size and time is not seen; a re-upload of the same bytes to
-// S3 (a new write time) is, and a restatement is then a no-op.
-func (l listedRaw) changedSince(g dates.Date, then []inputs.File) string {
-	if g < l.from || g > l.to {
-		return ""
-	}
+// changedSince words how a partition's files as this run lists them (now)
+// differ from those an earlier publish read of it (then): "" when alike.
+// Files are matched by name in the partition (the raw root may be spelt
+// another way, through a link) and judged by size and write time: not by
+// version, which a copy that keeps both (cp -a: a new inode) changes
+// without changing a byte. A rewrite that keeps size and time is not
+// seen; a re-upload of the same bytes to S3 (a new write time) is, and a
+// restatement is then a no-op.
+func changedSince(now, then []inputs.File) string {
 	was := map[string]inputs.File{}
 	for _, f := range then {
 		was[path.Base(f.Path)] = f
 	}
 	var out []string
-	for _, f := range l.files {
-		if f.IngestDate != g {
-			continue
-		}
+	for _, f := range now {
 		name := path.Base(f.Path)
 		old, ok := was[name]
 		delete(was, name)

@@ -219,13 +219,18 @@ func TestWarnUnsettled(t *testing.T) {
 	for g := d("2026-11-14"); g <= d("2026-11-24"); g = g.AddDays(1) {
 		landed = append(landed, g)
 	}
-	// This run's window, 11-21..11-25, lists the files the records name.
-	listed := func(extra ...inputs.RawFile) listedRaw {
-		l := listedRaw{from: d("2026-11-21"), to: d("2026-11-25")}
-		for g := l.from; g < d("2026-11-25"); g = g.AddDays(1) {
-			l.files = append(l.files, inputs.RawFile{File: inputs.File{Path: "raw/ingest_date=" + g.String() + "/part-0.parquet"}, IngestDate: g})
+	// This run's listing of raw: every landed partition holds the file
+	// the records name.
+	listed := func() map[dates.Date][]inputs.File {
+		l := map[dates.Date][]inputs.File{}
+		for _, g := range landed {
+			l[g] = []inputs.File{{Path: "raw/ingest_date=" + g.String() + "/part-0.parquet"}}
 		}
-		l.files = append(l.files, extra...)
+		return l
+	}
+	with := func(edit func(map[dates.Date][]inputs.File)) map[dates.Date][]inputs.File {
+		l := listed()
+		edit(l)
 		return l
 	}
 	var logs bytes.Buffer
@@ -261,32 +266,39 @@ func TestWarnUnsettled(t *testing.T) {
 	// A partition the publish read and this run lists again has changed
 	// since: a late flush added a file of 11-19's late events to 11-21
 	// after job settled read it. Unsettled, naming the file; as is a
-	// rewritten or removed one. Partitions older than this run's window
-	// are not listed again (11-19, 11-20: unchanged as far as it knows).
+	// rewritten or removed one; and in a partition older than this run's
+	// window too (11-17, which own-lateness read for 11-17): the warning
+	// stays until the date is restated.
 	for _, tc := range []struct {
 		name string
-		l    listedRaw
+		l    map[dates.Date][]inputs.File
 		want string
+		day  string
 	}{
-		{"added", listed(inputs.RawFile{File: inputs.File{Path: "raw/ingest_date=2026-11-21/part-1.parquet", Bytes: 7}, IngestDate: d("2026-11-21")}),
-			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-1.parquet added)"},
-		{"rewritten", func() listedRaw { l := listed(); l.files[0].Bytes = 9; return l }(),
-			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet rewritten (its size or write time changed))"},
-		{"removed", func() listedRaw { l := listed(); l.files = l.files[1:]; return l }(),
-			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet removed)"},
+		{"added", with(func(l map[dates.Date][]inputs.File) {
+			l[d("2026-11-21")] = append(l[d("2026-11-21")], inputs.File{Path: "raw/ingest_date=2026-11-21/part-1.parquet", Bytes: 7})
+		}), "2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-1.parquet added)", "2026-11-19"},
+		{"rewritten", with(func(l map[dates.Date][]inputs.File) { l[d("2026-11-21")][0].Bytes = 9 }),
+			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet rewritten (its size or write time changed))", "2026-11-19"},
+		{"removed", with(func(l map[dates.Date][]inputs.File) {
+			l[d("2026-11-21")] = []inputs.File{{Path: "raw/ingest_date=2026-11-21/part-2.parquet"}}
+		}), "2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-2.parquet added, part-0.parquet removed)", "2026-11-19"},
+		{"an old partition", with(func(l map[dates.Date][]inputs.File) {
+			l[d("2026-11-17")] = append(l[d("2026-11-17")], inputs.File{Path: "raw/ingest_date=2026-11-17/part-9.parquet"})
+		}), "2026-11-17 (job own-lateness read ingest_date 2026-11-17 before it changed: part-9.parquet added)", "2026-11-17"},
 	} {
 		logs.Reset()
-		if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), tc.l); !slices.Equal(got, []dates.Date{d("2026-11-19")}) || !strings.Contains(logs.String(), tc.want) {
-			t.Errorf("%s: returned %v, want [2026-11-19] and %q in\n%s", tc.name, got, tc.want, logs.String())
+		if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), tc.l); !slices.Equal(got, []dates.Date{d(tc.day)}) || !strings.Contains(logs.String(), tc.want) {
+			t.Errorf("%s: returned %v, want [%s] and %q in\n%s", tc.name, got, tc.day, tc.want, logs.String())
 		}
 	}
 	// The same files through another spelling of the raw root (a link)
-	// and with another version (cp -a keeps size and time, not the inode;
-	// a re-upload in parts changes the ETag's form): nothing changed.
+	// and with another version (cp -a keeps size and time, not the inode):
+	// nothing changed.
 	same := listed()
-	for i := range same.files {
-		same.files[i].Path = "/mnt/raw-link/" + strings.TrimPrefix(same.files[i].Path, "raw/")
-		same.files[i].Version = "another-inode"
+	for g := range same {
+		same[g][0].Path = "/mnt/raw-link/ingest_date=" + g.String() + "/part-0.parquet"
+		same[g][0].Version = "another-inode"
 	}
 	logs.Reset()
 	if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), same); got != nil || logs.Len() != 0 {
