@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -141,8 +140,8 @@ func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, n
 // predates that field.
 //
 // A partition the publish read may have changed since (a late flush, or a
-// replay into a partition already landed): a file added, rewritten or
-// removed since (current: every landed partition's files, as this run's
+// replay into a partition already landed): a file added or rewritten
+// since (current: every landed partition's files, as this run's
 // listing of raw found them) unsettles the date as a partition not read
 // does, until it is restated.
 // It returns those dates, which the run's document and metrics carry, so a
@@ -217,7 +216,10 @@ type readRecord struct {
 }
 
 // changedSince words how a partition's files as this run lists them (now)
-// differ from those an earlier publish read of it (then): "" when alike.
+// differ from those an earlier publish read of it (then): the files added
+// or rewritten since, "" when none. A file removed since is not named: its
+// events were counted, and raw's retention removes old partitions a file
+// at a time, where a restatement would drop events.
 // Files are matched by name in the partition (the raw root may be spelt
 // another way, through a link) and judged by size and write time: not by
 // version, which a copy that keeps both (cp -a: a new inode) changes
@@ -233,16 +235,12 @@ func changedSince(now, then []inputs.File) string {
 	for _, f := range now {
 		name := path.Base(f.Path)
 		old, ok := was[name]
-		delete(was, name)
 		switch {
 		case !ok:
 			out = append(out, name+" added")
 		case old.Bytes != f.Bytes || !old.ModTime.IsZero() && !old.ModTime.Equal(f.ModTime):
 			out = append(out, name+" rewritten (its size or write time changed)")
 		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(was)) {
-		out = append(out, name+" removed")
 	}
 	return strings.Join(out, ", ")
 }

@@ -266,7 +266,8 @@ func TestWarnUnsettled(t *testing.T) {
 	// A partition the publish read and this run lists again has changed
 	// since: a late flush added a file of 11-19's late events to 11-21
 	// after job settled read it. Unsettled, naming the file; as is a
-	// rewritten or removed one; and in a partition older than this run's
+	// rewritten one (not a removed one: its events were counted, and raw's
+	// retention removes old files); and in a partition older than this run's
 	// window too (11-17, which own-lateness read for 11-17): the warning
 	// stays until the date is restated.
 	for _, tc := range []struct {
@@ -280,9 +281,9 @@ func TestWarnUnsettled(t *testing.T) {
 		}), "2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-1.parquet added)", "2026-11-19"},
 		{"rewritten", with(func(l map[dates.Date][]inputs.File) { l[d("2026-11-21")][0].Bytes = 9 }),
 			"2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-0.parquet rewritten (its size or write time changed))", "2026-11-19"},
-		{"removed", with(func(l map[dates.Date][]inputs.File) {
+		{"replaced", with(func(l map[dates.Date][]inputs.File) {
 			l[d("2026-11-21")] = []inputs.File{{Path: "raw/ingest_date=2026-11-21/part-2.parquet"}}
-		}), "2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-2.parquet added, part-0.parquet removed)", "2026-11-19"},
+		}), "2026-11-19 (job settled read ingest_date 2026-11-21 before it changed: part-2.parquet added)", "2026-11-19"},
 		{"an old partition", with(func(l map[dates.Date][]inputs.File) {
 			l[d("2026-11-17")] = append(l[d("2026-11-17")], inputs.File{Path: "raw/ingest_date=2026-11-17/part-9.parquet"})
 		}), "2026-11-17 (job own-lateness read ingest_date 2026-11-17 before it changed: part-9.parquet added)", "2026-11-17"},
@@ -291,6 +292,12 @@ func TestWarnUnsettled(t *testing.T) {
 		if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), tc.l); !slices.Equal(got, []dates.Date{d(tc.day)}) || !strings.Contains(logs.String(), tc.want) {
 			t.Errorf("%s: returned %v, want [%s] and %q in\n%s", tc.name, got, tc.day, tc.want, logs.String())
 		}
+	}
+	// Files removed since (raw's retention, a file at a time): no warning.
+	logs.Reset()
+	gone := with(func(l map[dates.Date][]inputs.File) { l[d("2026-11-21")] = nil; l[d("2026-11-17")] = nil })
+	if got := p.warnUnsettled(t.Context(), job, base, landed, d("2026-11-24"), gone); got != nil || logs.Len() != 0 {
+		t.Errorf("files removed since: returned %v, want no warning:\n%s", got, logs.String())
 	}
 	// The same files through another spelling of the raw root (a link)
 	// and with another version (cp -a keeps size and time, not the inode):
