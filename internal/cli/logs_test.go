@@ -500,21 +500,7 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, stop := signals.Notify(context.Background(), io.Discard)
 			defer stop()
-			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				if bytes.Contains(body, []byte(`"FAIL"`)) {
-					if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-						t.Error(err)
-					}
-					// The signal arrives asynchronously: answer once it has.
-					select {
-					case <-ctx.Done():
-					case <-time.After(10 * time.Second):
-					}
-				}
-				rw.WriteHeader(http.StatusOK)
-			}))
-			defer srv.Close()
+			srv := signallingServer(t, ctx, func(body []byte) bool { return bytes.Contains(body, []byte(`"FAIL"`)) })
 			var out, errb bytes.Buffer
 			args := w.publishArgs("signalled-"+tc.result, biGoodDates, append(tc.extra, "--lineage-url", srv.URL, "--output", "json")...)
 			code := signals.ExitCode(ctx, cli.Main(ctx, args, &out, &errb), io.Discard)
@@ -529,6 +515,29 @@ func TestSignalAfterTheOutcome(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signallingServer is a sink that sends this process a SIGTERM on a
+// request whose body signal accepts, and answers once the signal has
+// cancelled ctx (it arrives asynchronously), or after 10 s. It is closed
+// when the test ends.
+func signallingServer(t *testing.T, ctx context.Context, signal func(body []byte) bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if signal(body) {
+			if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+				t.Error(err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+			}
+		}
+		rw.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // TestSignalDuringARefusedLinesPush: a publish command line refused before
@@ -552,17 +561,7 @@ func TestSignalDuringARefusedLinesPush(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, stop := signals.Notify(context.Background(), io.Discard)
 			defer stop()
-			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-				if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-					t.Error(err)
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(10 * time.Second):
-				}
-				rw.WriteHeader(http.StatusOK)
-			}))
-			defer srv.Close()
+			srv := signallingServer(t, ctx, func([]byte) bool { return true })
 			var out, errb bytes.Buffer
 			args := w.publishArgs("refused-1", biGoodDates, append(tc.extra, "--pushgateway", srv.URL)...)
 			code := signals.ExitCode(ctx, cli.Main(ctx, args, &out, &errb), io.Discard)

@@ -256,10 +256,7 @@ func TestRetentionWithoutStaging(t *testing.T) {
 // minute ago is what readers loaded until a minute ago: neither rule
 // expires it yet, and the staging it names stays.
 func TestRetentionAgesFromTheReplacement(t *testing.T) {
-	for _, o := range []gc.Options{
-		{RetainFor: 24 * time.Hour},
-		{RetainGenerations: 1, MinAge: time.Hour},
-	} {
+	for _, o := range aMinuteRules {
 		w := newWH(t)
 		w.prefix("long", now.Add(-10*24*time.Hour), now.Add(-10*24*time.Hour))
 		w.publishAt("long", now.Add(-10*24*time.Hour))
@@ -267,6 +264,13 @@ func TestRetentionAgesFromTheReplacement(t *testing.T) {
 		w.publishAt("new", now.Add(-time.Minute))
 		keptAMinuteAfter(t, w, o, "long")
 	}
+}
+
+// aMinuteRules are retention rules under which a generation readers left
+// a minute ago is kept: by days, and by generations with --min-age.
+var aMinuteRules = []gc.Options{
+	{RetainFor: 24 * time.Hour},
+	{RetainGenerations: 1, MinAge: time.Hour},
 }
 
 // keptAMinuteAfter runs gc with o and checks that generation 1, which
@@ -325,10 +329,7 @@ func TestHistoryListedByGeneration(t *testing.T) {
 // nine days old (gc had aged 1 from it and deleted what readers had just
 // been following).
 func TestRetentionAfterRollForward(t *testing.T) {
-	for _, o := range []gc.Options{
-		{RetainFor: 24 * time.Hour},
-		{RetainGenerations: 1, MinAge: time.Hour},
-	} {
+	for _, o := range aMinuteRules {
 		w := newWH(t)
 		w.prefix("day1", now.Add(-10*24*time.Hour), now.Add(-10*24*time.Hour))
 		w.publishAt("day1", now.Add(-10*24*time.Hour))

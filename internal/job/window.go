@@ -176,7 +176,7 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 			if g < d || g > d.AddDays(lateness) || g >= today {
 				continue
 			}
-			if !r.read[g] {
+			if _, read := r.files[g]; !read {
 				missed = append(missed, g.String())
 			} else if c := changedSince(current[g], r.files[g]); c != "" {
 				changed = append(changed, fmt.Sprintf("ingest_date %s before it changed: %s", g, c))
@@ -204,13 +204,12 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 	return days
 }
 
-// readRecord is what one attempt read, from its _attempt.json: the ingest
-// partitions of the raw files it listed (the window's; not its
+// readRecord is what one attempt read, from its _attempt.json: the raw
+// files it listed, by ingest partition (the window's; not its
 // ingest_dates, every landed partition, today's still open one among them)
 // and the lateness it ran with (nil in a record older than that field).
 type readRecord struct {
 	known    bool
-	read     map[dates.Date]bool
 	files    map[dates.Date][]inputs.File
 	lateness *int
 }
@@ -257,9 +256,8 @@ func (p *Publisher) attemptRead(ctx context.Context, jobID string) readRecord {
 	if json.Unmarshal(b, &a) != nil || len(a.Inputs.Raw) == 0 {
 		return readRecord{}
 	}
-	r := readRecord{known: true, read: map[dates.Date]bool{}, files: map[dates.Date][]inputs.File{}, lateness: a.LatenessDays}
+	r := readRecord{known: true, files: map[dates.Date][]inputs.File{}, lateness: a.LatenessDays}
 	for _, f := range a.Inputs.Raw {
-		r.read[f.IngestDate] = true
 		r.files[f.IngestDate] = append(r.files[f.IngestDate], f.File)
 	}
 	return r

@@ -17,10 +17,7 @@ import (
 // from the server it names: a stale mirror's rows published, exit 0. The
 // engine's own secret is the one a read of that prefix uses.
 func TestSavedSecretsIgnored(t *testing.T) {
-	ext := os.Getenv(duckdb.ExtensionsEnv)
-	if ext == "" {
-		t.Fatalf("%s is not set: run the tests with scripts/test.sh, which installs httpfs", duckdb.ExtensionsEnv)
-	}
+	ext := httpfsDir(t)
 	s3test.Location(t) // the engine's secret is made from the AWS variables
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -63,10 +60,7 @@ func TestSavedSecretsIgnored(t *testing.T) {
 // retries in half a second, and 30 s a request, which held a publish on a
 // frozen server for minutes and a SIGTERM as long).
 func TestHTTPDefaults(t *testing.T) {
-	ext := os.Getenv(duckdb.ExtensionsEnv)
-	if ext == "" {
-		t.Fatalf("%s is not set: run the tests with scripts/test.sh, which installs httpfs", duckdb.ExtensionsEnv)
-	}
+	ext := httpfsDir(t)
 	s3test.Location(t)
 	e, err := duckdb.Open(t.Context(), nil)
 	if err != nil {
@@ -81,4 +75,15 @@ func TestHTTPDefaults(t *testing.T) {
 			t.Errorf("%s = %q (%v), want %s", key, got, err, want)
 		}
 	}
+}
+
+// httpfsDir is the directory of DuckDB extensions the test command
+// installs httpfs into; the test fails, never skips, without it.
+func httpfsDir(t *testing.T) string {
+	t.Helper()
+	ext := os.Getenv(duckdb.ExtensionsEnv)
+	if ext == "" {
+		t.Fatalf("%s is not set: run the tests with scripts/test.sh, which installs httpfs", duckdb.ExtensionsEnv)
+	}
+	return ext
 }
