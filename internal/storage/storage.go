@@ -16,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -386,10 +387,22 @@ func localPath(p string) (Location, error) {
 	}
 	// A trailing slash names a directory to a reader, but a file path given
 	// with one (lessons/part-0.parquet/) was taken as a directory and its
-	// file looked for inside it; an S3 prefix drops it too. Only trimmed:
-	// cleaning here would change which directory some commands create.
+	// file looked for inside it; an S3 prefix drops it too.
 	if t := strings.TrimRight(p, "/"); t != "" {
 		p = t
+	}
+	// ".." is taken by text, as a config's relative paths are joined: the
+	// kernel's ".." after a symlinked directory named another directory,
+	// so the store created its root there while every path joined to it
+	// was cleaned by text, and the publish failed until the textual
+	// directory existed, then published there. Only a path with ".." is
+	// cleaned: "./s3:x" keeps the "./" that makes it a local name.
+	if slices.Contains(strings.Split(p, "/"), "..") {
+		c := filepath.Clean(p)
+		if strings.HasPrefix(p, "./") && !filepath.IsAbs(c) && !strings.HasPrefix(c, "..") {
+			c = "./" + c
+		}
+		p = c
 	}
 	return Location{Scheme: File, Path: p}, nil
 }

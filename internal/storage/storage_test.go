@@ -21,6 +21,13 @@ func TestParse(t *testing.T) {
 		{"lessons/part-0.parquet/", Location{Scheme: File, Path: "lessons/part-0.parquet"}, "lessons/part-0.parquet"},
 		{"/data/wh//", Location{Scheme: File, Path: "/data/wh"}, "/data/wh"},
 		{"/", Location{Scheme: File, Path: "/"}, "/"},
+		// ".." by text, as a config's relative paths: the kernel's ".."
+		// after a symlinked directory named another directory.
+		{"/srv/current/../wh", Location{Scheme: File, Path: "/srv/wh"}, "/srv/wh"},
+		{"data/x/../../wh/", Location{Scheme: File, Path: "wh"}, "wh"},
+		{"./a/../s3:x", Location{Scheme: File, Path: "./s3:x"}, "./s3:x"},
+		{"../wh", Location{Scheme: File, Path: "../wh"}, "../wh"},
+		{"/srv/wh..x/./y", Location{Scheme: File, Path: "/srv/wh..x/./y"}, "/srv/wh..x/./y"},
 		// Either alone reads.
 		{`/tmp/a\b`, Location{Scheme: File, Path: `/tmp/a\b`}, `/tmp/a\b`},
 		{"/s3:/x", Location{Scheme: File, Path: "/s3:/x"}, "/s3:/x"},
