@@ -530,6 +530,9 @@ func TestResolveBadValues(t *testing.T) {
 		{KeySaltBuckets, "0"},
 		{KeySaltBuckets, "-3"},
 		{KeySaltBuckets, "2.5"},
+		// Every bucket copies a hot course's enrollments once more.
+		{KeySaltBuckets, "1025"},
+		{KeySaltBuckets, "100000"},
 		{KeyRestatementHorizonDays, "x"},
 		{KeyRestatementHorizonDays, "0"},
 		{KeyLatenessDays, "-1"},
@@ -606,6 +609,8 @@ func TestResolveGoodNumbers(t *testing.T) {
 		{KeyUnknownCap, "1", func(j Job) bool { return j.UnknownCap == 1 }},
 		{KeyUnknownCap, "0.015", func(j Job) bool { return j.UnknownCap == 0.015 }},
 		{KeySaltBuckets, "1", func(j Job) bool { return j.SaltBuckets == 1 }},
+		{KeySaltBuckets, "1024", func(j Job) bool { return j.SaltBuckets == 1024 }},
+		{KeyRestatementHorizonDays, "100000", func(j Job) bool { return j.RestatementHorizonDays == 100000 }},
 		{KeyLatenessDays, "0", func(j Job) bool { return j.LatenessDays == 0 }},
 		{KeyTargetFileBytes, "1", func(j Job) bool { return j.TargetFileBytes == 1 }},
 		{KeyTargetFileBytes, "256MB", func(j Job) bool { return j.TargetFileBytes == 256<<20 }},

@@ -300,19 +300,24 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 		bad(KeyProhibitedColumns, "%v", err)
 	}
 	ints := []struct {
-		key string
-		min int
-		dst *int
+		key      string
+		min, max int
+		why      string
+		dst      *int
 	}{
-		{KeySaltBuckets, 1, &j.SaltBuckets},
-		{KeyRestatementHorizonDays, 1, &j.RestatementHorizonDays},
-		{KeyLatenessDays, 0, &j.LatenessDays},
-		{KeyFreshnessMaxDays, 0, &j.FreshnessMaxDays},
+		// Each hot course's enrollment rows are copied once per bucket: a
+		// count past the shuffle's partitions spreads nothing further, and
+		// tens of thousands multiply a course's enrollments past what any
+		// engine holds, failing long after the start instead of at it.
+		{KeySaltBuckets, 1, 1024, " (each hot course's enrollments are copied once per bucket)", &j.SaltBuckets},
+		{KeyRestatementHorizonDays, 1, 100000, "", &j.RestatementHorizonDays},
+		{KeyLatenessDays, 0, 100000, "", &j.LatenessDays},
+		{KeyFreshnessMaxDays, 0, 100000, "", &j.FreshnessMaxDays},
 	}
 	for _, f := range ints {
 		n, err := strconv.Atoi(values[f.key])
-		if err != nil || n < f.min || n > 100000 {
-			bad(f.key, "%q: want a whole number from %d to 100000", values[f.key], f.min)
+		if err != nil || n < f.min || n > f.max {
+			bad(f.key, "%q: want a whole number from %d to %d%s", values[f.key], f.min, f.max, f.why)
 			continue
 		}
 		*f.dst = n
