@@ -50,7 +50,9 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		case "":
 			return "publish (format 1)"
 		case pointer.OpRollback:
-			return fmt.Sprintf("rollback to %d", c.SourceGeneration)
+			// The job column names whose files the entry holds: the
+			// rollback's own id is said here, or no row carried it.
+			return fmt.Sprintf("rollback to %d by %s", c.SourceGeneration, c.UpdatedByJobID)
 		}
 		return c.Operation
 	},

@@ -43,6 +43,7 @@ func TestRenderManyDates(t *testing.T) {
 		}
 		if i == 3 {
 			dd.Changes[0].Operation, dd.Changes[0].SourceGeneration = pointer.OpRollback, 2
+			dd.Changes[0].UpdatedByJobID, dd.Changes[0].JobID = "rollback-0305", "nightly-2"
 		}
 		if i == 4 {
 			// The oldest retained generation, its parent expired: it shows
@@ -125,8 +126,10 @@ func TestRenderManyDates(t *testing.T) {
 			t.Errorf("%d earlier marks, want %d", earlier, n/10+1)
 		}
 	}
-	if !strings.Contains(page, "rollback to 2") {
-		t.Errorf("the lineage lacks the rollback")
+	// The rollback's own job id is on its row, beside the job whose files
+	// the entry holds.
+	if !regexp.MustCompile(`<td>rollback to 2 by rollback-0305</td><td><code>nightly-2</code></td>`).MatchString(page) {
+		t.Errorf("the lineage lacks the rollback and its job id")
 	}
 	for _, want := range []string{"generations 1-3 expired at 2026-03-04T06:00:00Z by gc (retain-generations 60)",
 		"the records or staging of jobs cap-bad, sig-1 deleted at 2026-03-04T06:00:00Z"} {
