@@ -102,7 +102,12 @@ func TestS3AFailures(t *testing.T) {
 				}
 				return e
 			}
-			failedPublish(t, h, nil, tc.want)
+			err := failedPublish(t, h, nil, tc.want)
+			// Spark's line names the object s3a://, as the cluster reads
+			// it; the user gave s3://.
+			if msg := err.Error(); tc.want == spark.CauseS3ACreds && (!strings.Contains(msg, "s3://") || strings.Contains(msg, "s3a://")) {
+				t.Errorf("error %q: want the object named s3://", msg)
+			}
 		})
 	}
 }

@@ -96,6 +96,10 @@ func wrap(remote, step string, err error) error {
 		out.Msg = firstLine(se.Message)
 	}
 	out.Cause = causeOf(out.Class, out.Msg)
+	// The cluster reads s3:// as s3a:// (Hadoop has no s3:// filesystem);
+	// the user gave, and every other line names, s3://: an s3a:// URL sent
+	// the person on call looking for a second copy of the data.
+	out.Msg = strings.ReplaceAll(out.Msg, "s3a://", "s3://")
 	return out
 }
 
