@@ -71,6 +71,10 @@ func openEngine(ctx context.Context, log *slog.Logger, j config.Job) (engine.Eng
 		// A server that is down or refuses a setting is an error (exit 1),
 		// not a usage error: the same command works once the server is up.
 		e, err := spark.Open(ctx, j.SparkRemote, j.Spark)
+		if se := (*spark.SettingError)(nil); errors.As(err, &se) && j.Where[se.Key] != "" {
+			// The server's line names the key, not the config line to fix.
+			return nil, fmt.Errorf("%s (%s): %w", se.Key, j.Where[se.Key], err)
+		}
 		if err != nil {
 			return nil, err
 		}

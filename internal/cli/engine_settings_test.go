@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/engine/spark/sparktest"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 )
 
@@ -22,7 +23,8 @@ import (
 //     failed the day a scheduler switched engines);
 //   - spark.speculation true was told to start the server with it on;
 //   - a duckdb.temp_directory in raw made the engine's spill directories
-//     part of the input (the next listing of raw failed).
+//     part of the input (the next listing of raw failed);
+//   - a spark.* value the server refuses named no config line.
 func TestEngineSettingsRefused(t *testing.T) {
 	h := publishtest.Harness{}
 	fx := h.LoadFixture(t, "")
@@ -37,33 +39,42 @@ func TestEngineSettingsRefused(t *testing.T) {
 		engine string
 		says   string
 		absent string // a file the run must not write, relative to dir
+		server bool   // the test Spark server answers (engagement.sparkRemote)
 	}{
 		{"query log", func(_, dir string) []string { return []string{"duckdb.log_query_path " + filepath.Join(dir, "q.log")} },
-			"", "duckdb.log_query_path (%s): not settable: it writes the engine's statements", "q.log"},
+			"", "duckdb.log_query_path (%s): not settable: it writes the engine's statements", "q.log", false},
 		{"profile over the pointer", func(wh, _ string) []string {
 			return []string{"duckdb.enable_profiling json", "duckdb.profiling_output " + filepath.Join(wh, "pointer.json")}
-		}, "", "duckdb.enable_profiling (%s): not settable", ""},
+		}, "", "duckdb.enable_profiling (%s): not settable", "", false},
 		{"an S3 key the secret overrides", func(_, _ string) []string { return []string{"duckdb.s3_secret_access_key MYSECRETVALUE"} },
-			"", "duckdb.s3_secret_access_key (%s): not settable: the engine's S3 secret", ""},
+			"", "duckdb.s3_secret_access_key (%s): not settable: the engine's S3 secret", "", false},
 		{"a Spark key refused on DuckDB", func(_, _ string) []string { return []string{"spark.sql.session.timeZone America/New_York"} },
-			"", "spark.sql.session.timeZone (%s) = ", ""},
+			"", "spark.sql.session.timeZone (%s) = ", "", false},
 		// No Spark server is asked: the refusal comes first.
 		{"a DuckDB key refused on Spark", func(_, _ string) []string {
 			return []string{"duckdb.timezone America/New_York", "engagement.sparkRemote sc://127.0.0.1:1"}
-		}, "spark", "duckdb.timezone (%s): not settable: the engine forces UTC", ""},
+		}, "spark", "duckdb.timezone (%s): not settable: the engine forces UTC", "", false},
 		// Refused before the server is asked: speculation is not the
 		// config's to turn on (the server's value is checked besides).
 		{"speculation on", func(_, _ string) []string {
 			return []string{"spark.speculation true", "engagement.sparkRemote sc://127.0.0.1:1"}
-		}, "spark", "spark.speculation (%s) = ", ""},
+		}, "spark", "spark.speculation (%s) = ", "", false},
 		{"spill into raw", func(_, _ string) []string { return []string{"duckdb.temp_directory " + fx.Input("raw")} },
-			"", "duckdb.temp_directory (%s) " + fx.Input("raw") + " lies in --raw", ""},
+			"", "duckdb.temp_directory (%s) " + fx.Input("raw") + " lies in --raw", "", false},
+		// Only the server knows its settings' types: its refusal is
+		// named by the config's line, still exit 2.
+		{"a Spark value the server refuses", func(_, _ string) []string { return []string{"spark.sql.shuffle.partitions two"} },
+			"spark", "spark.sql.shuffle.partitions (%s): spark ", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			wh := filepath.Join(dir, "wh")
 			conf := filepath.Join(dir, "engine.conf")
-			if err := os.WriteFile(conf, append(append(base, '\n'), strings.Join(tc.lines(wh, dir), "\n")+"\n"...), 0o644); err != nil {
+			lines := tc.lines(wh, dir)
+			if tc.server {
+				lines = append(lines, "engagement.sparkRemote "+sparktest.Remote(t))
+			}
+			if err := os.WriteFile(conf, append(append(base, '\n'), strings.Join(lines, "\n")+"\n"...), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			args := publishtest.WithFlag(fx.Args(wh, "settings-1", "2026-03-02"), "--config", conf)

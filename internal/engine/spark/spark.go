@@ -142,6 +142,16 @@ var _ engine.Engine = (*Engine)(nil)
 // formatted plan or a footer-heavy schema answer can pass it.
 const maxMessage = 128 << 20
 
+// SettingError is a spark.* key of the config the server would not set to
+// the config's value; the caller may say where the key was set.
+type SettingError struct {
+	Key string
+	Err error
+}
+
+func (e *SettingError) Error() string { return e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
 // Open connects to the Spark Connect server at remote (sc://HOST:PORT) and
 // applies settings (the spark.* keys of the config, as given). A key Spark
 // will not change at runtime (a core or static setting such as
@@ -201,7 +211,7 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 			if se := sparkError(err); se != nil && se.Reason != "" {
 				err = exitcode.UsageError(err)
 			}
-			return nil, err
+			return nil, &SettingError{Key: k, Err: err}
 		}
 	}
 	for _, kv := range forced {
