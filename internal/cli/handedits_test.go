@@ -2,16 +2,20 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/cli"
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
+	"github.com/techlearningpro/engagement/internal/pointer"
 )
 
 // TestConfigWarehouseValue: a config file's warehouse that is a mistyped
@@ -63,52 +67,119 @@ func TestConfigWarehouseValue(t *testing.T) {
 	}
 }
 
-// TestPointerEditedInPlace: a pointer.json edited in place (its generation
-// kept, a date's figure changed) is refused by publish and rollback before
-// any work, exit 1 naming the copy it differs from, and left as it is. A
-// publish adopted the edit into a sound generation before.
+// TestPointerEditedInPlace: pointer.json or the history copy written with
+// it edited in place (the generation kept, a figure or a file list
+// changed) is refused by publish and rollback before any work, exit 1, and
+// left as it is. Which side was edited is told by what the jobs staged
+// (their gate reports' figures, their files' sizes), and the advice then
+// restores the figure the gate counted: the error told to copy the history
+// copy over pointer.json whichever side was edited, publishing an edited
+// copy's figure. An edit nothing staged can judge (the write time) names
+// neither side. A publish adopted the edit into a sound generation before.
 func TestPointerEditedInPlace(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")
-	wh := filepath.Join(t.TempDir(), "wh")
-	for _, job := range []string{"edit-1", "edit-2"} {
-		var errb strings.Builder
-		if code := cli.Main(context.Background(), fx.Args(wh, job, "2026-03-02", "2026-03-03"), io.Discard, &errb); code != 0 {
-			t.Fatalf("publish %s: exit %d\n%s", job, code, errb.String())
-		}
-	}
-	p := filepath.Join(wh, "pointer.json")
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(data), `"event_count": 973`, `"event_count": 5555`, 1)
-	if edited == string(data) {
-		t.Fatalf("pointer.json holds no \"event_count\": 973 to edit:\n%s", data)
-	}
-	if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		fx.Args(wh, "edit-3", "2026-03-03"),
-		{"rollback", "--warehouse", wh, "--date", "2026-03-03", "--to-generation", "1", "--job-id", "edit-rb"},
+	day := dates.MustParse("2026-03-02")
+	events := fx.Expected.ByDate[day].Events
+	count := fmt.Sprintf(`"event_count": %d`, events)
+	for _, tc := range []struct {
+		name, file string
+		edit       func(string) string
+		says       []string
+		fix        []string // the copy the advice makes, from and to; none when it names no side
+		history    string   // what history's warnings say of it
+	}{
+		{"a figure in pointer.json", "pointer.json", func(s string) string { return strings.Replace(s, count, `"event_count": 5555`, 1) },
+			[]string{"it was edited in place (its 2026-03-02 entry disagrees with what job edit-2 staged: event_count 5555, its gate report " + fmt.Sprint(events)},
+			[]string{"pointer-history/2.json", "pointer.json"}, "pointer.json was edited in place (its 2026-03-02 entry disagrees"},
+		{"a figure in the copy", "pointer-history/2.json", func(s string) string { return strings.Replace(s, count, `"event_count": 5555`, 1) },
+			[]string{"the history copy was edited (its 2026-03-02 entry disagrees with what job edit-2 staged: event_count 5555", "copy it over pointer-history/2.json"},
+			[]string{"pointer.json", "pointer-history/2.json"}, "pointer-history/2.json was changed after it was written (its 2026-03-02 entry disagrees"},
+		{"a file's size in the copy", "pointer-history/2.json", func(s string) string {
+			return regexp.MustCompile(`"bytes": (\d+)`).ReplaceAllString(s, `"bytes": 1${1}`)
+		}, []string{"the history copy was edited (its 2026-03-02 entry disagrees with what job edit-2 staged: staging/job_id=edit-2/", "bytes, listed 1"},
+			[]string{"pointer.json", "pointer-history/2.json"}, "pointer-history/2.json was changed after it was written (its 2026-03-02 entry disagrees"},
+		{"a pin in pointer.json", "pointer.json", func(s string) string { return strings.Replace(s, `"manifest_id": "`, `"manifest_id": "x`, 1) },
+			[]string{"it was edited in place (its 2026-03-02 entry disagrees with what job edit-2 staged: manifest_id", "its attempt record"},
+			[]string{"pointer-history/2.json", "pointer.json"}, "pointer.json was edited in place (its 2026-03-02 entry disagrees"},
+		// Nothing staged records when the generation was written.
+		{"the write time in the copy", "pointer-history/2.json", func(s string) string {
+			return regexp.MustCompile(`"written_at": "\d{4}`).ReplaceAllString(s, `"written_at": "2001`)
+		}, []string{"one of the two was edited in place, and nothing tells which (written_at: pointer.json 20", "pointer-history/2.json 2001-"}, nil, "one of them was edited in place"},
 	} {
-		var errb strings.Builder
-		code := cli.Main(context.Background(), args, io.Discard, &errb)
-		if code != exitcode.Error || !strings.Contains(errb.String(), "edited in place") || !strings.Contains(errb.String(), "pointer-history/2.json") {
-			t.Errorf("%s: exit %d, want 1 naming the edit and pointer-history/2.json\n%s", args[0], code, errb.String())
-		}
-		if now, _ := os.ReadFile(p); string(now) != edited {
-			t.Errorf("%s changed the edited pointer.json", args[0])
-		}
-		if _, err := os.Stat(filepath.Join(wh, "staging", "job_id=edit-3")); err == nil {
-			t.Errorf("%s: the refused publish staged", args[0])
-		}
-	}
-	// history lists the figures, and says why they are not to be trusted.
-	var out, errb strings.Builder
-	if code := cli.Main(context.Background(), []string{"history", "--warehouse", wh}, &out, &errb); code != 0 ||
-		!strings.Contains(out.String(), "warning: pointer.json is not pointer-history/2.json, the copy written with it") {
-		t.Errorf("history: exit %d, want 0 and the warning\n%s%s", code, out.String(), errb.String())
+		t.Run(tc.name, func(t *testing.T) {
+			wh := filepath.Join(t.TempDir(), "wh")
+			for _, job := range []string{"edit-1", "edit-2"} {
+				var errb strings.Builder
+				if code := cli.Main(context.Background(), fx.Args(wh, job, "2026-03-02", "2026-03-03"), io.Discard, &errb); code != 0 {
+					t.Fatalf("publish %s: exit %d\n%s", job, code, errb.String())
+				}
+			}
+			p := filepath.Join(wh, filepath.FromSlash(tc.file))
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := tc.edit(string(data))
+			if edited == string(data) {
+				t.Fatalf("%s: nothing to edit:\n%s", tc.file, data)
+			}
+			if err := os.WriteFile(p, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				fx.Args(wh, "edit-3", "2026-03-03"),
+				{"rollback", "--warehouse", wh, "--date", "2026-03-03", "--to-generation", "1", "--job-id", "edit-rb"},
+			} {
+				var errb strings.Builder
+				code := cli.Main(context.Background(), args, io.Discard, &errb)
+				if code != exitcode.Error || !strings.Contains(errb.String(), "pointer-history/2.json") {
+					t.Errorf("%s: exit %d, want 1 naming pointer-history/2.json\n%s", args[0], code, errb.String())
+				}
+				for _, want := range tc.says {
+					if !strings.Contains(errb.String(), want) {
+						t.Errorf("%s: want it to say %q\n%s", args[0], want, errb.String())
+					}
+				}
+				if now, _ := os.ReadFile(p); string(now) != edited {
+					t.Errorf("%s changed the edited %s", args[0], tc.file)
+				}
+				if _, err := os.Stat(filepath.Join(wh, "staging", "job_id=edit-3")); err == nil {
+					t.Errorf("%s: the refused publish staged", args[0])
+				}
+			}
+			// history lists the figures, and says why they are not to be trusted.
+			var out, errb strings.Builder
+			if code := cli.Main(context.Background(), []string{"history", "--warehouse", wh}, &out, &errb); code != 0 ||
+				!strings.Contains(out.String(), "warning: pointer.json is not pointer-history/2.json, the copy written with it") ||
+				!strings.Contains(out.String(), tc.history) {
+				t.Errorf("history: exit %d, want 0 and the warning saying %q\n%s%s", code, tc.history, out.String(), errb.String())
+			}
+			if tc.fix == nil {
+				return
+			}
+			// The advice followed, readers see what the gate counted.
+			good, err := os.ReadFile(filepath.Join(wh, filepath.FromSlash(tc.fix[0])))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(wh, filepath.FromSlash(tc.fix[1])), good, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code := cli.Main(context.Background(), fx.Args(wh, "edit-3", "2026-03-03"), io.Discard, &errb); code != 0 {
+				t.Fatalf("publish after the advice: exit %d\n%s", code, errb.String())
+			}
+			cur := publishtest.Get(t, wh, "pointer.json")
+			ptr, err := pointer.Decode(cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ptr.Dates[day].EventCount; got != events {
+				t.Errorf("after the advice, pointer.json says %d events on %s; the gate counted %d", got, day, events)
+			}
+			if got := publishtest.FactSum(t, wh)[day]; got != events {
+				t.Errorf("after the advice, the fact files sum to %d on %s; want %d", got, day, events)
+			}
+		})
 	}
 }
 

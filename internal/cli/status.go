@@ -13,6 +13,8 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
 // statusOptions are status's flags.
@@ -73,7 +75,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	if err != nil {
 		return notYet(err, only)
 	}
-	warnEdited(ctx, env, store, p)
+	warnEdited(ctx, env, wh, store, p)
 	rows := reader.Status(p)
 	if only != "" {
 		var one []reader.DateStatus
@@ -119,8 +121,8 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 // the files' that readers read, and the next publish or rollback refuses
 // to build on it. What it names is still what readers follow, so the
 // command goes on.
-func warnEdited(ctx context.Context, env Env, store pointer.Store, p pointer.Pointer) {
-	err := pointer.OwnCopy(ctx, store, p)
+func warnEdited(ctx context.Context, env Env, wh storage.Bucket, store pointer.Store, p pointer.Pointer) {
+	err := pointer.OwnCopy(ctx, store, p, warehouse.Witness(wh))
 	switch {
 	case err == nil:
 	case !errors.Is(err, pointer.ErrBrokenChain):
@@ -128,7 +130,7 @@ func warnEdited(ctx context.Context, env Env, store pointer.Store, p pointer.Poi
 		// of an edit.
 		env.Log.Warn("could not check pointer.json against its history copy", "error", err.Error())
 	default:
-		env.Log.Warn("pointer.json is not as it was written: its figures may not be the files' readers read, and the next publish or rollback will refuse to run until it is put right (docs/runbook.md)",
+		env.Log.Warn("pointer.json and the history copy written with it differ: one was edited by hand, so pointer.json's figures may not be the files' readers read, and the next publish or rollback will refuse to run until it is put right (docs/runbook.md)",
 			"error", err.Error())
 	}
 }

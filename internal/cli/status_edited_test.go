@@ -23,7 +23,7 @@ func TestStatusWarnsOfAnEditedPointer(t *testing.T) {
 	if code, _, stderr := h.Run(t, nil, fx.Args(wh, "edited-1", "2026-03-02")...); code != 0 {
 		t.Fatalf("publish: exit %d\n%s", code, stderr)
 	}
-	const warning = "pointer.json is not as it was written"
+	const warning = "pointer.json and the history copy written with it differ"
 	commands := [][]string{
 		{"status", "--warehouse", wh, "--date", "2026-03-02"},
 		{"views", "--warehouse", wh, "--dialect", "duckdb"},

@@ -90,7 +90,7 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 	if err != nil {
 		return err
 	}
-	warnEdited(ctx, env, store, p)
+	warnEdited(ctx, env, wh, store, p)
 	w, err := reader.Open(ctx, o.warehouse)
 	if err != nil {
 		return err

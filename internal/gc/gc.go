@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
 	}
-	if err := pointer.OwnCopy(ctx, o.Store, cur); err != nil {
+	if err := pointer.OwnCopy(ctx, o.Store, cur, warehouse.Witness(o.Bucket)); err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
 	}
 	if err := pointer.Refused(ctx, o.Store); err != nil {

@@ -531,7 +531,7 @@ func TestGCRefusals(t *testing.T) {
 				w.t.Fatal(err)
 			}
 			w.file("pointer.json", strings.Replace(string(b), `"event_count": 1`, `"event_count": 7`, 1), old)
-		}, gc.Options{RetainGenerations: 1}, false, "it was edited in place"},
+		}, gc.Options{RetainGenerations: 1}, false, "one of the two was edited in place"},
 		{"pointer.json put back by hand", func(w *wh) {
 			w.publish("pub-1")
 			w.publish("pub-2")

@@ -104,6 +104,11 @@ type Log struct {
 	// byte for byte; one of them was edited in place, and publish and
 	// rollback refuse to build on it.
 	CurrentDiffers bool `json:"current_copy_differs,omitempty"`
+	// PointerEdited, when CurrentDiffers, says how pointer.json disagrees
+	// with what its jobs staged while the copy agrees: pointer.json is the
+	// one edited.
+	PointerEdited string `json:"pointer_edited,omitempty"`
+	copyEdited    string // the same of the current copy, then in Altered
 }
 
 // List reads the retained history: for each retained generation, the dates
@@ -150,8 +155,17 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			// pointer.json records its parent too: when it names the copy
 			// below as written while the newest copy does not, the newest
 			// copy is the one changed (its parent field), not the one below.
-			if prev != nil && prev.Generation == g-1 && cur.NamesParent(*prev) {
+			// When both name it, a figure or a file list was edited on one
+			// side, and nothing tells which: the copy was blamed, while
+			// publish blamed pointer.json.
+			// Else what the jobs staged may tell (as publish judges it).
+			if prev != nil && prev.Generation == g-1 && cur.NamesParent(*prev) && !p.NamesParent(*prev) {
 				changed = append(changed, g)
+			} else if side, why := pointer.Judge(ctx, warehouse.Witness(b), cur, p); side == "copy" {
+				changed = append(changed, g)
+				log.copyEdited = why
+			} else if side == "pointer.json" {
+				log.PointerEdited = why
 			}
 		}
 		oldest := len(retained) == 0
@@ -357,13 +371,23 @@ func (l Log) Warnings() []string {
 	}
 	for _, g := range l.Altered {
 		by := fmt.Sprintf("generation %d recorded another digest for it", g+1)
-		if g == l.Current {
+		switch {
+		case g == l.Current && l.copyEdited != "":
+			by = l.copyEdited + ", while pointer.json's agrees"
+		case g == l.Current:
 			by = "pointer.json records its parent as written, and this copy does not"
 		}
 		w = append(w, fmt.Sprintf("pointer-history/%d.json was changed after it was written (%s): "+
 			"the figures listed for generation %d are not what was published, and rollback refuses it; restore it from a backup", g, by, g))
 	}
-	if l.CurrentDiffers {
+	switch {
+	case l.CurrentDiffers && l.PointerEdited != "":
+		w = append(w, fmt.Sprintf("pointer.json is not pointer-history/%d.json, the copy written with it: pointer.json was edited in place (%s, while the copy's agrees), "+
+			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it", l.Current, l.PointerEdited))
+	case l.CurrentDiffers && slices.Contains(l.Altered, l.Current):
+		w = append(w, fmt.Sprintf("pointer.json is not pointer-history/%d.json, the copy written with it: the copy was edited (above), "+
+			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it", l.Current))
+	case l.CurrentDiffers:
 		w = append(w, fmt.Sprintf("pointer.json is not pointer-history/%d.json, the copy written with it: one of them was edited in place, "+
 			"and publish and rollback refuse to build on it; docs/runbook.md says how to restore it", l.Current))
 	}

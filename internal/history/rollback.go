@@ -79,7 +79,7 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	if err != nil {
 		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
 	}
-	if err := pointer.OwnCopy(ctx, r.Store, cur); err != nil {
+	if err := pointer.OwnCopy(ctx, r.Store, cur, warehouse.Witness(r.Bucket)); err != nil {
 		return pointer.Outcome{}, fmt.Errorf("rollback: %w", err)
 	}
 	// Before the record, which would take the job id for nothing.

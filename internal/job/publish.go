@@ -185,7 +185,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 			return res, fmt.Errorf("read the pointer: %w", pointer.LostError(locs.Warehouse.String(), newest))
 		}
 	}
-	if err := pointer.OwnCopy(ctx, p.Store, base); err != nil {
+	if err := pointer.OwnCopy(ctx, p.Store, base, warehouse.Witness(p.Warehouse)); err != nil {
 		return res, fmt.Errorf("read the pointer: %w", err)
 	}
 	if err := pointer.Refused(ctx, p.Store); err != nil {

@@ -162,7 +162,7 @@ func (s *Store) Swap(ctx context.Context, expect pointer.Version, next pointer.P
 		return fmt.Errorf("swap to generation %d: %w: %w", next.Generation, pointer.ErrNotWritten, err)
 	}
 	if orphan == nil {
-		if err := pointer.OwnCopy(ctx, s, cur); err != nil {
+		if err := pointer.OwnCopy(ctx, s, cur, nil); err != nil {
 			if moved() {
 				return fmt.Errorf("swap to generation %d: pointer.json moved while the history was read: %w", next.Generation, pointer.ErrConflict)
 			}

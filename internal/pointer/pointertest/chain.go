@@ -35,6 +35,7 @@ func RunChain(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor
 	t.Run("HandEditedPointerRefused", func(t *testing.T) { testHandEdited(t, newStore) })
 	t.Run("HandEditedOneBackRefused", func(t *testing.T) { testHandEditedOneBack(t, newStore) })
 	t.Run("EditedInPlaceRefused", func(t *testing.T) { testEditedInPlace(t, newStore) })
+	t.Run("EditedSideNamedOnlyWhenKnown", func(t *testing.T) { testEditedWhichSide(t, newStore) })
 	t.Run("CurrentCopyMissingRefused", func(t *testing.T) { testCurrentCopyMissing(t, newStore) })
 	t.Run("LostPointerRefused", func(t *testing.T) { testLostPointer(t, newStore) })
 	t.Run("Format1CarriedForward", func(t *testing.T) { testFormat1(t, newStore) })
@@ -252,8 +253,8 @@ func testEditedInPlace(t *testing.T, newStore func(t *testing.T) (pointer.Store,
 	cur.Dates[Day0.AddDays(1)] = e
 	bd.PutPointer(t, encode(t, cur))
 	edited, _ := mustLoad(t, s)
-	if err := pointer.OwnCopy(t.Context(), s, edited); !errors.Is(err, pointer.ErrHandEdited) || !strings.Contains(err.Error(), "pointer-history/3.json") {
-		t.Errorf("OwnCopy of the edited pointer: %v, want ErrHandEdited naming pointer-history/3.json", err)
+	if err := pointer.OwnCopy(t.Context(), s, edited, nil); !errors.Is(err, pointer.ErrCopyDiffers) || !strings.Contains(err.Error(), "pointer-history/3.json") {
+		t.Errorf("OwnCopy of the edited pointer: %v, want ErrCopyDiffers naming pointer-history/3.json", err)
 	}
 	refused(t, s, "edited in place", "pointer-history/3.json")
 	// Put back, it is sound again.
@@ -263,6 +264,63 @@ func testEditedInPlace(t *testing.T, newStore func(t *testing.T) (pointer.Store,
 	}
 	bd.PutPointer(t, encode(t, three))
 	mustPublish(t, s, "job-3", Day0)
+}
+
+// pointer.json and its copy differ: which was edited is said only when a
+// parent record proves it. A figure edited on either side looks the same
+// from both, and the advice to copy the history copy over pointer.json
+// published the edit when the copy was the edited one: the error then says
+// where the two differ and what tells the sound one, and advises neither.
+func testEditedWhichSide(t *testing.T, newStore func(t *testing.T) (pointer.Store, Backdoor)) {
+	figure := func(p *pointer.Pointer) {
+		e := p.Dates[Day0.AddDays(1)]
+		e.EventCount = 4242
+		p.Dates[Day0.AddDays(1)] = e
+	}
+	parent := func(p *pointer.Pointer) {
+		p.Parent = &pointer.Parent{Generation: p.Parent.Generation, SHA256: strings.Repeat("0", 64)}
+	}
+	neutral := []string{"one of the two was edited in place, and nothing tells which", Day0.AddDays(1).String() + " event_count: pointer.json ", "_gate.json"}
+	neutral = neutral[:len(neutral):len(neutral)] // each case appends its own
+	for _, tc := range []struct {
+		name    string
+		history bool // edit pointer-history/3.json, not pointer.json
+		edit    func(*pointer.Pointer)
+		says    []string
+		advice  string // the copy the error must not advise, or "" when it names the edited side
+	}{
+		{"a figure in pointer.json", false, figure, append(neutral, "pointer.json 4242"), "copy pointer-history/3.json back over pointer.json"},
+		{"a figure in the copy", true, figure, append(neutral, "pointer-history/3.json 4242"), "copy pointer-history/3.json back over pointer.json"},
+		{"the copy's parent record", true, parent, []string{"the history copy was edited", "copy it over pointer-history/3.json"}, ""},
+		{"pointer.json's parent record", false, parent, []string{"it was edited in place (its parent record", "copy pointer-history/3.json back over pointer.json"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, bd := newStore(t)
+			mustPublish(t, s, "job-1", Day0)
+			mustPublish(t, s, "job-1b", Day0.AddDays(1))
+			mustPublish(t, s, "job-2", Day0)
+			cur, _ := mustLoad(t, s)
+			tc.edit(&cur)
+			if tc.history {
+				bd.PutHistory(t, 3, encode(t, cur))
+			} else {
+				bd.PutPointer(t, encode(t, cur))
+			}
+			stored, _ := mustLoad(t, s)
+			err := pointer.OwnCopy(t.Context(), s, stored, nil)
+			if !errors.Is(err, pointer.ErrCopyDiffers) || !errors.Is(err, pointer.ErrBrokenChain) {
+				t.Fatalf("OwnCopy: %v, want ErrCopyDiffers", err)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("OwnCopy: %v\nwant it to say %q", err, want)
+				}
+			}
+			if tc.advice != "" && strings.Contains(err.Error(), tc.advice) {
+				t.Errorf("OwnCopy: %v\nadvises %q, which publishes the edit when the other side was edited", err, tc.advice)
+			}
+		})
+	}
 }
 
 // pointer.json edited in place and its copy deleted: the only proof of an
@@ -279,7 +337,7 @@ func testCurrentCopyMissing(t *testing.T, newStore func(t *testing.T) (pointer.S
 	bd.PutPointer(t, encode(t, cur))
 	bd.DeleteHistory(t, 2)
 	edited, _ := mustLoad(t, s)
-	if err := pointer.OwnCopy(t.Context(), s, edited); !errors.Is(err, pointer.ErrBrokenChain) || !strings.Contains(err.Error(), "pointer-history/2.json, the copy written with pointer.json (generation 2), is missing") {
+	if err := pointer.OwnCopy(t.Context(), s, edited, nil); !errors.Is(err, pointer.ErrBrokenChain) || !strings.Contains(err.Error(), "pointer-history/2.json, the copy written with pointer.json (generation 2), is missing") {
 		t.Errorf("OwnCopy with the copy missing: %v, want ErrBrokenChain naming pointer-history/2.json", err)
 	}
 	refused(t, s, "pointer-history/2.json", "is missing")

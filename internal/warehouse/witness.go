@@ -1,0 +1,90 @@
+package warehouse
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+
+	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/gate"
+	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/storage"
+)
+
+// Witness tells, for pointer.OwnCopy, whether a date's entry agrees with
+// what its job staged in b: its gate report is its job's and holds the
+// date's counts, its pins are those of the job's attempt record, and every
+// file it names is there with the size it lists.
+// When pointer.json and its history copy differ in a figure or a file
+// list, that is the only way to tell which of the two was edited: both
+// still name the same parent.
+func Witness(b storage.Bucket) pointer.Witness {
+	return func(ctx context.Context, d dates.Date, e pointer.DateEntry) (string, error) {
+		if e.GateReport != GatePath(e.JobID) {
+			return fmt.Sprintf("its gate_report %s is not job %s's", e.GateReport, e.JobID), nil
+		}
+		data, _, err := b.Get(ctx, e.GateReport)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", e.GateReport, err)
+		}
+		var r gate.Report
+		if err := json.Unmarshal(data, &r); err != nil {
+			return "", fmt.Errorf("read %s: %w", e.GateReport, err)
+		}
+		found := false
+		for _, c := range r.Checks {
+			if c.Name != gate.CheckUnknownLessonCap || c.Date != d.String() {
+				continue
+			}
+			found = true
+			events, _ := c.Figures["event_count"].(float64)
+			unknown, _ := c.Figures["unknown_lesson_count"].(float64)
+			rate, _ := c.Figures["rate"].(float64)
+			switch {
+			case float64(e.EventCount) != events:
+				return fmt.Sprintf("event_count %d, its gate report %.0f", e.EventCount, events), nil
+			case float64(e.UnknownLessonCount) != unknown:
+				return fmt.Sprintf("unknown_lesson_count %d, its gate report %.0f", e.UnknownLessonCount, unknown), nil
+			case math.Abs(e.UnknownLessonRate-rate) > 1e-9:
+				return fmt.Sprintf("unknown_lesson_rate %g, its gate report %g", e.UnknownLessonRate, rate), nil
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("%s holds no %s check of %s", e.GateReport, gate.CheckUnknownLessonCap, d)
+		}
+		// The pins the job was asked to publish with, from its attempt
+		// record (written before it staged).
+		data, _, err = b.Get(ctx, AttemptPath(e.JobID))
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", AttemptPath(e.JobID), err)
+		}
+		var att struct {
+			ManifestID           string `json:"manifest_id"`
+			EnrollmentSnapshotID string `json:"enrollment_snapshot_id"`
+		}
+		if err := json.Unmarshal(data, &att); err != nil {
+			return "", fmt.Errorf("read %s: %w", AttemptPath(e.JobID), err)
+		}
+		switch {
+		case e.ManifestID != att.ManifestID:
+			return fmt.Sprintf("manifest_id %q, its attempt record %q", e.ManifestID, att.ManifestID), nil
+		case e.EnrollmentSnapshotID != att.EnrollmentSnapshotID:
+			return fmt.Sprintf("enrollment_snapshot_id %q, its attempt record %q", e.EnrollmentSnapshotID, att.EnrollmentSnapshotID), nil
+		}
+		for _, f := range append(append([]pointer.File{}, e.FactFiles...), e.CourseDayFiles...) {
+			a, err := b.Stat(ctx, f.Path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return fmt.Sprintf("%s is missing", f.Path), nil
+			case err != nil:
+				return "", err
+			case a.Size != f.Bytes:
+				return fmt.Sprintf("%s is %d bytes, listed %d", f.Path, a.Size, f.Bytes), nil
+			}
+		}
+		return "", nil
+	}
+}
