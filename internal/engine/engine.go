@@ -153,13 +153,15 @@ type Engine interface {
 	Close() error
 }
 
-// CodecLimited is an engine that cannot read some Parquet compression
-// codecs: UnreadableCodecs maps each (BROTLI, LZ4) to the sentence the
-// refusal gives, the other engine named where it reads it. The job checks
-// the footers before the engine reads, which failed on them as "not a
-// readable Parquet file", or with no column named.
-type CodecLimited interface {
-	UnreadableCodecs() map[string]string
+// ParquetLimited is an engine that cannot read some Parquet compression
+// codecs or encodings: UnreadableParquet maps each, a codec as Parquet
+// names it (BROTLI, LZ4) or an encoding and the physical type it encodes
+// ("BYTE_STREAM_SPLIT INT64"), to the sentence the refusal gives, the
+// other engine named where it reads it. The job checks the footers before
+// the engine reads, which failed on them as "not a readable Parquet file",
+// or with no column named.
+type ParquetLimited interface {
+	UnreadableParquet() map[string]string
 }
 
 // ChecksumVerifier is an engine that verifies the page checksums a Parquet

@@ -60,8 +60,10 @@ func (e *PageChecksumError) Error() string {
 type chunk struct {
 	column     string // the top column's name
 	codec      int64  // ColumnMetaData.codec; -1 when the footer has none
-	flat       bool   // a top-level column that is not repeated: one value a row
-	rows       int64  // the row group's num_rows; -1 when the footer has none
+	ptype      int64  // ColumnMetaData.type (the physical type); -1 when the footer has none
+	encodings  []int64
+	flat       bool  // a top-level column that is not repeated: one value a row
+	rows       int64 // the row group's num_rows; -1 when the footer has none
 	rowGroup   int
 	start, end int64
 	values     int64
@@ -88,11 +90,12 @@ const maxPageBytes = 1 << 30
 // (object stores answer each read slowly); the first damaged file in the
 // listing's order is the one named.
 //
-// unreadable maps a compression codec (as Parquet names it: BROTLI, LZ4)
-// that the engine cannot read to why: a chunk of a checked column so
-// compressed is refused naming the file, the column and the codec, where
-// the engine itself failed as "not a readable Parquet file" or named no
-// column.
+// unreadable maps a compression codec (as Parquet names it: BROTLI, LZ4),
+// or an encoding and the physical type it encodes ("BYTE_STREAM_SPLIT
+// INT64"), that the engine cannot read to why: a chunk of a checked column
+// so written is refused naming the file, the column and the codec or
+// encoding, where the engine itself failed as "not a readable Parquet
+// file" or named no column.
 func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool, unreadable map[string]string) error {
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, checksumReaders)
@@ -151,7 +154,13 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	headers := !b.Location().IsS3()
 	for _, c := range wanted {
 		if why, ok := unreadable[codecName(c.codec)]; ok {
-			return &CodecError{What: what, File: f.Path, Column: c.column, Codec: codecName(c.codec), Why: why}
+			return &UnreadableError{What: what, File: f.Path, Column: c.column, How: "compressed with " + codecName(c.codec), Why: why}
+		}
+		for _, e := range c.encodings {
+			enc := encodingName(e) + " " + typeName(c.ptype)
+			if why, ok := unreadable[enc]; ok {
+				return &UnreadableError{What: what, File: f.Path, Column: c.column, How: "written in " + encodingName(e) + " encoding (" + typeName(c.ptype) + " values)", Why: why}
+			}
 		}
 	}
 	skip := -1 // a row group found without CRCs, on an object store
@@ -179,14 +188,33 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	return nil
 }
 
-// CodecError is a column chunk compressed with a codec the engine cannot
-// read (Parquet's CompressionCodec name, Why the engine's reason).
-type CodecError struct {
-	What, File, Column, Codec, Why string
+// UnreadableError is a column chunk compressed or encoded in a way the
+// engine cannot read (How says which, Why the engine's reason).
+type UnreadableError struct {
+	What, File, Column, How, Why string
 }
 
-func (e *CodecError) Error() string {
-	return fmt.Sprintf("%s file %s: column %s is compressed with %s: %s", e.What, e.File, e.Column, e.Codec, e.Why)
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("%s file %s: column %s is %s: %s", e.What, e.File, e.Column, e.How, e.Why)
+}
+
+// encodingName is an Encoding as the Parquet format names it.
+func encodingName(e int64) string {
+	names := []string{"PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED", "DELTA_BINARY_PACKED",
+		"DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"}
+	if e >= 0 && e < int64(len(names)) {
+		return names[e]
+	}
+	return fmt.Sprintf("encoding %d", e)
+}
+
+// typeName is a physical Type as the Parquet format names it.
+func typeName(t int64) string {
+	names := []string{"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"}
+	if t >= 0 && t < int64(len(names)) {
+		return names[t]
+	}
+	return fmt.Sprintf("type %d", t)
 }
 
 // codecName is a CompressionCodec as the Parquet format names it.
@@ -439,7 +467,7 @@ func (r *thrift) structFields(depth int, fn func(id int16, typ byte) (bool, erro
 }
 
 func (r *thrift) columnChunk(rowGroup int, size int64) (chunk, error) {
-	c := chunk{rowGroup: rowGroup, codec: -1}
+	c := chunk{rowGroup: rowGroup, codec: -1, ptype: -1}
 	var compressed, data, dict int64
 	external := false
 	err := r.structFields(3, func(id int16, typ byte) (bool, error) {
@@ -469,6 +497,21 @@ func (r *thrift) columnChunk(rowGroup int, size int64) (chunk, error) {
 					}
 				}
 				c.flat = n == 1
+				return true, nil
+			case id == 1 && typ == ctI32:
+				c.ptype, err = r.varint()
+			case id == 2 && typ == ctList:
+				n, _, err := r.listHeader()
+				if err != nil {
+					return true, err
+				}
+				for range n {
+					e, err := r.varint()
+					if err != nil {
+						return true, err
+					}
+					c.encodings = append(c.encodings, e)
+				}
 				return true, nil
 			case id == 4 && typ == ctI32:
 				c.codec, err = r.varint()

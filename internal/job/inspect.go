@@ -32,8 +32,8 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	// a count is damaged), the CRCs for one that does not verify them.
 	v, ok := p.Engine.(engine.ChecksumVerifier)
 	var unreadable map[string]string
-	if l, ok := p.Engine.(engine.CodecLimited); ok {
-		unreadable = l.UnreadableCodecs()
+	if l, ok := p.Engine.(engine.ParquetLimited); ok {
+		unreadable = l.UnreadableParquet()
 	}
 	if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums(), unreadable); err != nil {
 		return engine.Inputs{}, err

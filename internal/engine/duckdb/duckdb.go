@@ -354,11 +354,18 @@ func (e *Engine) outOfMemory(err error) error {
 // Name implements engine.Engine.
 func (e *Engine) Name() string { return "duckdb" }
 
-// UnreadableCodecs implements engine.CodecLimited: DuckDB reads LZ4_RAW,
-// not the framed LZ4 Hadoop writes (Spark's "lz4" codec), and named no
-// column when it failed on it.
-func (e *Engine) UnreadableCodecs() map[string]string {
-	return map[string]string{"LZ4": "the duckdb engine cannot read Hadoop's framed LZ4 (Spark's lz4 codec; it reads LZ4_RAW); publish with --engine spark, or have the producer write snappy, zstd or lz4_raw"}
+// UnreadableParquet implements engine.ParquetLimited: DuckDB reads
+// LZ4_RAW, not the framed LZ4 Hadoop writes (Spark's "lz4" codec), and
+// BYTE_STREAM_SPLIT only of FLOAT and DOUBLE values; it named no column
+// when it failed on either.
+func (e *Engine) UnreadableParquet() map[string]string {
+	const split = "the duckdb engine reads it only for FLOAT and DOUBLE values, and the spark engine not at all; have the producer write the column without it (pyarrow: use_byte_stream_split=False)"
+	return map[string]string{
+		"LZ4":                                    "the duckdb engine cannot read Hadoop's framed LZ4 (Spark's lz4 codec; it reads LZ4_RAW); publish with --engine spark, or have the producer write snappy, zstd or lz4_raw",
+		"BYTE_STREAM_SPLIT INT32":                split,
+		"BYTE_STREAM_SPLIT INT64":                split,
+		"BYTE_STREAM_SPLIT FIXED_LEN_BYTE_ARRAY": split,
+	}
 }
 
 // Close releases the database.

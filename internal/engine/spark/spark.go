@@ -264,11 +264,15 @@ func (e *Engine) Name() string { return "spark" }
 // forces parquet.page.verify-checksum.enabled.
 func (e *Engine) VerifiesPageChecksums() bool { return true }
 
-// UnreadableCodecs implements engine.CodecLimited: the pyspark
+// UnreadableParquet implements engine.ParquetLimited: the pyspark
 // distribution has no Brotli codec (Hadoop's BrotliCodec is not on its
-// classpath), and failed such a file as "not a readable Parquet file".
-func (e *Engine) UnreadableCodecs() map[string]string {
-	return map[string]string{"BROTLI": "the spark engine cannot read it (Spark ships no Brotli codec); publish with --engine duckdb, or have the producer write snappy or zstd"}
+// classpath), and its reader fails BYTE_STREAM_SPLIT timestamps; it failed
+// both as "not a readable Parquet file" (FAILED_READ_FILE.NO_HINT).
+func (e *Engine) UnreadableParquet() map[string]string {
+	return map[string]string{
+		"BROTLI":                  "the spark engine cannot read it (Spark ships no Brotli codec); publish with --engine duckdb, or have the producer write snappy or zstd",
+		"BYTE_STREAM_SPLIT INT64": "the spark engine cannot read it, nor can duckdb; have the producer write the column without it (pyarrow: use_byte_stream_split=False)",
+	}
 }
 
 // Remote is the sc:// URL the engine talks to.
