@@ -40,6 +40,7 @@ var (
 	ErrAlreadyPublished = errors.New("job id already published")
 	ErrNotPublished     = errors.New("date not published")
 	ErrRaced            = errors.New("a concurrent change to the same date came first")
+	ErrFailed           = errors.New("failed")
 )
 
 type coded struct {
@@ -53,6 +54,13 @@ func (c coded) Is(target error) bool { return target == c.sentinel }
 
 // UsageError marks err as a usage error (exit 2) without changing its text.
 func UsageError(err error) error { return mark(ErrUsage, err) }
+
+// FailedError marks err as an error (exit 1) whatever it wraps: a refusal
+// that is a usage error where it is met first (credentials an object store
+// refuses) is not one after the attempt's work, when a generation may even
+// have been committed: "fix the command; nothing was attempted" is untrue,
+// and a scheduler that fails fast on 2 would skip the safe retry.
+func FailedError(err error) error { return mark(ErrFailed, err) }
 
 // GateError marks err as a gate rejection (exit 3).
 func GateError(err error) error { return mark(ErrGateRejected, err) }
@@ -79,7 +87,7 @@ func Code(err error) int {
 	switch {
 	case err == nil:
 		return OK
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrFailed):
 		return Error
 	case errors.Is(err, ErrUsage):
 		return Usage

@@ -16,6 +16,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/warehouse"
 )
 
@@ -25,6 +26,8 @@ import (
 // and delete no staging, neither its own nor an earlier job's.
 func TestUnknownPointerOutcome(t *testing.T) {
 	const mon, tue = "2026-03-02", "2026-03-03"
+	// As the S3 store words a refused credential, and as it marks it.
+	refused := exitcode.UsageError(storage.Refused(errors.New("put pointer.json: access denied (SignatureDoesNotMatch): refused by the store")))
 	for _, tc := range []struct {
 		name      string
 		wrap      func(pointer.Store) pointer.Store
@@ -41,6 +44,14 @@ func TestUnknownPointerOutcome(t *testing.T) {
 		{"BlackoutNotLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s} },
 			false, exitcode.Error, "outcome unknown", pointer.ErrOutcomeUnknown, exitcode.Usage},
 		{"BlackoutLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s, Lands: true} },
+			true, exitcode.Error, "outcome unknown", pointer.ErrOutcomeUnknown, exitcode.AlreadyPublished},
+		// The store refuses the credentials (rotated during the run): a
+		// usage error where it is met first, exit 2 "fix the command;
+		// nothing was attempted", which after staging, and with a
+		// generation maybe committed, it is not (review CL).
+		{"RefusedWithoutWriting", func(s pointer.Store) pointer.Store { return pointertest.FailingSwap{Store: s, Err: refused} },
+			false, exitcode.Error, "did not land (learned by re-reading)", storage.ErrRefused, exitcode.Usage},
+		{"RefusedLanded", func(s pointer.Store) pointer.Store { return &pointertest.Blackout{Store: s, Err: refused, Lands: true} },
 			true, exitcode.Error, "outcome unknown", pointer.ErrOutcomeUnknown, exitcode.AlreadyPublished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

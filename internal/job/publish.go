@@ -158,6 +158,19 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	res.JobID = job.JobID
 	mon := newMonitors(p.Log, p.Store, job)
 	defer func() { mon.finish(ctx, res, err) }()
+	claimed := false
+	defer func() {
+		// A store's refusal is a usage error where it is met first (exit 2,
+		// "fix the command; nothing was attempted"). After the attempt
+		// record it is not: the credentials were rotated or revoked during
+		// the run, staging exists, and at the pointer a generation may
+		// even have been committed; a scheduler failing fast on 2 would
+		// skip the safe retry. The same refusal from the engine's own
+		// writes was exit 1 already.
+		if claimed && errors.Is(err, storage.ErrRefused) && exitcode.Code(err) == exitcode.Usage {
+			err = exitcode.FailedError(err)
+		}
+	}()
 
 	if err := job.CheckPublish(); err != nil {
 		return res, err
@@ -292,6 +305,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := p.claim(ctx, job, spec, seen, now, stagingURI); err != nil {
 		return res, err
 	}
+	claimed = true
 	failpoint.HitCtx(ctx, failpoint.AfterAttempt)
 
 	res.Report = gate.Report{JobID: job.JobID, Dates: dates.Strings(job.Dates), UnknownCap: job.UnknownCap}

@@ -129,7 +129,9 @@ var permanent error = permanentRefusal{}
 
 type permanentRefusal struct{}
 
-func (permanentRefusal) Error() string { return storage.ErrRefused.Error() }
+// Error is true of a read as of a write: ErrRefused's own words ("refused
+// before writing") ended a status's or a listing's refusal too.
+func (permanentRefusal) Error() string { return "refused by the store" }
 func (permanentRefusal) Is(target error) bool {
 	return target == storage.ErrRefused || target == exitcode.ErrUsage
 }
