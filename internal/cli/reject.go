@@ -32,6 +32,6 @@ func unsettledLine(res job.Result) string {
 	if len(res.Unsettled) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("  unsettled_dates=%s: they left the restatement horizon before a publish read every partition of their lateness window; restate each with --allow-outside-horizon\n",
+	return fmt.Sprintf("  unsettled_dates=%s: they left the restatement horizon before a publish read every partition of their lateness window, or one it read changed since (the log names which); restate each with --allow-outside-horizon\n",
 		strings.Join(dates.Strings(res.Unsettled), ","))
 }

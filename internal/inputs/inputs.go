@@ -177,11 +177,20 @@ func (s *Source) ListRaw(ctx context.Context, root storage.Location, from, to da
 	return landed, out, err
 }
 
-// ListRawAll is ListRaw, and also every landed partition's data files as
-// the same listing found them (outside the window by the lenient rules:
-// nothing in them is read), by ingest date: what the unsettled check
-// compares with what an earlier publish read.
-func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, map[dates.Date][]File, error) {
+// Partition is one landed raw partition as a listing found it: its data
+// files, and outside the read window, where nothing is judged, the entries
+// a read of it would refuse (a nested directory, a copy still in flight, a
+// link that cannot be followed), which a date's restatement meets.
+type Partition struct {
+	Files      []File
+	Unreadable []string
+}
+
+// ListRawAll is ListRaw, and also every landed partition as the same
+// listing found it (outside the window by the lenient rules: nothing in
+// them is read), by ingest date: what the unsettled check compares with
+// what an earlier publish read.
+func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, map[dates.Date]Partition, error) {
 	b, err := s.bucket(ctx, root)
 	if err != nil {
 		return nil, nil, nil, naming("read raw", root, err)
@@ -210,7 +219,7 @@ func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to
 	}
 	var landed []dates.Date
 	var out []RawFile
-	all := map[dates.Date][]File{}
+	all := map[dates.Date]Partition{}
 	for _, name := range dirs {
 		if Hidden(name) {
 			continue
@@ -223,7 +232,8 @@ func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to
 			return nil, nil, nil, fmt.Errorf("read raw %s: directory %q: %w", root, name, err)
 		}
 		inWindow := d >= from && d <= to
-		data, err := dataFiles(ctx, b, "read raw "+root.String()+": partition", name, inWindow)
+		var unreadable []string
+		data, err := dataFiles(ctx, b, "read raw "+root.String()+": partition", name, inWindow, &unreadable)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -231,7 +241,7 @@ func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to
 			continue
 		}
 		landed = append(landed, d)
-		all[d] = data
+		all[d] = Partition{Files: data, Unreadable: unreadable}
 		if inWindow {
 			for _, f := range data {
 				out = append(out, RawFile{File: f, IngestDate: d})
@@ -270,7 +280,7 @@ func (s *Source) ListPath(ctx context.Context, what string, loc storage.Location
 	if !storage.IsNotExist(statErr) {
 		return nil, naming(what, loc, statErr)
 	}
-	files, err := dataFiles(ctx, b, what, "", true)
+	files, err := dataFiles(ctx, b, what, "", true, nil)
 	if storage.IsNotExist(err) {
 		// Neither a file nor a directory: say so as the stat did.
 		return nil, naming(what, loc, statErr)
@@ -295,8 +305,14 @@ var ErrNoData = errors.New("no data files in the directory (names beginning with
 // dataFiles lists the data files of dir in b, sorted. With strict, a
 // subdirectory that is not hidden is an error naming it; without, it is
 // passed over (a partition outside the read window is not read, so it is
-// not judged).
-func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict bool) ([]File, error) {
+// not judged), as a lone copy in flight and a broken link are, and named in
+// skipped (a directory with a trailing "/").
+func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict bool, skipped *[]string) ([]File, error) {
+	skip := func(name string) {
+		if skipped != nil {
+			*skipped = append(*skipped, name)
+		}
+	}
 	objs, dirs, err := b.ListDir(ctx, dir)
 	if err != nil {
 		if storage.IsNotExist(err) && dir == "" {
@@ -305,11 +321,13 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 		return nil, naming(what, b.Location().Join(dir), err)
 	}
 	where := b.Location().Join(dir).String()
-	if strict {
-		for _, d := range dirs {
-			if !Hidden(d) {
-				return nil, fmt.Errorf("%s %s: %s is a directory: a partition or input directory holds data files only (names beginning with _ or . are ignored)", what, where, d)
-			}
+	for _, d := range dirs {
+		switch {
+		case Hidden(d):
+		case strict:
+			return nil, fmt.Errorf("%s %s: %s is a directory: a partition or input directory holds data files only (names beginning with _ or . are ignored)", what, where, d)
+		default:
+			skip(d + "/")
 		}
 	}
 	var files []File
@@ -329,7 +347,11 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 			// have ended: hidden, the day was published short with exit 0
 			// (the rest of it never counted once the date left the
 			// horizon); read, a half-written file.
-			if names[final] || !strict {
+			if names[final] {
+				continue
+			}
+			if !strict {
+				skip(name)
 				continue
 			}
 			return nil, fmt.Errorf("%s %s: %s is a copy still in flight (hadoop fs -put and -cp write it and rename it to %s when done): wait for it to finish, then rerun with a new job id",
@@ -353,6 +375,7 @@ func dataFiles(ctx context.Context, b storage.Bucket, what, dir string, strict b
 			if strict {
 				return nil, fmt.Errorf("%s %s: %s is a symbolic link that cannot be followed (to nothing, or a loop)", what, where, path.Base(o.Key))
 			}
+			skip(name)
 			continue
 		}
 		files = append(files, file(b, o))

@@ -61,14 +61,26 @@ func TestListRaw(t *testing.T) {
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-0.parquet"))
 	touch(t, filepath.Join(root, "ingest_date=2026-03-04", "_SUCCESS")) // landed nothing
 	touch(t, filepath.Join(root, "_SUCCESS"))
-	// Outside the read window a partition is only looked at, not judged.
+	// Outside the read window a partition is only looked at, not judged:
+	// what a read of it would refuse is named, for the unsettled check.
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "hour=23", "part-1.parquet"))
+	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-7.parquet._COPYING_"))
+	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-0.parquet._COPYING_")) // beside its file: a finished copy's
+	if err := os.Symlink(filepath.Join(root, "gone"), filepath.Join(root, "ingest_date=2026-03-01", "part-8.parquet")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Join(root, "ingest_date=2026-03-02"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ingest, files, err := src().ListRaw(t.Context(), loc(root), d2, d4)
+	ingest, files, all, err := src().ListRawAll(t.Context(), loc(root), d2, d4)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, want := all[d1].Unreadable, []string{"hour=23/", "part-7.parquet._COPYING_", "part-8.parquet"}; !slices.Equal(got, want) {
+		t.Errorf("2026-03-01's unread entries %q, want %q", got, want)
+	}
+	if len(all[d1].Files) != 1 || len(all[d3].Files) != 5 || all[d3].Unreadable != nil {
+		t.Errorf("partitions %+v: want 2026-03-01's one file and 2026-03-03's five, nothing unread in the window", all)
 	}
 	if !slices.Equal(ingest, []dates.Date{d1, d3}) {
 		t.Errorf("landed partitions %v, want 2026-03-01 and 2026-03-03", ingest)

@@ -146,7 +146,7 @@ func horizonOf(job config.Job, ingest []dates.Date, today dates.Date) (oldest, n
 // does, until it is restated.
 // It returns those dates, which the run's document and metrics carry, so a
 // scheduler and an alert see them and not only the log.
-func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date, current map[dates.Date][]inputs.File) []dates.Date {
+func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base pointer.Pointer, landed []dates.Date, today dates.Date, current map[dates.Date]inputs.Partition) []dates.Date {
 	if len(landed) == 0 {
 		return nil
 	}
@@ -225,13 +225,22 @@ type readRecord struct {
 // without changing a byte. A rewrite that keeps size and time is not
 // seen; a re-upload of the same bytes to S3 (a new write time) is, and a
 // restatement is then a no-op.
-func changedSince(now, then []inputs.File) string {
+//
+// An entry a read of the partition would refuse (a nested directory, a
+// copy still in flight) is named too: outside the read window it is not
+// judged, so a late flush written as hour=23/part-1.parquet was dropped
+// with no word, and the date's restatement will refuse it until it is
+// moved.
+func changedSince(now inputs.Partition, then []inputs.File) string {
 	was := map[string]inputs.File{}
 	for _, f := range then {
 		was[path.Base(f.Path)] = f
 	}
 	var out []string
-	for _, f := range now {
+	for _, name := range now.Unreadable {
+		out = append(out, name+" added, which a restatement refuses until it is moved (a directory, a copy still in flight or a broken link)")
+	}
+	for _, f := range now.Files {
 		name := path.Base(f.Path)
 		old, ok := was[name]
 		switch {

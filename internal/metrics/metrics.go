@@ -129,7 +129,7 @@ func Registry(r Run) *prometheus.Registry {
 		}
 	}
 	if r.Result.UnsettledChecked {
-		gauge(Unsettled, "Published dates that left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled).").Set(float64(len(r.Result.Unsettled)))
+		gauge(Unsettled, "Published dates that left the restatement horizon before a publish read every partition of their lateness window (a missed or failed run, or an ingestion gap since filled), or that read one changed since (a late flush, a replay).").Set(float64(len(r.Result.Unsettled)))
 		gauge(Stray, "Raw events of the read window that no publish of any date counts: of dates not requested, outside their partition's own window (a producer's clock).").Set(float64(r.Result.StrayEvents))
 	}
 	if len(r.Result.Report.Checks) > 0 {
