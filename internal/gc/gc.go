@@ -237,6 +237,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Verdicts = append(rep.Verdicts, Verdict{Path: rel, Reason: "not a job_id=<id> staging prefix"})
 		}
 	}
+	probes, err := judgeProbes(ctx, o)
+	if err != nil {
+		return rep, err
+	}
+	rep.Verdicts = append(rep.Verdicts, probes...)
 	deleting := map[string]bool{}
 	for _, d := range dirs {
 		v := judge(ctx, o, d, named, markers[d])
@@ -339,7 +344,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		switch {
 		case strings.HasPrefix(v.Path, historyDir):
 			continue // expired above, before anything was judged against it
-		case strings.HasPrefix(v.Path, warehouse.RejectionsRoot+"/"), strings.HasPrefix(v.Path, warehouse.RollbacksRoot+"/"):
+		case strings.HasPrefix(v.Path, warehouse.RejectionsRoot+"/"), strings.HasPrefix(v.Path, warehouse.RollbacksRoot+"/"),
+			strings.HasPrefix(v.Path, warehouse.ProbeRoot+"/"):
 			if err := o.Bucket.Delete(ctx, v.Path); err != nil {
 				return rep, fmt.Errorf("gc: %w", err)
 			}
@@ -386,6 +392,34 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// judgeProbes judges the conditional-write probes (warehouse.ProbeRoot): a
+// publish deletes its own a moment after writing it, so one older than
+// MinAge was left by a publish killed between the two (or one not allowed
+// to delete): nothing else would ever remove it.
+func judgeProbes(ctx context.Context, o Options) ([]Verdict, error) {
+	files, _, err := o.Bucket.ListDir(ctx, warehouse.ProbeRoot)
+	if storage.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gc: list %s: %w", o.Bucket.Location().Join(warehouse.ProbeRoot), err)
+	}
+	var out []Verdict
+	for _, f := range files {
+		rel := warehouse.ProbeRoot + "/" + path.Base(f.Key)
+		switch idle := o.Now.Sub(f.ModTime); {
+		case f.Link:
+			out = append(out, Verdict{Path: rel, Reason: "a symlink, never followed or deleted"})
+		case idle < o.MinAge:
+			out = append(out, Verdict{Path: rel, Reason: fmt.Sprintf("a conditional-write probe written %s ago, younger than --min-age %s: its publish may be running", idle.Round(time.Second), o.MinAge)})
+		default:
+			out = append(out, Verdict{Path: rel, Delete: true, Bytes: f.Size, Objects: []string{rel},
+				Reason: fmt.Sprintf("a conditional-write probe a killed publish left (each deletes its own), idle over --min-age %s", o.MinAge)})
+		}
+	}
+	return out, nil
 }
 
 // rollbacksInUse maps each staging prefix that a rollback record younger

@@ -271,6 +271,38 @@ func TestGCDeletesOnlyOldUnreferencedPrefixes(t *testing.T) {
 	}
 }
 
+// TestGCProbes: a conditional-write probe a killed publish left (each
+// publish deletes its own a moment after writing it) was never removed:
+// gc deletes one idle over --min-age, keeps a young one (its publish may
+// be running), and nothing else of the warehouse.
+func TestGCProbes(t *testing.T) {
+	w := newWH(t)
+	w.prefix("pub-1", old, old)
+	w.publish("pub-1")
+	w.file(".engagement-probe/job_id=killed.17a2", "probe\n", old)
+	w.file(".engagement-probe/job_id=running.9f31", "probe\n", now.Add(-time.Minute))
+	before := w.tree()
+	rep, err := w.run(gc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range rep.Verdicts {
+		if strings.HasPrefix(v.Path, ".engagement-probe/") {
+			got = append(got, fmt.Sprintf("%s delete=%v done=%v", v.Path, v.Delete, v.Done))
+		}
+	}
+	if want := []string{".engagement-probe/job_id=killed.17a2 delete=true done=true", ".engagement-probe/job_id=running.9f31 delete=false done=false"}; !slices.Equal(got, want) {
+		t.Errorf("probe verdicts %q, want %q", got, want)
+	}
+	after := w.tree()
+	for p, h := range before {
+		if _, ok := after[p]; ok == (p == ".engagement-probe/job_id=killed.17a2") || ok && after[p] != h {
+			t.Errorf("%s: present after gc = %v, changed = %v", p, ok, ok && after[p] != h)
+		}
+	}
+}
+
 func TestGCDryRunDeletesNothing(t *testing.T) {
 	w, _ := populated(t)
 	before := w.tree()

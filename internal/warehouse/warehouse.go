@@ -72,10 +72,14 @@ func GatePath(jobID string) string { return path.Join(StagingDir(jobID), "_gate.
 // create was accepted.
 func ProbePath(jobID, nonce string) string {
 	if nonce == "" {
-		return path.Join(".engagement-probe", "job_id="+jobID)
+		return path.Join(ProbeRoot, "job_id="+jobID)
 	}
-	return path.Join(".engagement-probe", "job_id="+jobID+"."+nonce)
+	return path.Join(ProbeRoot, "job_id="+jobID+"."+nonce)
 }
+
+// ProbeRoot holds the probes; a publish deletes its own, and gc those a
+// killed one left.
+const ProbeRoot = ".engagement-probe"
 
 // RejectionPath is written when the gate rejects an attempt.
 func RejectionPath(jobID string) string {
