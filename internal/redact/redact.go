@@ -15,8 +15,8 @@ const Mask = "xxxxx"
 // minSecret is the shortest secret Text and Error mask in free text.
 const minSecret = 4
 
-// URL is s with its secrets masked: a password in its user info and the
-// value of every query parameter whose name says it holds one (api_key,
+// URL is s with its secrets masked: a password in its user info (or a
+// user name given alone, a token's form), the value of every query parameter whose name says it holds one (api_key,
 // token, sig, …), and for a Spark Connect URL (sc://HOST:PORT/;token=…;
 // user_id=…) the token. A string that does not parse as a URL is
 // returned with everything after its scheme masked: it may hold either. One
@@ -147,6 +147,18 @@ func split(raw string) (string, []string) {
 			}
 		}
 		u.User = url.UserPassword(u.User.Username(), Mask)
+	} else if u.User != nil && u.User.Username() != "" {
+		// A user name with no password is how a token is given
+		// (https://TOKEN@host, GitHub's and many gateways' form): shown,
+		// it went out whole. A plain name is masked too; the host says
+		// where.
+		add(u.User.Username())
+		if _, rest, ok := strings.Cut(raw, "://"); ok {
+			if userinfo, _, ok := strings.Cut(rest, "@"); ok {
+				add(userinfo)
+			}
+		}
+		u.User = url.User(Mask)
 	}
 	if u.RawQuery != "" {
 		u.RawQuery = maskQuery(u.RawQuery, add)
@@ -260,7 +272,9 @@ func maskUserPassword(scURL string, add func(string)) string {
 	}
 	user, pw, ok := strings.Cut(rest[:at], ":")
 	if !ok {
-		return scURL
+		// A user name alone is how a token is given (https://TOKEN@host).
+		add(user)
+		return head + "://" + Mask + rest[at:]
 	}
 	add(pw)
 	return head + "://" + user + ":" + Mask + rest[at:]

@@ -19,7 +19,9 @@ func TestURL(t *testing.T) {
 		{"sc://127.0.0.1:12043;token=TOKJ", "sc://127.0.0.1:12043;token=xxxxx"},
 		{"sc://h:1/?token=TOKQ", "sc://h:1/?token=xxxxx"},
 		{"http://h/l?namespace=etl", "http://h/l?namespace=etl"},
-		{"https://user@pg:9091/", "https://user@pg:9091/"},
+		// A user name alone is a token's form: masked.
+		{"https://ghp_T0KEN4@pg:9091/", "https://xxxxx@pg:9091/"},
+		{"sc://T0KENUSER@h:1", "sc://xxxxx@h:1"},
 		{"sc://127.0.0.1:15002", "sc://127.0.0.1:15002"},
 		{"sc://h:443/;use_ssl=true;token=SPARKSECRET;user_id=etl", "sc://h:443/;use_ssl=true;token=xxxxx;user_id=etl"},
 		{"SC://h:443/;Token=abc", "SC://h:443/;Token=xxxxx"},
@@ -70,6 +72,10 @@ func TestText(t *testing.T) {
 	}
 	if got := Text("spark sc://h:1/;token=SPARKSECRET: [UNAVAILABLE]", "sc://h:1/;token=SPARKSECRET"); strings.Contains(got, "SPARKSECRET") {
 		t.Errorf("Text kept the Spark token: %s", got)
+	}
+	// A token given as the user name, as a library prints the request.
+	if got := Text(`Post "https://ghp_T0KEN77@pg:9091/metrics/job/x": dial tcp: refused (user ghp_T0KEN77)`, "https://ghp_T0KEN77@pg:9091/"); strings.Contains(got, "T0KEN77") {
+		t.Errorf("Text kept the token given as the user name: %s", got)
 	}
 	// Escapes Go would not write are masked as written: a library prints
 	// the URL as it was given.
