@@ -168,3 +168,28 @@ func TestLocationErrorsNameTheirSource(t *testing.T) {
 		})
 	}
 }
+
+// TestSparkWarehouseGlobRefused: a warehouse whose path holds a glob
+// character is refused for the Spark engine (exit 2, naming it) before the
+// server is asked or anything is written: Spark's partitioned write reads
+// its location as a pattern, and the publish failed after the whole stage
+// (PATH_NOT_FOUND), exit 1, on every retry. The server here answers no one.
+func TestSparkWarehouseGlobRefused(t *testing.T) {
+	h := publishtest.Harness{}
+	fx := h.LoadFixture(t, "")
+	for _, name := range []string{"wh[1]", "wh*", "a:b{c}"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			wh := filepath.Join(dir, name, "wh")
+			args := append(fx.Args(wh, "glob-1", "2026-03-02"), "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1")
+			code, stdout, stderr := h.Run(t, nil, args...)
+			want := "--warehouse: " + wh + " holds a glob character"
+			if code != 2 || !strings.Contains(stderr, want) {
+				t.Fatalf("exit %d, want 2 saying %q:\n%s%s", code, want, stdout, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+				t.Errorf("%s: %v, want nothing created", name, err)
+			}
+		})
+	}
+}

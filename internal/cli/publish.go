@@ -21,6 +21,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/dates"
+	"github.com/techlearningpro/engagement/internal/engine/spark"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/inputs"
@@ -84,7 +85,19 @@ func runPublish(ctx context.Context, env Env, o *publishOptions) (err error) {
 		decide(ctx, err)
 		return err
 	}
-	j, eng, err := jobAndEngine(ctx, env.Log, o.job, config.Job.CheckPublish)
+	j, eng, err := jobAndEngine(ctx, env.Log, o.job, func(j config.Job) error {
+		if err := j.CheckPublish(); err != nil {
+			return err
+		}
+		if j.Engine != "spark" {
+			return nil
+		}
+		// Before the server is asked or anything is written.
+		if err := spark.CheckWritable(j.Warehouse); err != nil {
+			return exitcode.UsageError(fmt.Errorf("%s: %w", j.Shown(config.KeyWarehouse, "--warehouse"), err))
+		}
+		return nil
+	})
 	// The file sinks are checked whatever failed first: they are written
 	// for a failed run too, and one aimed at pointer.json or a raw file
 	// must not replace or append to it.

@@ -565,6 +565,22 @@ func unreadablePath(p string) error {
 	return nil
 }
 
+// CheckWritable refuses a warehouse the engine's writes cannot reach: one
+// whose path holds a glob character ({ } [ ] * ? \). A partitioned write
+// resolves its LOCATION as a pattern, escaped or not, and failed after the
+// whole stage as PATH_NOT_FOUND (or, with a ':' too, URISyntaxException),
+// exit 1, which every retry meets again.
+func CheckWritable(warehouse string) error {
+	_, p, ok := strings.Cut(warehouse, "://")
+	if !ok {
+		p = warehouse
+	}
+	if strings.ContainsAny(p, `{}[]*?\`) {
+		return fmt.Errorf("%s holds a glob character ({ } [ ] * ? \\), which the spark engine's writes read as a pattern: move the warehouse to a path without one, or publish with --engine duckdb", warehouse)
+	}
+	return nil
+}
+
 // Query runs one SQL statement and returns its rows (the views tests run
 // the statements `engagement views --dialect spark` prints).
 func (e *Engine) Query(ctx context.Context, q string) ([]types.Row, error) {
