@@ -44,6 +44,12 @@ func strayEnv(root *cobra.Command, environ []string) [][2]string {
 	environ = slices.Sorted(slices.Values(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
+		if upper := strings.ToUpper(name); upper != name && strings.HasPrefix(upper, EnvPrefix) && slices.Contains(flagVars, upper) {
+			// A variable's name is case-sensitive: engagement_warehouse
+			// was ignored in silence.
+			out = append(out, [2]string{name, "did you mean " + upper + "? (a variable's name is case-sensitive)"})
+			continue
+		}
 		if !strings.HasPrefix(name, EnvPrefix) || known[name] {
 			continue
 		}

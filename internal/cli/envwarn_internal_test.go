@@ -28,6 +28,10 @@ func TestStrayEnv(t *testing.T) {
 		{"ENGAGEMENT_WAREHOUSE=/tmp/w", ""},
 		{"ENGAGEMENT_FAILPOINT_DELAY=x:1s", ""},
 		{"WAREHOSE=/tmp/w", ""},
+		// A name is case-sensitive: these were ignored in silence.
+		{"engagement_warehouse=/tmp/w", "did you mean ENGAGEMENT_WAREHOUSE? (a variable's name is case-sensitive)"},
+		{"Engagement_Job_Id=j", "did you mean ENGAGEMENT_JOB_ID?"},
+		{"engagement_tag=x", ""},
 	} {
 		got := strayEnv(root, []string{tc.env})
 		switch {
