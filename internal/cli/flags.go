@@ -160,11 +160,18 @@ func didYouMean(fs *pflag.FlagSet, typed string) string {
 type onceValue struct {
 	pflag.Value
 	first *string
+	list  bool // the flag takes a comma-separated list: say so
 }
 
 func (v *onceValue) Set(s string) error {
-	if v.first != nil {
+	switch {
+	case v.first == nil:
+	case v.Value.Type() == "bool":
+		return errors.New("given twice: give it once")
+	case v.list:
 		return fmt.Errorf("given twice (first %q): give it once; a list is comma-separated", *v.first)
+	default:
+		return fmt.Errorf("given twice (first %q): give it once", *v.first)
 	}
 	v.first = &s
 	return v.Value.Set(s)
@@ -174,7 +181,7 @@ func (v *onceValue) Set(s string) error {
 func setOnce(c *cobra.Command) {
 	wrap := func(f *pflag.Flag) {
 		if _, ok := f.Value.(*onceValue); !ok {
-			f.Value = &onceValue{Value: f.Value}
+			f.Value = &onceValue{Value: f.Value, list: strings.Contains(f.Usage, "comma-separated")}
 		}
 	}
 	c.Flags().VisitAll(wrap)
