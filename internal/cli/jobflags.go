@@ -33,12 +33,12 @@ var flagKeys = []struct{ flag, key, help string }{
 	{"unknown-cap", config.KeyUnknownCap, "largest unknown-lesson rate per date that may publish (default 0.02)"},
 	{"hot-courses", config.KeyHotCourses, "comma-separated course ids to salt (spark engine)"},
 	{"engine", config.KeyEngine, "duckdb (default) or spark"},
-	{"spark-remote", config.KeySparkRemote, "Spark Connect URL, sc://HOST:PORT"},
+	{"spark-remote", config.KeySparkRemote, "Spark Connect URL, sc://HOST:PORT (default sc://127.0.0.1:15002)"},
 	{"spark-ui", config.KeySparkUI, "Spark driver's UI, http://HOST:PORT, for task metrics (default: asked of the server)"},
 	{"as-of", config.KeyAsOfDate, "run date: freshness is judged on it, and only dates before it (and before today, UTC) publish (default: today, UTC)"},
 	{"lock-timeout", config.KeyLockTimeout, "longest wait for the pointer's writer lock before giving up (default 5m)"},
 	{"duckdb-extensions", config.KeyDuckDBExtensions, "directory of DuckDB extensions holding httpfs, for s3:// paths (default $ENGAGEMENT_DUCKDB_EXTENSIONS, else DuckDB's own)"},
-	{"s3-path-style", config.KeyS3PathStyle, "S3 addressing: auto (path style for an IP or localhost endpoint), true or false"},
+	{"s3-path-style", config.KeyS3PathStyle, "S3 addressing: auto (path style for an IP or localhost endpoint), true or false (default auto)"},
 }
 
 func addJobFlags(fs *pflag.FlagSet, withJobID bool) *jobFlags {

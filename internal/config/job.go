@@ -118,6 +118,9 @@ var defaults = map[string]string{
 
 var pathKeys = map[string]bool{KeyWarehouse: true, KeyRaw: true, KeyLessons: true, KeyEnrollments: true, KeyDuckDBExtensions: true}
 
+// Default is a key's default value as the config takes it ("" when none).
+func Default(key string) string { return defaults[key] }
+
 // KnownKeys lists every engagement.* key, sorted.
 func KnownKeys() []string {
 	keys := []string{KeyEngine, KeySparkRemote, KeySparkUI, KeyWarehouse, KeyRaw, KeyLessons, KeyEnrollments,
