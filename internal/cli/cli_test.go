@@ -45,7 +45,8 @@ func TestHelpEveryCommand(t *testing.T) {
 		{"completion", nil},
 		{"help", nil},
 	} {
-		for _, args := range [][]string{{tc.cmd, "--help"}, {tc.cmd, "-h"}, {"help", tc.cmd}} {
+		// --help before the command too: it printed the root's help.
+		for _, args := range [][]string{{tc.cmd, "--help"}, {tc.cmd, "-h"}, {"help", tc.cmd}, {"--help", tc.cmd}, {"-h", tc.cmd}} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				r := runEnv(t, nil, args...)
 				if r.code != 0 || r.stderr != "" {
@@ -280,8 +281,11 @@ func TestCompletion(t *testing.T) {
 			}
 		}
 	}
-	if r := runEnv(t, nil, "completion", "fish"); r.code != exitcode.Usage {
-		t.Errorf("completion fish: exit %d, want 2", r.code)
+	if r := runEnv(t, nil, "completion", "fish"); r.code != exitcode.Usage || !strings.Contains(r.errLine(t), `"fish": a script is written for bash or zsh only`) {
+		t.Errorf("completion fish: exit %d, want 2 saying fish has no script:\n%s", r.code, r.stderr)
+	}
+	if r := runEnv(t, nil, "completion"); r.code != exitcode.Usage || !strings.Contains(r.errLine(t), "name the shell") {
+		t.Errorf("completion: exit %d, want 2 asking for the shell:\n%s", r.code, r.stderr)
 	}
 }
 

@@ -23,7 +23,13 @@ where the shell looks for completions (docs/cli.md).`,
   engagement completion zsh > "${fpath[1]}/_engagement"`,
 		ValidArgs: []cobra.Completion{"bash", "zsh"},
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
+			switch {
+			case len(args) == 1 && (args[0] == "bash" || args[0] == "zsh"):
+			case len(args) == 1:
+				// fish and PowerShell were told to "name the shell", as if
+				// none had been named.
+				return exitcode.UsageError(fmt.Errorf("completion: %q: a script is written for bash or zsh only: engagement completion bash|zsh", args[0]))
+			default:
 				return exitcode.UsageError(fmt.Errorf("completion: name the shell: engagement completion bash|zsh"))
 			}
 			return nil
