@@ -104,8 +104,20 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 			return err
 		}
 	}
-	t, err := reader.Read(ctx, eng.DB(), b.Location(), p, o.table, only)
+	// Rows stream to stdout, none held (a date's fact rows are millions on
+	// a design day). A failed read still prints no row: the query's ORDER
+	// BY has DuckDB read every file before it returns the first, so a file
+	// it cannot read fails the query first.
+	rw, err := reader.NewRowWriter(env.Stdout, reader.Columns(o.table), o.format)
 	if err != nil {
+		return exitcode.UsageError(fmt.Errorf("read: %w", err))
+	}
+	rows := 0
+	err = reader.Each(ctx, eng.DB(), b.Location(), p, o.table, only, func(r []any) error {
+		rows++
+		return rw.Row(r)
+	})
+	if err != nil && rows == 0 {
 		// A file changed or removed since it was published fails the
 		// read with DuckDB's words (a missing column, a bad footer),
 		// naming no file: name it, as status --date does.
@@ -120,5 +132,8 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		}
 		return err
 	}
-	return reader.Write(env.Stdout, t, o.format)
+	if err != nil {
+		return err
+	}
+	return rw.Close()
 }

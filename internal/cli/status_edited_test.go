@@ -72,8 +72,12 @@ func TestReadNamesWhyAFileIsUnreadable(t *testing.T) {
 	if err := os.Symlink("course_day", dir); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := h.Run(t, nil, "read", "course_day", "--warehouse", wh, "--date", "2026-03-02")
-	if code != 1 || !strings.Contains(stderr, "course_day (-> course_day) is a symlink") {
-		t.Errorf("exit %d, want 1 naming the symlink:\n%s", code, stderr)
+	// Rows stream to stdout: a read that fails prints none of them, in
+	// any format (not even csv's header).
+	for _, format := range []string{"table", "csv", "json"} {
+		code, stdout, stderr := h.Run(t, nil, "read", "course_day", "--warehouse", wh, "--date", "2026-03-02", "--format", format)
+		if code != 1 || !strings.Contains(stderr, "course_day (-> course_day) is a symlink") || stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want 1 naming the symlink and nothing printed:\n%s", format, code, stdout, stderr)
+		}
 	}
 }

@@ -15,63 +15,94 @@ import (
 
 // Write prints t as table, csv or json.
 func Write(w io.Writer, t Table, format string) error {
+	rw, err := NewRowWriter(w, t.Columns, format)
+	if err != nil {
+		return err
+	}
+	for _, r := range t.Rows {
+		if err := rw.Row(r); err != nil {
+			return err
+		}
+	}
+	return rw.Close()
+}
+
+// RowWriter prints rows one at a time as table, csv or json; Close ends
+// the output (a table is aligned and printed then).
+type RowWriter struct {
+	columns []string
+	row     func([]any) error
+	close   func() error
+}
+
+// NewRowWriter starts the output of columns to w in format.
+func NewRowWriter(w io.Writer, columns []string, format string) (*RowWriter, error) {
+	rw := &RowWriter{columns: columns}
 	switch format {
 	case "", "table":
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
-		for _, r := range t.Rows {
+		fmt.Fprintln(tw, strings.Join(columns, "\t"))
+		rw.row = func(r []any) error {
 			cells := make([]string, len(r))
 			for i, v := range r {
-				cells[i] = cell(t.Columns[i], v)
+				cells[i] = cell(columns[i], v)
 				if sv, ok := v.(string); ok && ambiguous(sv) {
 					cells[i] = strconv.QuoteToASCII(sv)
 				}
 			}
-			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			_, err := fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			return err
 		}
-		return tw.Flush()
+		rw.close = tw.Flush
 	case "csv":
 		// NULL is an empty field and an empty string a quoted one (""), as
 		// DuckDB's and PostgreSQL's CSV write them: encoding/csv wrote both
 		// as nothing, and a null lesson title read back as ''.
 		bw := bufio.NewWriter(w)
-		for i, c := range t.Columns {
+		for i, c := range columns {
 			if i > 0 {
 				bw.WriteByte(',')
 			}
 			bw.WriteString(csvField(c))
 		}
 		bw.WriteByte('\n')
-		for _, r := range t.Rows {
+		rw.row = func(r []any) error {
 			for i, v := range r {
 				if i > 0 {
 					bw.WriteByte(',')
 				}
 				if v != nil {
-					bw.WriteString(csvField(cell(t.Columns[i], v)))
+					bw.WriteString(csvField(cell(columns[i], v)))
 				}
 			}
-			bw.WriteByte('\n')
+			return bw.WriteByte('\n')
 		}
-		return bw.Flush()
+		rw.close = bw.Flush
 	case "json":
-		enc := json.NewEncoder(w)
-		for _, r := range t.Rows {
+		bw := bufio.NewWriter(w)
+		enc := json.NewEncoder(bw)
+		rw.row = func(r []any) error {
 			obj := make(map[string]any, len(r))
 			for i, v := range r {
 				if tv, ok := v.(time.Time); ok {
-					v = cell(t.Columns[i], tv)
+					v = cell(columns[i], tv)
 				}
-				obj[t.Columns[i]] = v
+				obj[columns[i]] = v
 			}
-			if err := enc.Encode(obj); err != nil {
-				return err
-			}
+			return enc.Encode(obj)
 		}
-		return nil
+		rw.close = bw.Flush
+	default:
+		return nil, fmt.Errorf("--format %q: want table, csv or json", format)
 	}
-	return fmt.Errorf("--format %q: want table, csv or json", format)
+	return rw, nil
 }
+
+// Row prints one row, its values in the columns' order.
+func (rw *RowWriter) Row(r []any) error { return rw.row(r) }
+
+// Close ends the output.
+func (rw *RowWriter) Close() error { return rw.close() }
 
 // csvField is s as one CSV field (RFC 4180): quoted, quotes doubled, when
 // it holds a separator, a quote or a line break, starts with a space (as

@@ -119,23 +119,39 @@ func SelectDate(table, day string, uris []string) (string, error) {
 		strings.Join(cols, ", "), quote(day), duckdb.FileList(uris)), nil
 }
 
-// Read runs Query on conn.
+// Read runs Query on conn and holds every row (a test's, or a small
+// date's); Each streams them.
 func Read(ctx context.Context, conn *sql.Conn, warehouse storage.Location, p pointer.Pointer, table string, only *dates.Date) (Table, error) {
-	q, err := Query(warehouse, p, table, only)
+	t := Table{Columns: Columns(table)}
+	err := Each(ctx, conn, warehouse, p, table, only, func(r []any) error {
+		t.Rows = append(t.Rows, r)
+		return nil
+	})
 	if err != nil {
 		return Table{}, err
 	}
-	cols := engine.FactColumns
+	return t, nil
+}
+
+// Columns are the columns Read and Each give of table, in order.
+func Columns(table string) []string {
 	if table == engine.CourseDayTable {
-		cols = engine.CourseDayColumns
+		return engine.CourseDayColumns
 	}
-	t := Table{Columns: cols}
-	if q == "" {
-		return t, nil
+	return engine.FactColumns
+}
+
+// Each runs Query on conn and hands each row to fn, in the query's order,
+// without holding them: a date's fact rows are millions on a design day.
+func Each(ctx context.Context, conn *sql.Conn, warehouse storage.Location, p pointer.Pointer, table string, only *dates.Date, fn func([]any) error) error {
+	q, err := Query(warehouse, p, table, only)
+	if err != nil || q == "" {
+		return err
 	}
+	cols := Columns(table)
 	rows, err := conn.QueryContext(ctx, q)
 	if err != nil {
-		return Table{}, fmt.Errorf("read %s: %w", table, err)
+		return fmt.Errorf("read %s: %w", table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -145,11 +161,16 @@ func Read(ctx context.Context, conn *sql.Conn, warehouse storage.Location, p poi
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return Table{}, fmt.Errorf("read %s: %w", table, err)
+			return fmt.Errorf("read %s: %w", table, err)
 		}
-		t.Rows = append(t.Rows, vals)
+		if err := fn(vals); err != nil {
+			return err
+		}
 	}
-	return t, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", table, err)
+	}
+	return nil
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
