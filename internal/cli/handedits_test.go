@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -101,6 +102,20 @@ func TestPointerEditedInPlace(t *testing.T) {
 		{"a pin in pointer.json", "pointer.json", func(s string) string { return strings.Replace(s, `"manifest_id": "`, `"manifest_id": "x`, 1) },
 			[]string{"it was edited in place (its 2026-03-02 entry disagrees with what job edit-2 staged: manifest_id", "its attempt record"},
 			[]string{"pointer-history/2.json", "pointer.json"}, "pointer.json was edited in place (its 2026-03-02 entry disagrees"},
+		// A file dropped from the list, or a row count changed: every
+		// listed file is still there with its size (review CM).
+		{"a file dropped from pointer.json", "pointer.json", editDate("2026-03-02", func(e map[string]any) { e["course_day_files"] = []any{} }),
+			[]string{"it was edited in place (its 2026-03-02 entry disagrees with what job edit-2 staged: course_day_files hold 0 rows, its gate report 8"},
+			[]string{"pointer-history/2.json", "pointer.json"}, "pointer.json was edited in place (its 2026-03-02 entry disagrees"},
+		{"a row count in the copy", "pointer-history/2.json", editDate("2026-03-02", func(e map[string]any) {
+			e["fact_files"].([]any)[0].(map[string]any)["rows"] = 1
+		}), []string{"the history copy was edited (its 2026-03-02 entry disagrees with what job edit-2 staged: fact_files hold 1 rows"},
+			[]string{"pointer.json", "pointer-history/2.json"}, "pointer-history/2.json was changed after it was written (its 2026-03-02 entry disagrees"},
+		// Another date's file of the same job, named for this one.
+		{"another date's file in pointer.json", "pointer.json", func(s string) string {
+			return strings.Replace(s, "course_day/event_date=2026-03-02/", "course_day/event_date=2026-03-03/", 1)
+		}, []string{"it was edited in place (its 2026-03-02 entry disagrees with what job edit-2 staged: staging/job_id=edit-2/course_day/event_date=2026-03-03/part-00000.parquet is not a course_day file of 2026-03-02"},
+			[]string{"pointer-history/2.json", "pointer.json"}, "pointer.json was edited in place (its 2026-03-02 entry disagrees"},
 		// Nothing staged records when the generation was written.
 		{"the write time in the copy", "pointer-history/2.json", func(s string) string {
 			return regexp.MustCompile(`"written_at": "\d{4}`).ReplaceAllString(s, `"written_at": "2001`)
@@ -180,6 +195,22 @@ func TestPointerEditedInPlace(t *testing.T) {
 				t.Errorf("after the advice, the fact files sum to %d on %s; want %d", got, day, events)
 			}
 		})
+	}
+}
+
+// editDate is an edit of one date's entry of a pointer document.
+func editDate(day string, edit func(map[string]any)) func(string) string {
+	return func(s string) string {
+		var p map[string]any
+		if err := json.Unmarshal([]byte(s), &p); err != nil {
+			panic(err)
+		}
+		edit(p["dates"].(map[string]any)[day].(map[string]any))
+		b, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			panic(err)
+		}
+		return string(b) + "\n"
 	}
 }
 
