@@ -188,8 +188,9 @@ type Partition struct {
 
 // ListRawAll is ListRaw, and also every landed partition as the same
 // listing found it (outside the window by the lenient rules: nothing in
-// them is read), by ingest date: what the unsettled check compares with
-// what an earlier publish read.
+// them is read), by ingest date, and each partition outside the window
+// that holds no data file but what a read would refuse: what the
+// unsettled check compares with what an earlier publish read.
 func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to dates.Date) ([]dates.Date, []RawFile, map[dates.Date]Partition, error) {
 	b, err := s.bucket(ctx, root)
 	if err != nil {
@@ -238,6 +239,11 @@ func (s *Source) ListRawAll(ctx context.Context, root storage.Location, from, to
 			return nil, nil, nil, err
 		}
 		if len(data) == 0 {
+			// Not landed (no data file), but a flush written as a
+			// directory is no empty partition: the unsettled check names it.
+			if len(unreadable) > 0 {
+				all[d] = Partition{Unreadable: unreadable}
+			}
 			continue
 		}
 		landed = append(landed, d)

@@ -65,6 +65,7 @@ func TestListRaw(t *testing.T) {
 	// what a read of it would refuse is named, for the unsettled check.
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "hour=23", "part-1.parquet"))
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-7.parquet._COPYING_"))
+	touch(t, filepath.Join(root, "ingest_date=2026-02-28", "hour=01", "part-0.parquet"))
 	touch(t, filepath.Join(root, "ingest_date=2026-03-01", "part-0.parquet._COPYING_")) // beside its file: a finished copy's
 	if err := os.Symlink(filepath.Join(root, "gone"), filepath.Join(root, "ingest_date=2026-03-01", "part-8.parquet")); err != nil {
 		t.Fatal(err)
@@ -78,6 +79,13 @@ func TestListRaw(t *testing.T) {
 	}
 	if got, want := all[d1].Unreadable, []string{"hour=23/", "part-7.parquet._COPYING_", "part-8.parquet"}; !slices.Equal(got, want) {
 		t.Errorf("2026-03-01's unread entries %q, want %q", got, want)
+	}
+	// A partition holding only a directory is not landed, but named.
+	if p, ok := all[dates.MustParse("2026-02-28")]; !ok || !slices.Equal(p.Unreadable, []string{"hour=01/"}) || len(p.Files) != 0 {
+		t.Errorf("2026-02-28: %+v (listed %v), want only hour=01/ named", p, ok)
+	}
+	if _, ok := all[d4]; ok {
+		t.Errorf("2026-03-04 (only _SUCCESS) listed: %+v", all[d4])
 	}
 	if len(all[d1].Files) != 1 || len(all[d3].Files) != 5 || all[d3].Unreadable != nil {
 		t.Errorf("partitions %+v: want 2026-03-01's one file and 2026-03-03's five, nothing unread in the window", all)

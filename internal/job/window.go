@@ -151,6 +151,15 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 		return nil
 	}
 	oldest, _, _ := horizonOf(job, landed, today)
+	// The landed partitions, and those holding only what a read refuses (a
+	// flush written as hour=23/ into a partition not yet landed).
+	partitions := slices.Clone(landed)
+	for g, p := range current {
+		if len(p.Files) == 0 && len(p.Unreadable) > 0 {
+			partitions = append(partitions, g)
+		}
+	}
+	slices.Sort(partitions)
 	records := map[string]readRecord{} // by job id
 	var unsettled []string
 	var days []dates.Date
@@ -170,21 +179,30 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 		if r.lateness != nil {
 			lateness = *r.lateness
 		}
-		var missed, changed []string
-		for _, g := range landed {
+		var missed, changed, unread []string
+		for _, g := range partitions {
 			// Today's partition is still open: no restatement could read it yet.
 			if g < d || g > d.AddDays(lateness) || g >= today {
 				continue
 			}
-			if _, read := r.files[g]; !read {
+			_, read := r.files[g]
+			switch {
+			case !read && len(current[g].Files) == 0:
+				unread = append(unread, fmt.Sprintf("ingest_date %s, which holds only %s: a restatement refuses it until it is moved", g, strings.Join(current[g].Unreadable, ", ")))
+			case !read:
 				missed = append(missed, g.String())
-			} else if c := changedSince(current[g], r.files[g]); c != "" {
-				changed = append(changed, fmt.Sprintf("ingest_date %s before it changed: %s", g, c))
+			default:
+				if c := changedSince(current[g], r.files[g]); c != "" {
+					changed = append(changed, fmt.Sprintf("ingest_date %s before it changed: %s", g, c))
+				}
 			}
 		}
 		var why []string
 		if len(missed) > 0 {
 			why = append(why, "did not read ingest_date "+strings.Join(missed, ", "))
+		}
+		if len(unread) > 0 {
+			why = append(why, "did not read "+strings.Join(unread, "; did not read "))
 		}
 		if len(changed) > 0 {
 			why = append(why, "read "+strings.Join(changed, "; read "))

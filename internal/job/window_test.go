@@ -302,6 +302,19 @@ func TestWarnUnsettled(t *testing.T) {
 			t.Errorf("%s: returned %v, want [%s] and %q in\n%s", tc.name, got, tc.day, tc.want, logs.String())
 		}
 	}
+	// A partition no publish read that holds only a directory: not landed
+	// (no data file), so 11-20's missed partition was not warned of at all
+	// (review CM).
+	logs.Reset()
+	base.Dates[d("2026-11-20")] = pointer.DateEntry{JobID: "missed"}
+	only := listed()
+	only[d("2026-11-22")] = inputs.Partition{Unreadable: []string{"hour=00/"}}
+	notLanded := slices.DeleteFunc(slices.Clone(landed), func(g dates.Date) bool { return g == d("2026-11-22") })
+	want := "2026-11-20 (job missed did not read ingest_date 2026-11-22, which holds only hour=00/: a restatement refuses it until it is moved)"
+	if got := p.warnUnsettled(t.Context(), job, base, notLanded, d("2026-11-24"), only); !slices.Equal(got, []dates.Date{d("2026-11-20")}) || !strings.Contains(logs.String(), want) {
+		t.Errorf("a partition of only a directory: returned %v, want [2026-11-20] and %q in\n%s", got, want, logs.String())
+	}
+	delete(base.Dates, d("2026-11-20"))
 	// Files removed since (raw's retention, a file at a time): no warning.
 	logs.Reset()
 	gone := listed()
