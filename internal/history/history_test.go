@@ -958,6 +958,21 @@ func TestRollbackFailedSaysItsIDIsTaken(t *testing.T) {
 	}
 }
 
+// TestRollbackRefusedAtThePointer: the store refuses the pointer write's
+// credentials (rotated since the rollback's record): exit 1, not the
+// refusal's usage code 2, "fix the command; nothing was published", with
+// the generation maybe committed (review CM).
+func TestRollbackRefusedAtThePointer(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon)
+	w.publish("b", mon)
+	refused := exitcode.UsageError(storage.Refused(errors.New("put pointer.json: access denied (SignatureDoesNotMatch): refused by the store")))
+	_, err := history.Rollback{Bucket: w.bucket, Store: pointertest.FailingSwap{Store: w.store, Err: refused}, Dates: []dates.Date{mon}, To: 1, JobID: "back", Now: at, WriterVersion: "t"}.Run(t.Context())
+	if code := exitcode.Code(err); code != exitcode.Error || !errors.Is(err, storage.ErrRefused) {
+		t.Errorf("rollback: exit %d (%v), want 1 wrapping the refusal", code, err)
+	}
+}
+
 // unreadableGen fails every read of one history generation, as a server's
 // 500s would.
 type unreadableGen struct {

@@ -166,8 +166,14 @@ func (r Rollback) Run(ctx context.Context) (pointer.Outcome, error) {
 	if err != nil && !errors.Is(err, pointer.ErrRaced) && !errors.Is(err, pointer.ErrJobIDTaken) && !errors.Is(err, pointer.ErrNotVisible) {
 		// Past its record the id is spent, whatever failed: a rerun of the
 		// same command would be refused for it.
-		return out, fmt.Errorf("rollback: %w; job id %s stays taken by its record %s: a rerun needs a new job id",
+		err = fmt.Errorf("rollback: %w; job id %s stays taken by its record %s: a rerun needs a new job id",
 			err, r.JobID, r.Bucket.Location().Join(warehouse.RollbackPath(r.JobID)))
+		if errors.Is(err, storage.ErrRefused) && exitcode.Code(err) == exitcode.Usage {
+			// The store's refusal (credentials rotated since the record)
+			// is no usage error here: the generation may be committed.
+			err = exitcode.FailedError(err)
+		}
+		return out, err
 	}
 	if err != nil {
 		return out, fmt.Errorf("rollback: %w", err)
