@@ -338,3 +338,25 @@ func TestLocalDirFlags(t *testing.T) {
 		t.Errorf("written in the working directory: %v", entries)
 	}
 }
+
+// TestInputNamedLikeAScheme: a local input whose name looks like a scheme,
+// given as ./s3:r as the refusal of a bare s3:r advises, publishes: its
+// listed files' paths lost the "./" and were refused as mistyped URLs
+// (exit 1, on every retry).
+func TestInputNamedLikeAScheme(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "s3:r"), os.DirFS(fx.Input("raw"))); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	args := publishtest.WithFlag(fx.Args(filepath.Join(dir, "wh"), "scheme-1", "2026-03-02"), "--raw", "./s3:r")
+	var errb strings.Builder
+	if code := cli.Main(context.Background(), args, io.Discard, &errb); code != 0 {
+		t.Fatalf("publish with --raw ./s3:r: exit %d\n%s", code, errb.String())
+	}
+	day := dates.MustParse("2026-03-02")
+	if got, want := publishtest.FactSum(t, filepath.Join(dir, "wh"))[day], fx.Expected.ByDate[day].Events; got != want {
+		t.Errorf("published %d events, want %d", got, want)
+	}
+}

@@ -350,8 +350,19 @@ func (l Location) Join(rel string) Location {
 		l.Key = strings.Trim(path.Join(l.Key, rel), "/")
 		return l
 	}
-	l.Path = filepath.Join(l.Path, filepath.FromSlash(rel))
+	l.Path = local(filepath.Join(l.Path, filepath.FromSlash(rel)))
 	return l
+}
+
+// local keeps a cleaned relative path a local name: one whose first
+// element holds a ':' (s3:r) reads as a mistyped URL when parsed again,
+// as a listed file's path is, and filepath's cleaning drops the "./" that
+// told it apart: an input given as ./s3:r could not be read at all.
+func local(p string) string {
+	if first, _, _ := strings.Cut(p, string(filepath.Separator)); !filepath.IsAbs(p) && strings.Contains(first, ":") {
+		return "." + string(filepath.Separator) + p
+	}
+	return p
 }
 
 // Base is the last element of the location.
@@ -372,7 +383,7 @@ func (l Location) Dir() Location {
 		l.Key = d
 		return l
 	}
-	l.Path = filepath.Dir(l.Path)
+	l.Path = local(filepath.Dir(l.Path))
 	return l
 }
 
@@ -396,13 +407,9 @@ func localPath(p string) (Location, error) {
 	// so the store created its root there while every path joined to it
 	// was cleaned by text, and the publish failed until the textual
 	// directory existed, then published there. Only a path with ".." is
-	// cleaned: "./s3:x" keeps the "./" that makes it a local name.
+	// cleaned, and keeps a "./" that makes it a local name (local).
 	if slices.Contains(strings.Split(p, "/"), "..") {
-		c := filepath.Clean(p)
-		if strings.HasPrefix(p, "./") && !filepath.IsAbs(c) && !strings.HasPrefix(c, "..") {
-			c = "./" + c
-		}
-		p = c
+		p = local(filepath.Clean(p))
 	}
 	return Location{Scheme: File, Path: p}, nil
 }

@@ -102,6 +102,21 @@ func TestJoinDirBase(t *testing.T) {
 	if l.Join("a/b").String() != "wh/a/b" || MustParse("x/y.parquet").Dir().String() != "x" {
 		t.Errorf("local Join/Dir: %s %s", l.Join("a/b"), MustParse("x/y.parquet").Dir())
 	}
+	// A local name that looks like a scheme keeps its "./" through Join
+	// and Dir, so a listed file's path parses back to the same file: an
+	// input given as ./s3:r could not be read at all (review CM).
+	sch := MustParse("./s3:r")
+	joined := sch.Join("ingest_date=2026-03-02/part-0.parquet")
+	back, err := Parse(joined.String())
+	if joined.String() != "./s3:r/ingest_date=2026-03-02/part-0.parquet" || err != nil || back != joined {
+		t.Errorf("Join of ./s3:r = %s, parsed back %+v, %v", joined, back, err)
+	}
+	if d := joined.Dir().Dir().String(); d != "./s3:r" {
+		t.Errorf("Dir of %s = %s, want ./s3:r", joined.Dir(), d)
+	}
+	if got := MustParse("/abs/s3:r").Join("x").String(); got != "/abs/s3:r/x" {
+		t.Errorf("absolute Join = %s", got)
+	}
 }
 
 // TestCheckKey: a backslash in a name (a raw file an S3 tool or a Linux
