@@ -161,6 +161,8 @@ func List(ctx context.Context, s pointer.Store, b storage.Bucket, only *dates.Da
 			// Else what the jobs staged may tell (as publish judges it).
 			if prev != nil && prev.Generation == g-1 && cur.NamesParent(*prev) && !p.NamesParent(*prev) {
 				changed = append(changed, g)
+			} else if prev != nil && prev.Generation == g-1 && p.NamesParent(*prev) && !cur.NamesParent(*prev) && cur.Parent != nil {
+				log.PointerEdited = fmt.Sprintf("its parent record no longer names generation %d as written", g-1)
 			} else if side, why := pointer.Judge(ctx, warehouse.Witness(b), cur, p); side == "copy" {
 				changed = append(changed, g)
 				log.copyEdited = why

@@ -464,6 +464,38 @@ func TestListBlamesTheNewestCopy(t *testing.T) {
 	}
 }
 
+// TestListBlamesAnEditedPointer: pointer.json's own parent record edited,
+// while the copy written with it still names the copy below: history
+// names pointer.json as the edited one, as publish does (it said only
+// that one of them was edited; review CM), and blames no copy.
+func TestListBlamesAnEditedPointer(t *testing.T) {
+	w := newWH(t)
+	w.publish("a", mon, tue)
+	w.publish("b", mon)
+	w.publish("c", tue)
+	p := filepath.Join(w.dir, "pointer.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur struct {
+		Parent struct{ SHA256 string } `json:"parent"`
+	}
+	if err := json.Unmarshal(b, &cur); err != nil || cur.Parent.SHA256 == "" {
+		t.Fatalf("pointer.json parent: %v", err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(cur.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := history.List(t.Context(), w.store, w.bucket, nil)
+	if err != nil || len(log.Altered) != 0 || !log.CurrentDiffers {
+		t.Fatalf("altered %v, current differs %v (%v); want none and true", log.Altered, log.CurrentDiffers, err)
+	}
+	if warned := strings.Join(log.Warnings(), "\n"); !strings.Contains(warned, "pointer.json was edited in place (its parent record no longer names generation 2 as written, while the copy's agrees)") {
+		t.Errorf("warnings:\n%s", warned)
+	}
+}
+
 // TestRecordExpiryMerges: a gc run again after one that stopped part way
 // names its record as the first did; the record is merged into, so the
 // first run's generations and job ids stay recorded (and those ids taken).
