@@ -246,8 +246,8 @@ func (e *Engine) set(ctx context.Context, key, value string) error {
 	if gerr != nil {
 		got = "unset"
 	}
-	return fmt.Errorf("spark %s: %s = %s cannot be set on a running session and the server has %s: start the server with --conf %s=%s",
-		e.remote, key, shown, redact.Value(key, got), key, shown)
+	return &SettingError{Key: key, Err: fmt.Errorf("spark %s: %s = %s cannot be set on a running session and the server has %s: start the server with --conf %s=%s",
+		e.remote, key, shown, redact.Value(key, got), key, shown)}
 }
 
 // Setting returns the session's value of a Spark setting.

@@ -209,9 +209,11 @@ func Open(ctx context.Context, remote string, settings map[string]string) (*Engi
 			// take): the config is wrong, as for a DuckDB setting, and a
 			// retry would meet it again. A transport failure stays exit 1.
 			if se := sparkError(err); se != nil && se.Reason != "" {
-				err = exitcode.UsageError(err)
+				err = &SettingError{Key: k, Err: exitcode.UsageError(err)}
 			}
-			return nil, &SettingError{Key: k, Err: err}
+			// A transport failure, or a server that stopped answering,
+			// says nothing of the value: not named by its config line.
+			return nil, err
 		}
 	}
 	for _, kv := range forced {
