@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/reader"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
@@ -94,6 +99,15 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 			return exitcode.NotPublishedError(fmt.Errorf("read: %s is not published in %s (generation %d)", *only, o.warehouse, p.Generation))
 		}
 	}
+	warnEdited(ctx, env, b, store, p)
+	// Every listed file first, by its recorded size, as status --date
+	// does: a file replaced by another valid one (a rewrite with fewer
+	// rows) read without an error, and printed part of a day, exit 0.
+	if c, ok, err := firstChanged(ctx, b, p, only, o.table); err != nil {
+		return fmt.Errorf("read: %w", err)
+	} else if ok {
+		return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", c.where, c.why)
+	}
 	eng, err := duckdb.Open(ctx, nil)
 	if err != nil {
 		return err
@@ -117,12 +131,12 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		rows++
 		return rw.Row(r)
 	})
-	if err != nil && rows == 0 {
-		// A file changed or removed since it was published fails the
-		// read with DuckDB's words (a missing column, a bad footer),
-		// naming no file: name it, as status --date does.
-		// A stat that fails says why where DuckDB did not (a directory
-		// this user may not search read as "No files found").
+	if err != nil && rows == 0 && ctx.Err() == nil {
+		// A file changed since it was published fails the read with
+		// DuckDB's words (a missing column, a bad footer, a page it cannot
+		// decode), naming no file: name it. A stat that fails says why
+		// where DuckDB did not (a directory this user may not search read
+		// as "No files found"); else each file is read alone.
 		c, ok, serr := firstChanged(ctx, b, p, only, o.table)
 		if ok {
 			return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", c.where, c.why)
@@ -130,10 +144,43 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		if serr != nil {
 			return fmt.Errorf("read: %w (the read said: %w)", serr, err)
 		}
+		if bad, why := unreadableFile(ctx, eng, b, p, only, o.table); bad != "" {
+			return fmt.Errorf("read: its file %s cannot be read (%s), though its size is the one published: it was damaged in place; readers of the date fail; republish it with a new job id", bad, why)
+		}
 		return err
 	}
 	if err != nil {
 		return err
 	}
 	return rw.Close()
+}
+
+// unreadableFile is the first file of table (of date only, when given)
+// that DuckDB fails to read alone, and its error's first line; "" when
+// each reads.
+func unreadableFile(ctx context.Context, eng *duckdb.Engine, b storage.Bucket, p pointer.Pointer, only *dates.Date, table string) (string, string) {
+	cols, err := reader.FileColumns(table)
+	if err != nil {
+		return "", ""
+	}
+	for _, d := range slices.Sorted(maps.Keys(p.Dates)) {
+		if only != nil && d != *only {
+			continue
+		}
+		files := p.Dates[d].FactFiles
+		if table == engine.CourseDayTable {
+			files = p.Dates[d].CourseDayFiles
+		}
+		for _, f := range files {
+			uri := b.Location().Join(f.Path).String()
+			// Every value decoded: a count alone reads only the footer.
+			q := "SELECT count(DISTINCT hash(" + strings.Join(cols, ", ") + ")) FROM read_parquet(" + duckdb.FileList([]string{uri}) + ")"
+			var n int64
+			if err := eng.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
+				first, _, _ := strings.Cut(err.Error(), "\n")
+				return uri, first
+			}
+		}
+	}
+	return "", ""
 }

@@ -81,3 +81,57 @@ func TestReadNamesWhyAFileIsUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestReadChangedFiles: a published file replaced by another valid one (a
+// rewrite with fewer rows) read without an error, and printed part of a
+// day with exit 0; one damaged in place, its size kept, failed the read
+// with DuckDB's words alone. Both exit 1 naming the file, printing no row
+// (review CN).
+func TestReadChangedFiles(t *testing.T) {
+	h := publishtest.Harness{}
+	fx := h.LoadFixture(t, "")
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, file string)
+		says   string
+	}{
+		{"rewritten with fewer rows", func(t *testing.T, file string) {
+			db := publishtest.DB(t)
+			tmp := file + ".short"
+			if _, err := db.Exec("COPY (SELECT * FROM read_parquet('" + file + "') LIMIT 3) TO '" + tmp + "' (FORMAT parquet)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, file); err != nil {
+				t.Fatal(err)
+			}
+		}, "bytes, the pointer recorded"},
+		{"damaged in place", func(t *testing.T, file string) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The pages, not the footer: its size and metadata stay.
+			for i := 4; i < 200 && i < len(b)/2; i++ {
+				b[i] = 0xFF
+			}
+			if err := os.WriteFile(file, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "cannot be read (Invalid Error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wh := filepath.Join(t.TempDir(), "wh")
+			if code, _, stderr := h.Run(t, nil, fx.Args(wh, "changed-1", "2026-03-02")...); code != 0 {
+				t.Fatalf("publish: exit %d\n%s", code, stderr)
+			}
+			file := filepath.Join(wh, "staging", "job_id=changed-1", "course_day", "event_date=2026-03-02", "part-00000.parquet")
+			tc.change(t, file)
+			for _, format := range []string{"table", "csv"} {
+				code, stdout, stderr := h.Run(t, nil, "read", "course_day", "--warehouse", wh, "--date", "2026-03-02", "--format", format)
+				if code != 1 || stdout != "" || !strings.Contains(stderr, file) || !strings.Contains(stderr, tc.says) {
+					t.Errorf("%s: exit %d, stdout %q; want 1 naming %s (%q) and no row:\n%s", format, code, stdout, file, tc.says, stderr)
+				}
+			}
+		})
+	}
+}
