@@ -88,10 +88,13 @@ func (m Model) PublishedDates() int {
 }
 
 // Change is a retained generation's entry for a date, with the cap the
-// entry's gate judged it against (0 when its gate report is gone).
+// entry's gate judged it against (HasCap false when its gate report is
+// gone: a cap of 0 is a cap, which the page showed as none, while a
+// missing one read as a 0% cap the rate was over).
 type Change struct {
 	history.Change
-	Cap float64
+	Cap    float64
+	HasCap bool
 	// FromPointer marks the entry readers follow when no retained
 	// generation holds it (pointer.json edited in place, its copy gone):
 	// what they see, shown as such, not the history's newest change.
@@ -184,7 +187,7 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 		}
 		ch := Change{Change: c}
 		if r != nil {
-			ch.Cap = r.UnknownCap
+			ch.Cap, ch.HasCap = r.UnknownCap, true
 		}
 		d := date(c.Date)
 		d.Changes = append(d.Changes, ch)
@@ -205,7 +208,7 @@ func Build(ctx context.Context, s pointer.Store, b storage.Bucket, runs int) (Mo
 			}
 			ch := Change{Change: now, FromPointer: true}
 			if r != nil {
-				ch.Cap = r.UnknownCap
+				ch.Cap, ch.HasCap = r.UnknownCap, true
 			}
 			dd.Changes = slices.Insert(dd.Changes, 0, ch)
 		}

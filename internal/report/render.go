@@ -163,7 +163,7 @@ func ratesChart(m Model) template.HTML {
 	for i, d := range m.Dates {
 		cx, w := c.slot(i)
 		bw, ex := barBeside(w, d.Published)
-		if len(d.Changes) > 0 && d.Changes[0].Cap > 0 {
+		if len(d.Changes) > 0 && d.Changes[0].HasCap {
 			y := c.y.y(d.Changes[0].Cap)
 			fmt.Fprintf(&c.b, `<line class="cap" data-date="%s" data-value="%g" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="6 4"><title>%s</title></line>`,
 				d.Date, d.Changes[0].Cap, cx-w/2, cx+w/2, y, y, colorCap, esc(fmt.Sprintf("%s: cap %s", d.Date, percent(d.Changes[0].Cap))))
@@ -171,6 +171,9 @@ func ratesChart(m Model) template.HTML {
 		for j, ch := range d.Changes {
 			v := ch.UnknownLessonRate
 			tip := fmt.Sprintf("%s, generation %d (job %s): rate %s, cap %s", d.Date, ch.Generation, ch.JobID, percent(v), percent(ch.Cap))
+			if !ch.HasCap {
+				tip = fmt.Sprintf("%s, generation %d (job %s): rate %s, cap not known (its gate report is gone)", d.Date, ch.Generation, ch.JobID, percent(v))
+			}
 			if j == 0 && d.Published {
 				fmt.Fprintf(&c.b, `<rect class="bar current" data-date="%s" data-generation="%d" data-value="%.6f" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 					d.Date, ch.Generation, v, cx-bw/2, c.y.y(v), bw, c.y.y(0)-c.y.y(v), colorCurrent, esc(tip))

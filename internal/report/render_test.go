@@ -35,7 +35,7 @@ func TestRenderManyDates(t *testing.T) {
 			return Change{Change: history.Change{Generation: g, WrittenAt: at.Add(time.Duration(g) * time.Hour), Operation: op,
 				UpdatedByJobID: fmt.Sprintf("nightly-%d", g), Date: d, JobID: fmt.Sprintf("nightly-%d", g),
 				ManifestID: "dim-1", EnrollmentSnapshotID: "enr-1", EventCount: events,
-				UnknownLessonRate: 0.004 + float64(i%7)/1000}, Cap: 0.02}
+				UnknownLessonRate: 0.004 + float64(i%7)/1000}, Cap: 0.02, HasCap: true}
 		}
 		dd := Date{Date: d, Published: i != n-1, Changes: []Change{ch(int64(10+i), int64(1_000_000+i*5000), pointer.OpPublish)}}
 		if i%10 == 0 {
@@ -60,6 +60,14 @@ func TestRenderManyDates(t *testing.T) {
 			// A pin with a bidi override read as dim-2026-03-04 in the
 			// lineage table; and one with a trailing space as the plain one.
 			dd.Changes[0].ManifestID, dd.Changes[0].EnrollmentSnapshotID = "\u202e40-30-6202-mid", "enr-2026-03-04 "
+		}
+		if i == 11 {
+			// Its gate report gone: no cap, not a 0% one the rate is over.
+			dd.Changes[0].Cap, dd.Changes[0].HasCap = 0, false
+		}
+		if i == 12 {
+			// A real cap of 0 (--unknown-cap 0): shown, not taken for none.
+			dd.Changes[0].Cap = 0
 		}
 		if dd.Published {
 			dd.Files = []File{{Table: "fact_lesson_engagement", Path: "f1", Bytes: 190 << 20}, {Table: "course_day", Path: "c1", Bytes: 40 << 10}}
@@ -125,6 +133,14 @@ func TestRenderManyDates(t *testing.T) {
 		if earlier := strings.Count(chart, `class="earlier"`); earlier != n/10+1 {
 			t.Errorf("%d earlier marks, want %d", earlier, n/10+1)
 		}
+	}
+	// A cap not known is said so; a cap of 0 is drawn and listed (review CN).
+	if !strings.Contains(page, "2026-01-12, generation 21 (job nightly-21): rate 0.8%, cap not known (its gate report is gone)") || strings.Contains(page, "2026-01-12: cap") {
+		t.Errorf("the date without a gate report shows a cap")
+	}
+	if !regexp.MustCompile(`<line class="cap" data-date="2026-01-13" data-value="0"`).MatchString(page) ||
+		!strings.Contains(page, `<td class="num">1060000</td><td class="num">0.0090</td><td class="num">0.0000</td>`) {
+		t.Errorf("the cap of 0 is not drawn and listed")
 	}
 	// The rollback's own job id is on its row, beside the job whose files
 	// the entry holds.
