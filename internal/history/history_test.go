@@ -365,19 +365,7 @@ func TestListTellsAlteredCopies(t *testing.T) {
 	// Generation 2's parent field edited: its own link and the one above
 	// break. Generation 2 is named, not 1 below it, which is as written
 	// (nor 1 again for its earlier edit: 2 can no longer vouch for it).
-	b, err := os.ReadFile(filepath.Join(w.dir, "pointer-history", "2.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var two struct {
-		Parent struct{ SHA256 string } `json:"parent"`
-	}
-	if err := json.Unmarshal(b, &two); err != nil || two.Parent.SHA256 == "" {
-		t.Fatalf("2.json parent: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(w.dir, "pointer-history", "2.json"), bytes.Replace(b, []byte(two.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w.zeroParent("pointer-history/2.json")
 	if log, err = history.List(t.Context(), w.store, w.bucket, nil); err != nil || !slices.Equal(log.Altered, []int64{2}) {
 		t.Errorf("generation 2's parent edited: altered %v (%v), want [2]", log.Altered, err)
 	}
@@ -422,6 +410,26 @@ func TestListCurrentEditUnblamed(t *testing.T) {
 	}
 }
 
+// zeroParent edits the parent record of the pointer document at rel (in
+// the warehouse) to name a digest no copy has.
+func (w *wh) zeroParent(rel string) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, filepath.FromSlash(rel))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var doc struct {
+		Parent struct{ SHA256 string } `json:"parent"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.Parent.SHA256 == "" {
+		w.t.Fatalf("%s parent: %v", rel, err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(doc.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 // TestListBlamesTheNewestCopy: the newest history copy's own parent field
 // edited breaks its link to the copy below, and pointer.json, written with
 // it, still names that copy as its parent: the newest copy is the one
@@ -432,20 +440,7 @@ func TestListBlamesTheNewestCopy(t *testing.T) {
 	w.publish("a", mon, tue)
 	w.publish("b", mon)
 	w.publish("c", tue)
-	p := filepath.Join(w.dir, "pointer-history", "3.json")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var three struct {
-		Parent struct{ SHA256 string } `json:"parent"`
-	}
-	if err := json.Unmarshal(b, &three); err != nil || three.Parent.SHA256 == "" {
-		t.Fatalf("3.json parent: %v", err)
-	}
-	if err := os.WriteFile(p, bytes.Replace(b, []byte(three.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w.zeroParent("pointer-history/3.json")
 	log, err := history.List(t.Context(), w.store, w.bucket, nil)
 	if err != nil || !slices.Equal(log.Altered, []int64{3}) || !log.CurrentDiffers {
 		t.Fatalf("altered %v, current differs %v (%v); want [3] and true", log.Altered, log.CurrentDiffers, err)
@@ -473,20 +468,7 @@ func TestListBlamesAnEditedPointer(t *testing.T) {
 	w.publish("a", mon, tue)
 	w.publish("b", mon)
 	w.publish("c", tue)
-	p := filepath.Join(w.dir, "pointer.json")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cur struct {
-		Parent struct{ SHA256 string } `json:"parent"`
-	}
-	if err := json.Unmarshal(b, &cur); err != nil || cur.Parent.SHA256 == "" {
-		t.Fatalf("pointer.json parent: %v", err)
-	}
-	if err := os.WriteFile(p, bytes.Replace(b, []byte(cur.Parent.SHA256), []byte(strings.Repeat("0", 64)), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	w.zeroParent("pointer.json")
 	log, err := history.List(t.Context(), w.store, w.bucket, nil)
 	if err != nil || len(log.Altered) != 0 || !log.CurrentDiffers {
 		t.Fatalf("altered %v, current differs %v (%v); want none and true", log.Altered, log.CurrentDiffers, err)
