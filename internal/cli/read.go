@@ -144,7 +144,7 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		if serr != nil {
 			return fmt.Errorf("read: %w (the read said: %w)", serr, err)
 		}
-		if bad, why := unreadableFile(ctx, eng, b, p, only, o.table); bad != "" {
+		if bad, why := unreadableFile(ctx, eng, b, p, only, o.table); bad != "" && ctx.Err() == nil {
 			return fmt.Errorf("read: its file %s cannot be read (%s), though its size is the one published: it was damaged in place; readers of the date fail; republish it with a new job id", bad, why)
 		}
 		return err
@@ -172,11 +172,15 @@ func unreadableFile(ctx context.Context, eng *duckdb.Engine, b storage.Bucket, p
 			files = p.Dates[d].CourseDayFiles
 		}
 		for _, f := range files {
+			if ctx.Err() != nil {
+				// A signal: no file is to blame.
+				return "", ""
+			}
 			uri := b.Location().Join(f.Path).String()
 			// Every value decoded: a count alone reads only the footer.
 			q := "SELECT count(DISTINCT hash(" + strings.Join(cols, ", ") + ")) FROM read_parquet(" + duckdb.FileList([]string{uri}) + ")"
 			var n int64
-			if err := eng.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
+			if err := eng.DB().QueryRowContext(ctx, q).Scan(&n); err != nil && ctx.Err() == nil {
 				first, _, _ := strings.Cut(err.Error(), "\n")
 				return uri, first
 			}

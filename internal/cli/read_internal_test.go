@@ -3,19 +3,21 @@ package cli
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
-// TestUnreadableFileSound: the file-by-file read that names a damaged file
+// TestUnreadableFile: the file-by-file read that names a damaged file
 // after a failed read names none of a sound warehouse's, in either table,
 // so it never blames a sound file for another error.
-func TestUnreadableFileSound(t *testing.T) {
+func TestUnreadableFile(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")
 	wh := filepath.Join(t.TempDir(), "wh")
 	var errb strings.Builder
@@ -27,9 +29,32 @@ func TestUnreadableFileSound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
+	b, p := local.New(wh, local.Options{}), publishtest.LoadPointer(t, wh)
 	for _, table := range []string{"fact_lesson_engagement", "course_day"} {
-		if bad, why := unreadableFile(t.Context(), eng, local.New(wh, local.Options{}), publishtest.LoadPointer(t, wh), nil, table); bad != "" {
+		if bad, why := unreadableFile(t.Context(), eng, b, p, nil, table); bad != "" {
 			t.Errorf("%s: named %s (%s) of a sound warehouse", table, bad, why)
 		}
+	}
+	// A file damaged in place is named; not when the read was cancelled (a
+	// signal), which failed every file's read and named a sound one as
+	// damaged (review CO).
+	file := filepath.Join(wh, filepath.FromSlash(p.Dates[dates.MustParse("2026-03-03")].CourseDayFiles[0].Path))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i < 200 && i < len(data)/2; i++ {
+		data[i] = 0xFF
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bad, _ := unreadableFile(t.Context(), eng, b, p, nil, "course_day"); bad != file {
+		t.Errorf("named %q, want the damaged %s", bad, file)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	if bad, why := unreadableFile(cancelled, eng, b, p, nil, "course_day"); bad != "" {
+		t.Errorf("cancelled: named %s (%s)", bad, why)
 	}
 }
