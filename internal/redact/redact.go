@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Mask replaces every secret.
@@ -152,10 +153,10 @@ func split(raw string) (string, []string) {
 		// (https://TOKEN@host, GitHub's and many gateways' form): shown,
 		// it went out whole. A plain name is masked too; the host says
 		// where.
-		add(u.User.Username())
+		addUser(u.User.Username(), add)
 		if _, rest, ok := strings.Cut(raw, "://"); ok {
-			if userinfo, _, ok := strings.Cut(rest, "@"); ok {
-				add(userinfo)
+			if userinfo, _, ok := strings.Cut(rest, "@"); ok && userinfo != u.User.Username() {
+				addUser(userinfo, add)
 			}
 		}
 		u.User = url.User(Mask)
@@ -166,6 +167,21 @@ func split(raw string) (string, []string) {
 	// A Spark Connect URL under another scheme (ssc://h/;token=…, a typo)
 	// still carries its token in the path.
 	return maskTokens(u.String(), add), secrets
+}
+
+// addUser hands add a user name given without a password: as "name@",
+// which is how free text names it in a URL, and bare only when it looks
+// like a token (long, letters and digits): a plain name (lineage, admin)
+// masked wherever it stood blanked the host and the path of every error
+// naming the URL.
+func addUser(name string, add func(string)) {
+	if name == "" {
+		return
+	}
+	add(name + "@")
+	if len(name) >= 16 && strings.ContainsAny(name, "0123456789") && strings.IndexFunc(name, unicode.IsLetter) >= 0 {
+		add(name)
+	}
 }
 
 // maskQuery masks the value of every parameter of a query whose name says
@@ -273,7 +289,7 @@ func maskUserPassword(scURL string, add func(string)) string {
 	user, pw, ok := strings.Cut(rest[:at], ":")
 	if !ok {
 		// A user name alone is how a token is given (https://TOKEN@host).
-		add(user)
+		addUser(user, add)
 		return head + "://" + Mask + rest[at:]
 	}
 	add(pw)

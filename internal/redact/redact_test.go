@@ -74,8 +74,15 @@ func TestText(t *testing.T) {
 		t.Errorf("Text kept the Spark token: %s", got)
 	}
 	// A token given as the user name, as a library prints the request.
-	if got := Text(`Post "https://ghp_T0KEN77@pg:9091/metrics/job/x": dial tcp: refused (user ghp_T0KEN77)`, "https://ghp_T0KEN77@pg:9091/"); strings.Contains(got, "T0KEN77") {
+	if got := Text(`Post "https://ghp_T0KEN77abcdefXYZ@pg:9091/metrics/job/x": dial tcp: refused (user ghp_T0KEN77abcdefXYZ)`, "https://ghp_T0KEN77abcdefXYZ@pg:9091/"); strings.Contains(got, "T0KEN77") {
 		t.Errorf("Text kept the token given as the user name: %s", got)
+	}
+	// A plain name is masked before its '@' only: masked wherever it
+	// stood, it blanked the host and the path of the error (review CO).
+	raw = "http://lineage@lineage.invalid/api/v1/lineage"
+	got = Text(`Post "`+raw+`": dial tcp: lookup lineage.invalid: no such host`, raw)
+	if strings.Contains(got, "lineage@") || !strings.Contains(got, "lookup lineage.invalid") || !strings.Contains(got, "/api/v1/lineage") {
+		t.Errorf("Text of a plain user name: %s", got)
 	}
 	// Escapes Go would not write are masked as written: a library prints
 	// the URL as it was given.
