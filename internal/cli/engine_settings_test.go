@@ -177,18 +177,28 @@ func TestLocationErrorsNameTheirSource(t *testing.T) {
 func TestSparkWarehouseGlobRefused(t *testing.T) {
 	h := publishtest.Harness{}
 	fx := h.LoadFixture(t, "")
-	for _, name := range []string{"wh[1]", "wh*", "a:b{c}"} {
+	for _, name := range []string{"wh[1]", "wh*", "a:b{c}", "relative[2]"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			wh := filepath.Join(dir, name, "wh")
-			args := append(fx.Args(wh, "glob-1", "2026-03-02"), "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1")
+			arg, shown := wh, wh
+			if strings.HasPrefix(name, "relative") {
+				// Relative, from a working directory whose own name holds
+				// one: the server is handed it absolute (review CO).
+				if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				t.Chdir(filepath.Join(dir, name))
+				arg, shown = "wh", "wh ("+wh+")"
+			}
+			args := append(fx.Args(arg, "glob-1", "2026-03-02"), "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1")
 			code, stdout, stderr := h.Run(t, nil, args...)
-			want := "--warehouse: " + wh + " holds a glob character"
+			want := "--warehouse: " + shown + " holds a glob character"
 			if code != 2 || !strings.Contains(stderr, want) {
 				t.Fatalf("exit %d, want 2 saying %q:\n%s%s", code, want, stdout, stderr)
 			}
-			if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
-				t.Errorf("%s: %v, want nothing created", name, err)
+			if _, err := os.Stat(wh); !os.IsNotExist(err) {
+				t.Errorf("%s: %v, want nothing created", wh, err)
 			}
 		})
 	}

@@ -574,11 +574,17 @@ func unreadablePath(p string) error {
 // exit 1, which every retry meets again.
 func CheckWritable(warehouse string) error {
 	_, p, ok := strings.Cut(warehouse, "://")
+	shown := warehouse
 	if !ok {
+		// The server is handed it absolute: the working directory's own
+		// glob characters count too.
 		p = warehouse
+		if abs, err := filepath.Abs(warehouse); err == nil && abs != warehouse {
+			p, shown = abs, warehouse+" ("+abs+")"
+		}
 	}
 	if strings.ContainsAny(p, `{}[]*?\`) {
-		return fmt.Errorf("%s holds a glob character ({ } [ ] * ? \\), which the spark engine's writes read as a pattern: move the warehouse to a path without one, or publish with --engine duckdb", warehouse)
+		return fmt.Errorf("%s holds a glob character ({ } [ ] * ? \\), which the spark engine's writes read as a pattern: move the warehouse to a path without one, or publish with --engine duckdb", shown)
 	}
 	return nil
 }
