@@ -13,6 +13,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 func mustParse(t *testing.T, text, name string) *Properties {
@@ -275,6 +276,15 @@ func TestResolveRelativeConfigFile(t *testing.T) {
 		if exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), want) {
 			t.Errorf("mistyped URLs in the file: %v, want exit 2 with %q", err, want)
 		}
+	}
+	// A config in a directory named like a scheme: its relative paths
+	// stay local names (review CO: refused as mistyped URLs, exit 2, with
+	// no spelling in the file that avoided it).
+	p = mustParse(t, "engagement.warehouse wh\n", filepath.Join(".", "s3:c", "job.conf"))
+	if j, err = Resolve(p, nil); err != nil || j.Warehouse != "./s3:c/wh" {
+		t.Errorf("a config in ./s3:c: warehouse %q, %v; want ./s3:c/wh", j.Warehouse, err)
+	} else if loc, err := storage.Parse(j.Warehouse); err != nil || loc.Scheme != storage.File {
+		t.Errorf("./s3:c/wh parses as %+v, %v; want a local path", loc, err)
 	}
 	// A directory holding " #" is the file's, not a comment in the value.
 	p = mustParse(t, "engagement.warehouse wh\n", filepath.Join("Project #2", "job.conf"))

@@ -209,7 +209,10 @@ func Resolve(p *Properties, overrides []Override) (Job, error) {
 					if p.pipe {
 						return Job{}, exitcode.UsageError(fmt.Errorf("%s (%s): %w", k, p.where(k), p.noDirectory(v)))
 					}
-					v = filepath.Join(filepath.Dir(p.File), v)
+					// A config in ./s3:c keeps its "./": joined, the path
+					// read as a mistyped URL, and no spelling in the file
+					// could avoid it.
+					v = storage.LocalName(filepath.Join(filepath.Dir(p.File), v))
 				}
 			}
 			values[k] = v

@@ -354,6 +354,10 @@ func (l Location) Join(rel string) Location {
 	return l
 }
 
+// LocalName is local: a joined local path kept a local name when parsed
+// again (a config's relative path joined to its directory).
+func LocalName(p string) string { return local(p) }
+
 // local keeps a cleaned relative path a local name: one whose first
 // element holds a ':' (s3:r) reads as a mistyped URL when parsed again,
 // as a listed file's path is, and filepath's cleaning drops the "./" that
