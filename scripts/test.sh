@@ -112,7 +112,7 @@ unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 # run under the race detector; the rest run plainly, once.
 # The 64-writer stress of the pointer store runs once, without the race
 # detector, which would only slow its thousands of requests down.
-race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine"
+race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine ./internal/warehouse"
 step "go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
 # The DuckDB engine's goroutines are its uniqueness checks' (DuckDB's threads
@@ -131,7 +131,7 @@ step "go test (the other packages)"
 # first, the long pole starts at once and the others share the second slot,
 # instead of the Spark package waiting ~8 minutes for the packages sorted
 # before it (airflow, cli, crashtest, duckdb).
-others=$(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage|engine)$|/internal/(pointer|storage)/|/internal/engine/spark$')
+others=$(go list ./... | grep -v -E '/internal/(pointer|job|progress|gc|history|signals|inputs|failpoint|storage|engine|warehouse)$|/internal/(pointer|storage)/|/internal/engine/spark$')
 go test -count=1 -timeout 35m -skip '^TestWorkerLostDuring(Inspect|Staging)$' ./internal/engine/spark $others
 
 # They kill the cluster's worker (then start it again), so they run alone,

@@ -3,6 +3,7 @@ package warehouse
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -28,17 +29,44 @@ func (m FileMismatch) Why() string {
 // CheckFiles stats each of files and returns those not as recorded, in
 // order. A stat that fails otherwise is the error, naming the file.
 func CheckFiles(ctx context.Context, b storage.Bucket, files []pointer.File) ([]FileMismatch, error) {
+	// A few at a time: on an object store each is a request, and read of a
+	// table checks every file of every date before it reads (one at a
+	// time, 285 files added about 6 s on S3).
+	type result struct {
+		m   *FileMismatch
+		err error
+	}
+	results := make([]result, len(files))
+	sem := make(chan struct{}, statWorkers)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			a, err := b.Stat(ctx, f.Path)
+			switch {
+			case storage.IsNotExist(err):
+				results[i].m = &FileMismatch{File: f, Missing: true}
+			case err != nil:
+				results[i].err = fmt.Errorf("check %s: %w", b.Location().Join(f.Path), err)
+			case a.Size != f.Bytes:
+				results[i].m = &FileMismatch{File: f, Size: a.Size}
+			}
+		}()
+	}
+	wg.Wait()
 	var out []FileMismatch
-	for _, f := range files {
-		a, err := b.Stat(ctx, f.Path)
-		switch {
-		case storage.IsNotExist(err):
-			out = append(out, FileMismatch{File: f, Missing: true})
-		case err != nil:
-			return out, fmt.Errorf("check %s: %w", b.Location().Join(f.Path), err)
-		case a.Size != f.Bytes:
-			out = append(out, FileMismatch{File: f, Size: a.Size})
+	for _, r := range results {
+		if r.err != nil {
+			return out, r.err
+		}
+		if r.m != nil {
+			out = append(out, *r.m)
 		}
 	}
 	return out, nil
 }
+
+// statWorkers is how many files CheckFiles stats at once.
+const statWorkers = 8
