@@ -139,10 +139,10 @@ func Run(ctx context.Context, env Env, args []string) error {
 	if a == "--" {
 		return exitcode.UsageError(errors.New(`"--" before the command: name the command first (engagement publish ...)`))
 	}
-	if len(args) == 2 && (args[0] == "--help" || args[0] == "-h") {
+	if len(args) >= 2 && (args[0] == "--help" || args[0] == "-h") {
 		// engagement --help publish printed the root's help, as if the
-		// command had not been named: it is help publish.
-		if c, _, err := root.Find(args[1:]); err == nil && c != root {
+		// command had not been named: it is help publish, whatever follows.
+		if c, _, err := root.Find(args[1:2]); err == nil && c != root {
 			args = []string{"help", args[1]}
 		}
 	}

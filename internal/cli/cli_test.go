@@ -46,7 +46,7 @@ func TestHelpEveryCommand(t *testing.T) {
 		{"help", nil},
 	} {
 		// --help before the command too: it printed the root's help.
-		for _, args := range [][]string{{tc.cmd, "--help"}, {tc.cmd, "-h"}, {"help", tc.cmd}, {"--help", tc.cmd}, {"-h", tc.cmd}} {
+		for _, args := range [][]string{{tc.cmd, "--help"}, {tc.cmd, "-h"}, {"help", tc.cmd}, {"--help", tc.cmd}, {"-h", tc.cmd}, {"-h", tc.cmd, "-h"}} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				r := runEnv(t, nil, args...)
 				if r.code != 0 || r.stderr != "" {
