@@ -299,7 +299,7 @@ func OwnCopy(ctx context.Context, s Store, cur Pointer, w Witness) error {
 	}
 	return fmt.Errorf("%w: %w: pointer.json (generation %d, sha256 %s) is not pointer-history/%d.json (sha256 %s), the copy written with it: one of the two was edited in place, and nothing tells which (%s); "+
 		"nothing was changed: the sound one names the files its job staged with their sizes, and each date's figures in that job's _gate.json (the entry's gate_report); copy it over the other, then publish or roll back to change what readers see (each is recorded)",
-		ErrBrokenChain, ErrCopyDiffers, cur.Generation, cur.Digest, cur.Generation, h.Digest, Differences(cur, h, "pointer.json", fmt.Sprintf("pointer-history/%d.json", cur.Generation)))
+		ErrBrokenChain, ErrCopyDiffers, cur.Generation, cur.Digest, cur.Generation, h.Digest, differences(cur, h, "pointer.json", fmt.Sprintf("pointer-history/%d.json", cur.Generation)))
 }
 
 // Witness says whether a date's entry agrees with what its job staged:
@@ -343,10 +343,10 @@ func Judge(ctx context.Context, w Witness, cur, h Pointer) (side, why string) {
 	return "", ""
 }
 
-// Differences says, for an operator comparing two copies of one
+// differences says, for an operator comparing two copies of one
 // generation, where a and b (named an and bn) differ: the first few dates
 // and fields, with both values where they are one value each.
-func Differences(a, b Pointer, an, bn string) string {
+func differences(a, b Pointer, an, bn string) string {
 	var out []string
 	field := func(where, name string, av, bv any) {
 		if av != bv {
