@@ -154,8 +154,8 @@ func (p *Publisher) warnUnsettled(ctx context.Context, job config.Job, base poin
 	// The landed partitions, and those holding only what a read refuses (a
 	// flush written as hour=23/ into a partition not yet landed).
 	partitions := slices.Clone(landed)
-	for g, p := range current {
-		if len(p.Files) == 0 && len(p.Unreadable) > 0 {
+	for g, part := range current {
+		if len(part.Files) == 0 && len(part.Unreadable) > 0 {
 			partitions = append(partitions, g)
 		}
 	}
