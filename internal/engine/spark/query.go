@@ -173,10 +173,21 @@ func factQuery(spec engine.Spec, events string) string {
        manifest_course_id IS NOT NULL AS course_pinned,
        event_count, first_event_time, last_event_time, enrolled,
        CASE WHEN manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id THEN event_count ELSE 0 END AS manifest_course_conflicts,
-       false AS course_conflict
+       false AS course_conflict, %s
 FROM (
 %s
-) joined`, joinedGrain(spec, events))
+) joined`, attemptColumn(spec), joinedGrain(spec, events))
+}
+
+// attemptColumn is a column naming the attempt in the cached grain. Spark
+// shares its cache across Connect sessions and finds an entry by its
+// plan, which a retry over the same files, pins and dates repeats: a
+// grain cached by an attempt killed before its UNCACHE (SIGKILL, an
+// evicted pod) was read by the next one, whose inputs had been rewritten
+// in place since, and its stale rows published with exit 0. A job id is
+// never staged twice, so the plan is the attempt's own.
+func attemptColumn(spec engine.Spec) string {
+	return quote(spec.JobID) + " AS engagement_attempt"
 }
 
 // mergedFactQuery is factQuery with the rows of a fact row of several
@@ -199,12 +210,13 @@ func mergedFactQuery(spec engine.Spec, events string) string {
        max(last_event_time) AS last_event_time,
        bool_or(enrolled) AS enrolled,
        sum(CASE WHEN manifest_course_id IS NOT NULL AND course_id IS NOT NULL AND manifest_course_id <> course_id THEN event_count ELSE 0 END) AS manifest_course_conflicts,
-       (coalesce(min(course_id) <> max(course_id), false) OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict
+       (coalesce(min(course_id) <> max(course_id), false) OR (bool_or(course_id IS NULL) AND count(course_id) > 0)) AS course_conflict,
+       %s
 FROM (
 %s
   DISTRIBUTE BY learner_key, event_date
 ) joined
-GROUP BY learner_key, lesson_id, event_date`, joinedGrain(spec, events))
+GROUP BY learner_key, lesson_id, event_date`, attemptColumn(spec), joinedGrain(spec, events))
 }
 
 // joinedGrain is both fact queries' rows: a fact row's events of one
