@@ -42,6 +42,12 @@ var forced = [][2]string{
 	// The Go client cannot decode Arrow's LARGE_STRING: true failed every
 	// publish, exit 1, naming no key.
 	{"spark.sql.execution.arrow.useLargeVarTypes", "false"},
+	// Names are matched as written, as DuckDB reads nested fields: a raw
+	// struct column the job never reads, with two fields differing in case
+	// (userId, userid: a producer's JSON), failed every Spark publish as
+	// "a column name appears twice" while DuckDB published. Top-level
+	// names are judged by the job itself on both engines.
+	{"spark.sql.caseSensitive", "true"},
 }
 
 // mustBe are settings a config may only give the value Spark has by

@@ -33,6 +33,9 @@ func TestForcedConflict(t *testing.T) {
 		// Every publish failed, exit 1, naming no key.
 		{"spark.sql.execution.arrow.useLargeVarTypes", "true", true},
 		{"spark.sql.execution.arrow.useLargeVarTypes", "false", false},
+		// Names are matched as written, as DuckDB matches a struct's fields.
+		{"spark.sql.caseSensitive", "false", true},
+		{"spark.sql.caseSensitive", "true", false},
 		// Accepted and recorded as applied, of no effect on the cluster.
 		{"spark.hadoop.fs.s3a.impl.disable.cache", "true", true},
 		{"spark.hadoop.fs.s3a.secret.key", "not-the-secret", true},
