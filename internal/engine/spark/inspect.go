@@ -554,7 +554,9 @@ func asInt(v any) (int64, error) {
 // when the error is another or none is found.
 func (e *Engine) whereNotUTF8(ctx context.Context, spec engine.Spec, err error) error {
 	var se *Error
-	if !errors.As(err, &se) || se.Class != "INVALID_UTF8_STRING" {
+	// The input checks' scalar subqueries run in parallel, and wrap the
+	// class in one line saying only "Exception thrown in awaitResult:".
+	if !errors.As(err, &se) || se.Class != "INVALID_UTF8_STRING" && !(se.Class == "SparkException" && strings.Contains(se.Msg, "awaitResult")) {
 		return err
 	}
 	for _, in := range []struct {
