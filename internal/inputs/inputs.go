@@ -281,6 +281,17 @@ func (s *Source) ListPath(ctx context.Context, what string, loc storage.Location
 	}
 	attrs, statErr := parent.Stat(ctx, loc.Base())
 	if statErr == nil {
+		// The names a directory's listing passes over are refused given
+		// alone too: Spark drops a hidden leaf name (it failed as "unable
+		// to infer schema" while DuckDB published), and a copy in flight
+		// is a half-written file on either engine.
+		switch name := loc.Base(); {
+		case strings.HasSuffix(name, copyingSuffix):
+			return nil, fmt.Errorf("%s %s: a copy still in flight (hadoop fs -put and -cp write it and rename it to %s when done): wait for it to finish, then rerun with a new job id",
+				what, loc, strings.TrimSuffix(name, copyingSuffix))
+		case Hidden(name):
+			return nil, fmt.Errorf("%s %s: a name beginning with _ or . is bookkeeping to every reader of a directory, and Spark does not read such a file: rename it", what, loc)
+		}
 		return []File{file(parent, storage.Object{Key: loc.Base(), Attrs: attrs})}, nil
 	}
 	if !storage.IsNotExist(statErr) {

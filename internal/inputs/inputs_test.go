@@ -195,6 +195,20 @@ func TestListPath(t *testing.T) {
 	if files, err := src().ListPath(t.Context(), "lessons", loc(one)); err != nil || len(files) != 1 || files[0].Path != one || files[0].Bytes != 1 {
 		t.Errorf("single file: %v %v", files, err)
 	}
+	// A name a directory's listing passes over, given alone: Spark does
+	// not read a hidden one (DuckDB published it), and a copy in flight is
+	// half-written (review CP).
+	for name, want := range map[string]string{
+		"_lessons.parquet":    "a name beginning with _ or . is bookkeeping",
+		".enr.parquet":        "a name beginning with _ or . is bookkeeping",
+		"b.parquet._COPYING_": "a copy still in flight",
+	} {
+		touch(t, filepath.Join(dir, "single", name))
+		if _, err := src().ListPath(t.Context(), "lessons", loc(filepath.Join(dir, "single", name))); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s given alone: err %v, want it refused saying %q", name, err, want)
+		}
+	}
+	os.RemoveAll(filepath.Join(dir, "single"))
 	touch(t, filepath.Join(dir, "nested", "c.parquet"))
 	if _, err := src().ListPath(t.Context(), "lessons", loc(dir)); err == nil || !strings.Contains(err.Error(), "nested is a directory") {
 		t.Errorf("nested directory: err %v", err)
