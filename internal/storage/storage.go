@@ -398,7 +398,7 @@ func (l Location) Dir() Location {
 // back, read, the views) failed with "no files found".
 func localPath(p string) (Location, error) {
 	if strings.Contains(p, `\`) && strings.ContainsAny(p, "[*?") {
-		return Location{}, fmt.Errorf("%s: holds both a backslash and a glob character ([, * or ?), which DuckDB cannot read as one path: rename the directory", p)
+		return Location{}, fmt.Errorf("%s: holds both a backslash and a glob character ([, * or ?), which no reader of it can take as one path (DuckDB reads the backslash as an escape): rename it", p)
 	}
 	// A trailing slash names a directory to a reader, but a file path given
 	// with one (lessons/part-0.parquet/) was taken as a directory and its
