@@ -75,7 +75,9 @@ func wrap(remote, step string, err error) error {
 	if errors.As(err, &silent) {
 		return err // bounded's own line already names the server and the step
 	}
-	out := &Error{Remote: remote, Step: step, cause: err}
+	// The step names what it read as the cluster reads it (s3a://): said
+	// as the user gave it, as the message is below.
+	out := &Error{Remote: remote, Step: strings.ReplaceAll(step, "s3a://", "s3://"), cause: err}
 	se := sparkError(err)
 	switch {
 	case se == nil:

@@ -28,10 +28,13 @@ func TestWrapNamesS3(t *testing.T) {
 			} else {
 				se.Reason = "org.apache.hadoop." + tc.class
 			}
-			err := wrap("sc://h:15002", "stage", se)
+			err := wrap("sc://h:15002", "read the schema of raw file s3a://b/raw/x.parquet", se)
 			e, ok := err.(*Error)
 			if !ok {
 				t.Fatalf("wrap gave %T %v", err, err)
+			}
+			if e.Step != "read the schema of raw file s3://b/raw/x.parquet" {
+				t.Errorf("wrap: step %q, want the object named s3://", e.Step)
 			}
 			if e.Msg != tc.want || e.Cause != tc.cause || e.Class != tc.class {
 				t.Errorf("wrap: class %q, message %q, cause %q; want %q, %q, %q", e.Class, e.Msg, e.Cause, tc.class, tc.want, tc.cause)

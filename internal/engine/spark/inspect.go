@@ -596,10 +596,14 @@ func (e *Engine) whereNotUTF8(ctx context.Context, spec engine.Spec, err error) 
 }
 
 // localName is a file path as Spark's _metadata.file_path gives it
-// (file:/a/b%20c), as the job listed it (/a/b c); other schemes stay.
+// (file:/a/b%20c), as the job listed it (/a/b c), and s3a:// as s3://,
+// the scheme the job names it by.
 func localName(p string) string {
 	if u, err := url.Parse(p); err == nil && u.Scheme == "file" {
 		return u.Path
+	}
+	if rest, ok := strings.CutPrefix(p, "s3a://"); ok {
+		return "s3://" + rest
 	}
 	return p
 }
