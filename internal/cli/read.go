@@ -132,18 +132,9 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		return rw.Row(r)
 	})
 	if err != nil && rows == 0 && ctx.Err() == nil {
-		// A file changed since it was published fails the read with
-		// DuckDB's words (a missing column, a bad footer, a page it cannot
-		// decode), naming no file: name it. A stat that fails says why
-		// where DuckDB did not (a directory this user may not search read
-		// as "No files found"); else each file is read alone.
-		c, ok, serr := firstChanged(ctx, b, p, only, o.table)
-		if ok {
-			return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", c.where, c.why)
-		}
-		if serr != nil {
-			return fmt.Errorf("read: %w (the read said: %w)", serr, err)
-		}
+		// Every file had its published size (checked above), yet one
+		// fails the read with DuckDB's words (a page it cannot decode),
+		// naming no file: each file is read alone to name it.
 		if bad, why := unreadableFile(ctx, eng, b, p, only, o.table); bad != "" && ctx.Err() == nil {
 			return fmt.Errorf("read: its file %s cannot be read (%s), though its size is the one published: it was damaged in place; readers of the date fail; republish it with a new job id", bad, why)
 		}

@@ -350,19 +350,16 @@ func (l Location) Join(rel string) Location {
 		l.Key = strings.Trim(path.Join(l.Key, rel), "/")
 		return l
 	}
-	l.Path = local(filepath.Join(l.Path, filepath.FromSlash(rel)))
+	l.Path = LocalName(filepath.Join(l.Path, filepath.FromSlash(rel)))
 	return l
 }
 
-// LocalName is local: a joined local path kept a local name when parsed
-// again (a config's relative path joined to its directory).
-func LocalName(p string) string { return local(p) }
-
-// local keeps a cleaned relative path a local name: one whose first
+// LocalName keeps a cleaned relative path a local name: one whose first
 // element holds a ':' (s3:r) reads as a mistyped URL when parsed again,
-// as a listed file's path is, and filepath's cleaning drops the "./" that
-// told it apart: an input given as ./s3:r could not be read at all.
-func local(p string) string {
+// as a listed file's path is (or a config's relative path joined to its
+// directory), and filepath's cleaning drops the "./" that told it apart:
+// an input given as ./s3:r could not be read at all.
+func LocalName(p string) string {
 	if first, _, _ := strings.Cut(p, string(filepath.Separator)); !filepath.IsAbs(p) && strings.Contains(first, ":") {
 		return "." + string(filepath.Separator) + p
 	}
@@ -387,7 +384,7 @@ func (l Location) Dir() Location {
 		l.Key = d
 		return l
 	}
-	l.Path = local(filepath.Dir(l.Path))
+	l.Path = LocalName(filepath.Dir(l.Path))
 	return l
 }
 
@@ -411,9 +408,9 @@ func localPath(p string) (Location, error) {
 	// so the store created its root there while every path joined to it
 	// was cleaned by text, and the publish failed until the textual
 	// directory existed, then published there. Only a path with ".." is
-	// cleaned, and keeps a "./" that makes it a local name (local).
+	// cleaned, and keeps a "./" that makes it a local name (LocalName).
 	if slices.Contains(strings.Split(p, "/"), "..") {
-		p = local(filepath.Clean(p))
+		p = LocalName(filepath.Clean(p))
 	}
 	return Location{Scheme: File, Path: p}, nil
 }
