@@ -18,7 +18,7 @@ type changedFile struct {
 	where, why string // the file's location; how it differs
 }
 
-// firstChanged stats the files p names for date only (every date when nil)
+// firstChanged checks the files p names for date only (every date when nil)
 // and table (both tables when "") and returns the first not as recorded,
 // dates in order; ok is false when every one is. status --date, read and
 // views say so naming the file, where readers' own errors named none.

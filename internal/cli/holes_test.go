@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"maps"
@@ -455,6 +456,7 @@ func TestFirstPublishNotYetVisible(t *testing.T) {
 // short read as published with exit 0 while every reader of the date
 // failed; it is exit 1 naming the file. Another date is still exit 0.
 func TestStatusDateChecksFiles(t *testing.T) {
+	db := publishtest.DB(t)
 	for _, tc := range []struct {
 		name   string
 		break_ func(p string) error
@@ -475,6 +477,9 @@ func TestStatusDateChecksFiles(t *testing.T) {
 			}
 			return os.WriteFile(p, b, 0o644)
 		}, "bytes, the pointer recorded"},
+		// A row fewer, padded to the published size (a rewrite that
+		// happened to keep it): read showed the other rows, exit 0.
+		{"replaced by one of its size", func(p string) error { return sameSizeFewerRows(db, p) }, "rows, the pointer recorded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := biNewWS(t)
@@ -503,6 +508,38 @@ func TestStatusDateChecksFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameSizeFewerRows replaces the Parquet file p by a valid one of the same
+// size holding fewer rows (one fewer, or none when that is too large):
+// key-value metadata pads it to the size.
+func sameSizeFewerRows(db *sql.DB, p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	tmp := p + ".other"
+	for _, limit := range []string{"(SELECT count(*) - 1 FROM read_parquet('" + p + "'))", "0"} {
+		pad := 1
+		for range 8 {
+			q := fmt.Sprintf("COPY (SELECT * FROM read_parquet('%s') LIMIT %s) TO '%s' (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, KV_METADATA {pad: '%s'})",
+				p, limit, tmp, strings.Repeat("x", pad))
+			if _, err := db.Exec(q); err != nil {
+				return err
+			}
+			got, err := os.Stat(tmp)
+			if err != nil {
+				return err
+			}
+			if got.Size() == fi.Size() {
+				return os.Rename(tmp, p)
+			}
+			if pad += int(fi.Size() - got.Size()); pad < 1 {
+				break
+			}
+		}
+	}
+	return fmt.Errorf("%s: no rewrite with fewer rows gives its %d bytes", p, fi.Size())
 }
 
 // TestHangupUnderNohup: a run started with SIGHUP ignored (nohup, or a

@@ -100,13 +100,13 @@ func runRead(ctx context.Context, env Env, o *readOptions) error {
 		}
 	}
 	warnEdited(ctx, env, b, store, p)
-	// Every listed file first, by its recorded size, as status --date
-	// does: a file replaced by another valid one (a rewrite with fewer
-	// rows) read without an error, and printed part of a day, exit 0.
+	// Every listed file first, by its recorded size and rows, as status
+	// --date does: a file replaced by another valid one (a rewrite with
+	// fewer rows) read without an error, and printed part of a day, exit 0.
 	if c, ok, err := firstChanged(ctx, b, p, only, o.table); err != nil {
 		return fmt.Errorf("read: %w", err)
 	} else if ok {
-		return fmt.Errorf("read: its file %s %s: readers of the date fail; republish it with a new job id", c.where, c.why)
+		return fmt.Errorf("read: its file %s %s: readers of the date fail or see other rows than were published; republish it with a new job id", c.where, c.why)
 	}
 	eng, err := duckdb.Open(ctx, nil)
 	if err != nil {

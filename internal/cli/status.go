@@ -88,13 +88,13 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 			return exitcode.NotPublishedError(fmt.Errorf("status: %s is not published in %s (generation %d)", only, o.warehouse, p.Generation))
 		}
 		// What a sensor waits on: that readers can read the date, so its
-		// files are there as the pointer recorded them (a stat each).
+		// files are there as the pointer recorded them (a stat and a footer each).
 		c, bad, err := firstChanged(ctx, wh, p, d, "")
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
 		if bad {
-			return fmt.Errorf("status: %s in %s (generation %d): its file %s %s: readers of the date fail; republish it with a new job id",
+			return fmt.Errorf("status: %s in %s (generation %d): its file %s %s: readers of the date fail or see other rows than were published; republish it with a new job id",
 				only, o.warehouse, p.Generation, c.where, c.why)
 		}
 		rows = one

@@ -120,7 +120,7 @@ func runViews(ctx context.Context, env Env, o *viewsOptions) error {
 		return fmt.Errorf("views: %w", err)
 	}
 	if bad {
-		return fmt.Errorf("views: %s of generation %d: its file %s %s: a view over it would fail; republish the date with a new job id",
+		return fmt.Errorf("views: %s of generation %d: its file %s %s: a view over it would fail or show other rows than were published; republish the date with a new job id",
 			c.date, p.Generation, c.where, c.why)
 	}
 	_, err = fmt.Fprint(env.Stdout, sql)

@@ -55,10 +55,11 @@ func newWH(t *testing.T) *wh {
 func (w *wh) entry(job string, d dates.Date, size int) pointer.DateEntry {
 	w.t.Helper()
 	rel := "staging/job_id=" + job + "/fact_lesson_engagement/event_date=" + d.String() + "/part-00000.parquet"
-	w.write(rel, strings.Repeat("x", size))
+	data := pointertest.ParquetLike(size, 1)
+	w.write(rel, string(data))
 	w.write("staging/job_id="+job+"/_gate.json", "{}")
 	return pointer.DateEntry{JobID: job, ManifestID: "m-" + job, EnrollmentSnapshotID: "e", EventCount: int64(size),
-		FactFiles: []pointer.File{{Path: rel, Bytes: int64(size), Rows: 1}}, CourseDayFiles: []pointer.File{},
+		FactFiles: []pointer.File{{Path: rel, Bytes: int64(len(data)), Rows: 1}}, CourseDayFiles: []pointer.File{},
 		GateReport: "staging/job_id=" + job + "/_gate.json"}
 }
 
@@ -142,8 +143,8 @@ func TestList(t *testing.T) {
 	if log.Current != 4 || !log.Changes[0].Current || log.Changes[1].Current {
 		t.Errorf("current generation %d, flags %v %v; want 4 on the first row only", log.Current, log.Changes[0].Current, log.Changes[1].Current)
 	}
-	if c := log.Changes[0]; c.Files != 1 || c.Bytes != int64(10+1) || c.ManifestID != "m-a" || c.UpdatedByJobID != "back" {
-		t.Errorf("rollback row %+v: want a's one file of 11 bytes, manifest m-a, updated by back", c)
+	if c := log.Changes[0]; c.Files != 1 || c.Bytes != int64(10+1+15) || c.ManifestID != "m-a" || c.UpdatedByJobID != "back" {
+		t.Errorf("rollback row %+v: want a's one file of 26 bytes, manifest m-a, updated by back", c)
 	}
 	only, err := history.List(t.Context(), w.store, w.bucket, &tue)
 	if err != nil || len(only.Changes) != 2 || only.Changes[0].Generation != 3 || only.Changes[1].Generation != 1 {
@@ -576,7 +577,17 @@ func TestRollbackChecksFiles(t *testing.T) {
 		}, "part-00000.parquet: missing"},
 		{"SizeDiffers", func(w *wh) {
 			w.write("staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", "short")
-		}, "5 bytes, generation 1 recorded 11"},
+		}, "5 bytes, generation 1 recorded 26"},
+		// Its size kept, another row count in its footer: readers would
+		// see other rows than generation 1 published.
+		{"RowsDiffer", func(w *wh) {
+			w.write("staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", string(pointertest.ParquetLike(11, 7)))
+		}, "holds 7 rows, generation 1 recorded 1"},
+		{"FooterDamaged", func(w *wh) {
+			data := pointertest.ParquetLike(11, 1)
+			copy(data[len(data)-8:], []byte{0xff, 0xff, 0, 0})
+			w.write("staging/job_id=a/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet", string(data))
+		}, "no Parquet footer to read (not a readable Parquet footer: footer length 65535"},
 		{"GateReportMissing", func(w *wh) { os.Remove(filepath.Join(w.dir, "staging/job_id=a/_gate.json")) }, "_gate.json: missing"},
 		// The history copy edited after generation 2 was written on it
 		// (a figure changed; the same holds for a file path): its digest

@@ -363,10 +363,15 @@ func badFiles(ctx context.Context, b storage.Bucket, gen int64, entries map[date
 			return "", fmt.Errorf("rollback: %w", err)
 		}
 		for _, m := range mismatched {
-			if m.Missing {
+			switch {
+			case m.Missing:
 				bad = append(bad, fmt.Sprintf("%s: missing", m.File.Path))
-			} else {
+			case m.Size != m.File.Bytes:
 				bad = append(bad, fmt.Sprintf("%s: %d bytes, generation %d recorded %d", m.File.Path, m.Size, gen, m.File.Bytes))
+			case m.Footer != nil:
+				bad = append(bad, fmt.Sprintf("%s: %s", m.File.Path, m.Why()))
+			default:
+				bad = append(bad, fmt.Sprintf("%s: holds %d rows, generation %d recorded %d", m.File.Path, m.Rows, gen, m.File.Rows))
 			}
 		}
 		if e.GateReport != "" {

@@ -3,6 +3,7 @@ package inputs
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -84,8 +85,11 @@ func rowsNamed(ctx context.Context, b storage.Bucket, key string, size int64, na
 	return n, nil
 }
 
+// ErrFooter: a file's bytes hold no Parquet footer this job can decode.
+var ErrFooter = errors.New("not a readable Parquet footer")
+
 func badFooter(name, format string, args ...any) error {
-	return fmt.Errorf("%s: not a readable Parquet footer: %s", name, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: %w: %s", name, ErrFooter, fmt.Sprintf(format, args...))
 }
 
 // footer reads the thrift FileMetaData of the Parquet object key of size

@@ -4,34 +4,44 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
-// TestCheckFilesInOrder: the files are stated a few at a time, and the
+// TestCheckFilesInOrder: the files are checked a few at a time, and the
 // mismatches come back in the listing's order (the first is the one an
-// error names), whichever stat ends first.
+// error names), whichever check ends first. Of the recorded size, the
+// footer's row count is checked too: a file replaced by another of its
+// size showed other rows with exit 0.
 func TestCheckFilesInOrder(t *testing.T) {
 	dir := t.TempDir()
+	good := pointertest.ParquetLike(3, 5)
 	var files []pointer.File
 	var want []string
 	for i := range 40 {
 		name := fmt.Sprintf("f%02d", i)
-		files = append(files, pointer.File{Path: name, Bytes: 3})
+		files = append(files, pointer.File{Path: name, Bytes: int64(len(good)), Rows: 5})
+		data := good
 		switch {
 		case i%7 == 3:
 			want = append(want, name+" is missing")
 			continue
 		case i%5 == 1:
-			if err := os.WriteFile(filepath.Join(dir, name), []byte("four"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, name+" holds 4 bytes, the pointer recorded 3")
-			continue
+			data = pointertest.ParquetLike(4, 5)
+			want = append(want, fmt.Sprintf("%s holds %d bytes, the pointer recorded %d", name, len(data), len(good)))
+		case i%6 == 2:
+			data = pointertest.ParquetLike(3, 6)
+			want = append(want, name+" holds 6 rows, the pointer recorded 5, though its size is the one published")
+		case i == 39:
+			data = slices.Clone(good)
+			data[len(data)-5] = 0x7f // a footer length past the file's start
+			want = append(want, name+" has no Parquet footer to read (not a readable Parquet footer: footer length 2130706435 in a file of 18 bytes), though its size is the one published")
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("abc"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ package pointertest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -520,4 +521,24 @@ func assertEqual(t *testing.T, what string, got, want any) {
 	if g, w := norm(got), norm(want); !reflect.DeepEqual(g, w) {
 		t.Errorf("%s differs:\n got: %+v\nwant: %+v", what, g, w)
 	}
+}
+
+// ParquetLike returns the bytes of a file that is Parquet as far as its
+// footer goes: pad bytes of data, then a footer that says rows rows (the
+// one field a file check reads). Its length is pad+15 for rows under 64.
+func ParquetLike(pad int, rows int64) []byte {
+	// Thrift compact: field 3 (num_rows) an i64, zigzag varint, stop.
+	meta := []byte{0x36}
+	for z := uint64(rows<<1) ^ uint64(rows>>63); ; z >>= 7 {
+		if z < 0x80 {
+			meta = append(meta, byte(z))
+			break
+		}
+		meta = append(meta, byte(z)|0x80)
+	}
+	meta = append(meta, 0)
+	out := append([]byte("PAR1"), make([]byte, pad)...)
+	out = append(out, meta...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(meta)))
+	return append(out, "PAR1"...)
 }
