@@ -360,3 +360,77 @@ func TestInputNamedLikeAScheme(t *testing.T) {
 		t.Errorf("published %d events, want %d", got, want)
 	}
 }
+
+// TestRollbackBelowFormatOne: a generation written with no parent digest
+// (format 1, by a build of before the digests) cannot vouch for the copy
+// below it. A copy edited there (one date's entry given another date's
+// files and figures) was rolled back to with exit 0, and readers saw
+// 2026-03-03's rows as 2026-03-02's (review CS). Each date rolled back is
+// checked against what its job staged; the copy as written still rolls
+// back.
+func TestRollbackBelowFormatOne(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	day := dates.MustParse("2026-03-02")
+	for _, edited := range []bool{true, false} {
+		t.Run(fmt.Sprint("edited=", edited), func(t *testing.T) {
+			wh := filepath.Join(t.TempDir(), "wh")
+			for _, run := range [][]string{{"f1-1", "2026-03-02", "2026-03-03"}, {"f1-2", "2026-03-02"}, {"f1-3", "2026-03-03"}} {
+				var errb strings.Builder
+				if code := cli.Main(context.Background(), fx.Args(wh, run[0], run[1:]...), io.Discard, &errb); code != 0 {
+					t.Fatalf("publish %s: exit %d\n%s", run[0], code, errb.String())
+				}
+			}
+			// As a format 1 build wrote them: no parent, nor what came with it.
+			names, err := filepath.Glob(filepath.Join(wh, "pointer-history", "*.json"))
+			if err != nil || len(names) != 3 {
+				t.Fatalf("history copies %v (%v), want 3", names, err)
+			}
+			for _, p := range append(names, filepath.Join(wh, "pointer.json")) {
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var doc map[string]any
+				if err := json.Unmarshal(data, &doc); err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range []string{"parent", "written_at", "writer_version", "operation", "source_generation"} {
+					delete(doc, k)
+				}
+				doc["format_version"] = 1
+				if edited && filepath.Base(p) == "1.json" {
+					es := doc["dates"].(map[string]any)
+					from, to := es["2026-03-03"].(map[string]any), es["2026-03-02"].(map[string]any)
+					for _, k := range []string{"fact_files", "course_day_files", "event_count", "unknown_lesson_count", "unknown_lesson_rate"} {
+						to[k] = from[k]
+					}
+				}
+				out, err := json.MarshalIndent(doc, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, append(out, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := publishtest.Get(t, wh, "pointer.json")
+			var errb strings.Builder
+			code := cli.Main(context.Background(), []string{"rollback", "--warehouse", wh, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "f1-rb"}, io.Discard, &errb)
+			if edited {
+				if code != exitcode.Usage || !strings.Contains(errb.String(), "pointer-history/1.json's 2026-03-02 entry disagrees with what job f1-1 staged") {
+					t.Fatalf("rollback to an edited copy below a format 1 generation: exit %d, want 2 naming pointer-history/1.json\n%s", code, errb.String())
+				}
+				if string(publishtest.Get(t, wh, "pointer.json")) != string(before) {
+					t.Errorf("the refused rollback moved the pointer")
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("rollback to a format 1 copy as written: exit %d\n%s", code, errb.String())
+			}
+			if got, want := publishtest.FactSum(t, wh)[day], fx.Expected.ByDate[day].Events; got != want {
+				t.Errorf("after the rollback, the fact files sum to %d on %s; want %d", got, day, want)
+			}
+		})
+	}
+}

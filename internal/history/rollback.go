@@ -236,7 +236,10 @@ func (r Rollback) source(ctx context.Context, cur pointer.Pointer, visible int64
 // parent field passed a check of one link, and an edited parent field
 // blamed the intact copy below it. Walking down, the first link that does
 // not hold names the file changed. A generation without a parent (format
-// 1) cannot tell, and the chain below it is taken at its word.
+// 1) ends the chain: below it, each date rolled back is checked against
+// what its job staged instead (its gate report's figures and rows, its
+// attempt's pins, its own files): a copy edited there published another
+// date's rows under the date with exit 0.
 func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 	child := cur
 	for child.Generation > src.Generation && child.Parent != nil {
@@ -259,6 +262,26 @@ func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 				g, child.Generation, parent.Digest, child.Parent.Generation, child.Parent.SHA256))
 		}
 		child = parent
+	}
+	if child.Generation == src.Generation {
+		return nil
+	}
+	witness := warehouse.Witness(r.Bucket)
+	for _, d := range r.Dates {
+		e, ok := src.Dates[d]
+		if !ok {
+			continue
+		}
+		why, err := witness(ctx, d, e)
+		if err != nil {
+			return fmt.Errorf("rollback: --to-generation %d is below generation %d, written with no parent digest (format 1), so its %s entry is checked against what job %s staged, and that check failed: %w",
+				r.To, child.Generation, d, e.JobID, err)
+		}
+		if why != "" {
+			return exitcode.UsageError(fmt.Errorf("rollback: pointer-history/%d.json's %s entry disagrees with what job %s staged: %s: "+
+				"it was changed after it was written (generation %d, written with no parent digest, cannot vouch for it); nothing was changed. Restore it, or roll back to a generation above it",
+				r.To, d, e.JobID, why, child.Generation))
+		}
 	}
 	return nil
 }
