@@ -438,6 +438,11 @@ func (e Expiry) Summary() string {
 	if len(e.StillRetained) > 0 {
 		s += fmt.Sprintf("; %s still retained: that gc is still running, or stopped before expiring them", Spans(e.StillRetained))
 	}
+	if len(e.JobIDs) == 0 {
+		// Every generation has a writer, and this build's gc records
+		// them: a gc of an older build freed those ids.
+		s += "; the job ids that wrote them are not recorded (a gc of an older build), so a publish or rollback may take one again"
+	}
 	if len(e.RecordJobIDs) > 0 {
 		s += fmt.Sprintf("; the records or staging of jobs %s deleted", strings.Join(e.RecordJobIDs, ", "))
 	}

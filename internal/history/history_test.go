@@ -1034,3 +1034,29 @@ func TestRollbackOfAnotherDateAndAReadError(t *testing.T) {
 		t.Errorf("pointer at generation %d, want the rollback's 3", cur.Generation)
 	}
 }
+
+// TestExpirySummary: an expiry record of a gc older than the job ids in
+// them (review CS) says those ids are free again, where this build's
+// records keep them taken.
+func TestExpirySummary(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		e      history.Expiry
+		want   string
+		unsaid string
+	}{
+		{"ThisBuild", history.Expiry{Generations: []int64{1, 2}, JobIDs: []string{"a", "b"}, At: at, Reason: "retain-generations 3"},
+			"generations 1-2 expired at 2026-03-05T06:00:00Z by gc (retain-generations 3)", "not recorded"},
+		{"OlderBuild", history.Expiry{Generations: []int64{1, 2}, At: at, Reason: "retain-generations 3"},
+			"generations 1-2 expired at 2026-03-05T06:00:00Z by gc (retain-generations 3); the job ids that wrote them are not recorded (a gc of an older build), so a publish or rollback may take one again", ""},
+		{"RecordsOnly", history.Expiry{RecordJobIDs: []string{"x"}, At: at, Reason: "idle"},
+			"the records or staging of jobs x deleted at 2026-03-05T06:00:00Z by gc (idle)", "not recorded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.e.Summary()
+			if !strings.Contains(got, tc.want) || (tc.unsaid != "" && strings.Contains(got, tc.unsaid)) {
+				t.Errorf("summary %q, want %q without %q", got, tc.want, tc.unsaid)
+			}
+		})
+	}
+}
