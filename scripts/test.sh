@@ -112,7 +112,7 @@ unset ENGAGEMENT_SKIP_AIRFLOW ENGAGEMENT_SKIP_PYARROW
 # run under the race detector; the rest run plainly, once.
 # The 64-writer stress of the pointer store runs once, without the race
 # detector, which would only slow its thousands of requests down.
-race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine ./internal/warehouse"
+race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/gc ./internal/history ./internal/signals ./internal/inputs ./internal/failpoint ./internal/storage/... ./internal/engine ./internal/warehouse ./internal/bounded"
 step "go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
 # The DuckDB engine's goroutines are its uniqueness checks' (DuckDB's threads

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
-	"sync"
 
+	"github.com/techlearningpro/engagement/internal/bounded"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -98,17 +98,9 @@ const maxPageBytes = 1 << 30
 // file" or named no column.
 func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool, unreadable map[string]string) error {
 	errs := make([]error, len(files))
-	sem := make(chan struct{}, checksumReaders)
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.checkFile(ctx, what, f, columns, crc, unreadable)
-		}()
-	}
-	wg.Wait()
+	bounded.Each(len(files), checksumReaders, func(i int) {
+		errs[i] = s.checkFile(ctx, what, files[i], columns, crc, unreadable)
+	})
 	for _, err := range errs {
 		if err != nil {
 			return err

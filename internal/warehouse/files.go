@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
+	"github.com/techlearningpro/engagement/internal/bounded"
 	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -51,37 +51,30 @@ func CheckFiles(ctx context.Context, b storage.Bucket, files []pointer.File) ([]
 		err error
 	}
 	results := make([]result, len(files))
-	sem := make(chan struct{}, statWorkers)
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			a, err := b.Stat(ctx, f.Path)
+	bounded.Each(len(files), statWorkers, func(i int) {
+		f := files[i]
+		a, err := b.Stat(ctx, f.Path)
+		switch {
+		case storage.IsNotExist(err):
+			results[i].m = &FileMismatch{File: f, Missing: true}
+		case err != nil:
+			results[i].err = fmt.Errorf("check %s: %w", b.Location().Join(f.Path), err)
+		case a.Size != f.Bytes:
+			results[i].m = &FileMismatch{File: f, Size: a.Size}
+		default:
+			rows, err := inputs.Rows(ctx, b, f.Path, a.Size)
 			switch {
-			case storage.IsNotExist(err):
-				results[i].m = &FileMismatch{File: f, Missing: true}
+			case ctx.Err() != nil:
+				results[i].err = ctx.Err()
+			case errors.Is(err, inputs.ErrFooter):
+				results[i].m = &FileMismatch{File: f, Size: a.Size, Footer: err}
 			case err != nil:
 				results[i].err = fmt.Errorf("check %s: %w", b.Location().Join(f.Path), err)
-			case a.Size != f.Bytes:
-				results[i].m = &FileMismatch{File: f, Size: a.Size}
-			default:
-				rows, err := inputs.Rows(ctx, b, f.Path, a.Size)
-				switch {
-				case ctx.Err() != nil:
-					results[i].err = ctx.Err()
-				case errors.Is(err, inputs.ErrFooter):
-					results[i].m = &FileMismatch{File: f, Size: a.Size, Footer: err}
-				case err != nil:
-					results[i].err = fmt.Errorf("check %s: %w", b.Location().Join(f.Path), err)
-				case rows != f.Rows:
-					results[i].m = &FileMismatch{File: f, Size: a.Size, Rows: rows}
-				}
+			case rows != f.Rows:
+				results[i].m = &FileMismatch{File: f, Size: a.Size, Rows: rows}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	var out []FileMismatch
 	for _, r := range results {
 		if r.err != nil {
@@ -94,5 +87,5 @@ func CheckFiles(ctx context.Context, b storage.Bucket, files []pointer.File) ([]
 	return out, nil
 }
 
-// statWorkers is how many files CheckFiles stats at once.
+// statWorkers is how many files CheckFiles checks at once.
 const statWorkers = 8

@@ -7,10 +7,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/apache/spark-connect-go/spark/sql/types"
 
+	"github.com/techlearningpro/engagement/internal/bounded"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/gate"
@@ -103,19 +103,13 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 	// Reading a schema runs a job on an executor: with none, it would
 	// wait for ever, so the reads are watched as a statement is.
 	err := e.watch(ctx, func(ctx context.Context) error {
-		sem := make(chan struct{}, schemaReaders)
-		var wg sync.WaitGroup
 		for i, f := range files {
 			at[f] = i
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				r := &reads[i]
-				r.types, r.names, r.err = e.schema(ctx, what, f)
-			}()
 		}
-		wg.Wait()
+		bounded.Each(len(files), schemaReaders, func(i int) {
+			r := &reads[i]
+			r.types, r.names, r.err = e.schema(ctx, what, files[i])
+		})
 		return ctx.Err()
 	})
 	var se *Error
