@@ -27,6 +27,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/gate"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/metrics"
+	"github.com/techlearningpro/engagement/internal/monitor"
 	"github.com/techlearningpro/engagement/internal/signals"
 	"github.com/techlearningpro/engagement/internal/version"
 )
@@ -420,6 +421,68 @@ func TestEarlyFailureMonitored(t *testing.T) {
 			for signal, want := range map[string]string{"job_result": "page", "gate_rejection": "unavailable", "dates_in_pointer": "page"} {
 				if got[signal] != want {
 					t.Errorf("monitor %s: %q, want %q (records %v)", signal, got[signal], want, got)
+				}
+			}
+		})
+	}
+}
+
+// TestFailedRunsPrintEverySignal: a publish that fails after its config
+// resolved prints a record of every signal of the monitoring table, each
+// per-date one for each requested date, unavailable when the run ended
+// before it was judged (review CQ): an alert waiting on a date's
+// input_vs_fact saw a gap, not the failed run. stray_events and
+// unsettled_dates come only from a run past its input checks. Raw that is
+// stale pages its freshness monitor also when the dates are refused first
+// (exit 2): ingestion's page never fired.
+func TestFailedRunsPrintEverySignal(t *testing.T) {
+	w := biNewWS(t)
+	w.goodPublish()
+	for _, tc := range []struct {
+		name, job, dates string
+		extra            []string
+		code             int
+		want             map[string]string // signal: status, where the run judged it
+	}{
+		{"spark unreachable", "fail-spark", biGoodDates, []string{"--engine", "spark", "--spark-remote", "sc://127.0.0.1:1"}, exitcode.Error,
+			map[string]string{"raw_freshness": "unavailable", "input_vs_fact": "unavailable"}},
+		{"outside the horizon, raw stale", "fail-horizon", "2026-03-01", []string{"--as-of", "2026-03-06"}, exitcode.Usage,
+			map[string]string{"raw_freshness": "page", "unknown_lesson_rate": "unavailable", "file_layout": "unavailable"}},
+		{"job id taken", biGoodJob, biGoodDates, nil, exitcode.AlreadyPublished,
+			map[string]string{"raw_freshness": "unavailable", "enrollment_stage_skew": "unavailable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := biRun(t, w.publishArgs(tc.job, tc.dates, tc.extra...)...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			count, status := map[string]int{}, map[string]string{}
+			for _, rec := range jsonLines(t, "stderr", r.stderr) {
+				if rec["msg"] != "monitor" {
+					continue
+				}
+				name := fmt.Sprint(rec["signal"])
+				count[name]++
+				status[name] = fmt.Sprint(rec["status"])
+				if monitor.PerDate[name] && !strings.Contains(tc.dates, fmt.Sprint(rec["date"])) {
+					t.Errorf("%s for date %v, not one requested (%s)", name, rec["date"], tc.dates)
+				}
+			}
+			for name := range monitor.Domains {
+				want := 1
+				switch {
+				case name == monitor.StrayEvents || name == monitor.UnsettledDates:
+					continue
+				case monitor.PerDate[name]:
+					want = len(strings.Split(tc.dates, ","))
+				}
+				if count[name] != want {
+					t.Errorf("signal %s printed %d times, want %d", name, count[name], want)
+				}
+			}
+			for name, want := range tc.want {
+				if status[name] != want {
+					t.Errorf("signal %s: %q, want %q", name, status[name], want)
 				}
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/techlearningpro/engagement/internal/config"
@@ -184,9 +186,27 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	}
 	if m.freshSig != nil {
 		monitor.Emit(ctx, m.log, *m.freshSig)
+	} else {
+		monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.RawFreshness, Status: monitor.Unavailable, Figures: map[string]any{
+			"reason": "not judged: the run ended before it listed landed raw partitions", "max_age_days": m.job.FreshnessMaxDays,
+		}})
 	}
 	for _, s := range m.signals {
 		monitor.Emit(ctx, m.log, s)
+	}
+	if len(m.signals) == 0 {
+		// Ended before its dates were staged: every signal still has its
+		// record, so an alert that waits on one (a date's input_vs_fact)
+		// sees the run, not a gap.
+		why := "not judged: the run ended before its dates were staged"
+		for _, d := range m.job.Dates {
+			for _, name := range slices.Sorted(maps.Keys(monitor.PerDate)) {
+				monitor.Emit(ctx, m.log, monitor.Signal{Name: name, Status: monitor.Unavailable, Date: d.String(), Figures: map[string]any{"reason": why}})
+			}
+		}
+		for _, name := range []string{monitor.EnrollmentSkew, monitor.EnrollmentSpill} {
+			monitor.Emit(ctx, m.log, monitor.Signal{Name: name, Status: monitor.Unavailable, Figures: map[string]any{"engine": m.job.Engine, "reason": why}})
+		}
 	}
 	if res.UnsettledChecked {
 		// Dates whose late events a missed run left uncounted: a warning

@@ -125,10 +125,9 @@ func TestMonitorLines(t *testing.T) {
 			t.Errorf("job_result %s %v", l.Status, l.Figures)
 		}
 	}
-	perDate := map[string]bool{monitor.UnknownLessonRate: true, monitor.InputVsFact: true, monitor.FileLayout: true}
 	for name := range monitor.Domains {
 		want := 1
-		if perDate[name] {
+		if monitor.PerDate[name] {
 			want = 2
 		}
 		if count[name] != want {

@@ -269,8 +269,11 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	run, landed, err := checkDates(job, ingest, dates.FromTime(now), p.Log)
 	if landed != nil {
 		// Before a missing partition's error: stale raw is its likelier
-		// cause, and the freshness monitor is ingestion's page.
-		if ferr := mon.freshness(ctx, job, landed, run); ferr != nil {
+		// cause, and the freshness monitor is ingestion's page. Judged
+		// too when the dates are refused (not over, outside the horizon):
+		// that refusal, the command's fault, stays the exit (2), and the
+		// page still fires.
+		if ferr := mon.freshness(ctx, job, landed, run); ferr != nil && exitcode.Code(err) != exitcode.Usage {
 			return res, ferr
 		}
 	}

@@ -42,15 +42,21 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 		// replaced (a stale-raw error would otherwise name another date).
 		log.Warn("the as-of date is after today (UTC): the run date is today", "as_of", job.AsOf.String(), "today", today.String())
 	}
-	if err := checkEnded(job, run); err != nil {
-		return run, nil, err
-	}
 	landed = landedSoFar(ingest, today, log)
 	if len(landed) == 0 && len(ingest) > 0 {
 		return run, nil, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
 	}
+	if len(landed) == 0 {
+		landed = nil
+	}
+	// The partitions go back with every refusal: freshness is judged
+	// on them whatever the dates' own fault (ingestion's page fired
+	// only when the dates were right).
+	if err := checkEnded(job, run); err != nil {
+		return run, landed, err
+	}
 	if err := checkHorizon(job, landed, today, log); err != nil {
-		return run, nil, err
+		return run, landed, err
 	}
 	return run, landed, checkLanded(job, landed, today)
 }
@@ -62,7 +68,7 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 // would take.
 func DatesRefused(job config.Job, ingest []dates.Date, now time.Time) error {
 	run, landed, err := checkDates(job, ingest, dates.FromTime(now.UTC()), slog.New(slog.DiscardHandler))
-	if landed != nil {
+	if landed != nil && exitcode.Code(err) != exitcode.Usage {
 		if serr := stale(job, landed, run); serr != nil {
 			return serr
 		}

@@ -50,6 +50,9 @@ var Domains = map[string]string{
 	StrayEvents:       "late_events",
 }
 
+// PerDate are the signals printed once per requested date.
+var PerDate = map[string]bool{UnknownLessonRate: true, InputVsFact: true, FileLayout: true}
+
 // Signal is one monitor line.
 type Signal struct {
 	Name    string
