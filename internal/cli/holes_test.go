@@ -624,6 +624,15 @@ func TestReportOutRefusals(t *testing.T) {
 	if err := os.Symlink(empty, toEmpty); err != nil {
 		t.Fatal(err)
 	}
+	// Data named as Hive names it, and files hidden from every listing
+	// (review CQ): the first was taken for a user's directory, the second
+	// for data.
+	hive, hidden := t.TempDir(), t.TempDir()
+	for _, f := range []string{filepath.Join(hive, "000000_0"), filepath.Join(hidden, "_x.parquet"), filepath.Join(hidden, ".y.parquet")} {
+		if err := os.WriteFile(f, []byte("PAR1 and the rest"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name, out, says string
 	}{
@@ -634,6 +643,7 @@ func TestReportOutRefusals(t *testing.T) {
 		{"deeper in raw", filepath.Join(w.raw, "r", "eport"), "which holds data (ingest_date="},
 		{"in the manifest's directory", filepath.Join(w.lessons, "report"), ".parquet): an input's next listing would fail on it"},
 		{"a user's directory", user, "holds notes.txt, which no report wrote"},
+		{"beside Hive-named data", filepath.Join(hive, "report"), "which holds data (000000_0)"},
 		{"an empty partition in raw", empty, "is a raw partition"},
 		{"below an empty partition", filepath.Join(empty, "rep"), "is a raw partition"},
 		{"through a link into raw and ..", intoRaw + "/../newrep", "which holds data (ingest_date="},
@@ -656,6 +666,9 @@ func TestReportOutRefusals(t *testing.T) {
 	}
 	if r := biRun(t, w.publishArgs("after-reports", biGoodDates)...); r.code != 0 {
 		t.Errorf("a publish after the refused reports: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := biRun(t, "report", "--warehouse", w.warehouse, "--out", filepath.Join(hidden, "report")); r.code != 0 {
+		t.Errorf("report beside hidden files only: exit %d\n%s", r.code, r.stderr)
 	}
 	out := filepath.Join(t.TempDir(), "report")
 	for i := range 2 {

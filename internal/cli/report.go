@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/techlearningpro/engagement/internal/exitcode"
+	"github.com/techlearningpro/engagement/internal/inputs"
 	"github.com/techlearningpro/engagement/internal/report"
 	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
@@ -134,8 +135,10 @@ func danglingLink(out string) (link, to string) {
 }
 
 // dataParent refuses a new output directory that would be made in a
-// directory holding data (ingest_date=… partitions, Parquet files): inside
-// raw or a manifest, the next publish's listing failed on it.
+// directory holding data (ingest_date=… partitions, Parquet files, by name
+// or by their PAR1 magic, as Hive names them 000000_0): inside raw or a
+// manifest, the next publish's listing failed on it. Hidden names (_, .)
+// are no input's data, as the listing passes them over.
 func dataParent(out string) error {
 	dir := filepath.Dir(filepath.Clean(out))
 	for {
@@ -148,12 +151,28 @@ func dataParent(out string) error {
 			return nil // made, or refused, by the write that follows
 		}
 		for _, e := range entries {
-			if name := e.Name(); strings.HasPrefix(name, "ingest_date=") || strings.HasSuffix(name, ".parquet") {
+			name := e.Name()
+			if inputs.Hidden(name) {
+				continue
+			}
+			if strings.HasPrefix(name, "ingest_date=") || strings.HasSuffix(name, ".parquet") || e.Type().IsRegular() && parquetMagic(filepath.Join(dir, name)) {
 				return fmt.Errorf("it would be made in %s, which holds data (%s): an input's next listing would fail on it; choose a directory of its own", dir, name)
 			}
 		}
 		return nil
 	}
+}
+
+// parquetMagic reports whether the file at p begins as Parquet does.
+func parquetMagic(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	return n == 4 && string(head) == "PAR1"
 }
 
 // ownDir refuses an output directory that holds anything but an earlier
