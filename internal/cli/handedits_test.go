@@ -97,7 +97,7 @@ func TestPointerEditedInPlace(t *testing.T) {
 			[]string{"pointer.json", "pointer-history/2.json"}, "pointer-history/2.json was changed after it was written (its 2026-03-02 entry disagrees"},
 		{"a file's size in the copy", "pointer-history/2.json", func(s string) string {
 			return regexp.MustCompile(`"bytes": (\d+)`).ReplaceAllString(s, `"bytes": 1${1}`)
-		}, []string{"the history copy was edited (its 2026-03-02 entry disagrees with what job edit-2 staged: staging/job_id=edit-2/", "bytes, listed 1"},
+		}, []string{"the history copy was edited (its 2026-03-02 entry disagrees with what job edit-2 staged: staging/job_id=edit-2/", "bytes, the pointer recorded 1"},
 			[]string{"pointer.json", "pointer-history/2.json"}, "pointer-history/2.json was changed after it was written (its 2026-03-02 entry disagrees"},
 		{"a pin in pointer.json", "pointer.json", func(s string) string { return strings.Replace(s, `"manifest_id": "`, `"manifest_id": "x`, 1) },
 			[]string{"it was edited in place (its 2026-03-02 entry disagrees with what job edit-2 staged: manifest_id", "its attempt record"},

@@ -3,10 +3,9 @@ package warehouse
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/techlearningpro/engagement/internal/dates"
@@ -20,7 +19,7 @@ import (
 // what its job staged in b: its gate report is its job's and holds the
 // date's counts and rows, its pins are those of the job's attempt record,
 // and every file it names is its job's file of the date, there with the
-// size it lists.
+// size and rows it lists.
 // When pointer.json and its history copy differ in a figure or a file
 // list, that is the only way to tell which of the two was edited: both
 // still name the same parent.
@@ -110,16 +109,13 @@ func Witness(b storage.Bucket) pointer.Witness {
 				}
 			}
 		}
-		for _, f := range append(append([]pointer.File{}, e.FactFiles...), e.CourseDayFiles...) {
-			a, err := b.Stat(ctx, f.Path)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return fmt.Sprintf("%s is missing", f.Path), nil
-			case err != nil:
-				return "", err
-			case a.Size != f.Bytes:
-				return fmt.Sprintf("%s is %d bytes, listed %d", f.Path, a.Size, f.Bytes), nil
-			}
+		// There as listed: size, and the rows in its footer.
+		bad, err := CheckFiles(ctx, b, slices.Concat(e.FactFiles, e.CourseDayFiles))
+		if err != nil {
+			return "", err
+		}
+		if len(bad) > 0 {
+			return bad[0].File.Path + " " + bad[0].Why(), nil
 		}
 		return "", nil
 	}
