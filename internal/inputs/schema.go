@@ -93,20 +93,22 @@ func badFooter(name, format string, args ...any) error {
 }
 
 // footer reads the thrift FileMetaData of the Parquet object key of size
-// bytes, the file that errors call name: its length from the last eight
-// bytes, then the footer itself.
+// bytes, the file that errors call name: its last tailBytes at once, which
+// hold most footers whole (one request where two were made for every file
+// on an object store), then the rest of a longer one.
 func footer(ctx context.Context, b storage.Bucket, key string, size int64, name string) ([]byte, error) {
 	if size < 12 {
 		return nil, badFooter(name, "%d bytes", size)
 	}
-	tail, err := b.ReadRange(ctx, key, size-8, 8)
+	want := min(size, tailBytes)
+	tail, err := b.ReadRange(ctx, key, size-want, want)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(tail) != 8 {
-		return nil, badFooter(name, "%d bytes at its end", len(tail))
+	if int64(len(tail)) != want {
+		return nil, badFooter(name, "%d bytes at its end, want %d", len(tail), want)
 	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	n := int64(binary.LittleEndian.Uint32(tail[want-8 : want-4]))
 	if n <= 0 || n > size-12 {
 		return nil, badFooter(name, "footer length %d in a file of %d bytes", n, size)
 	}
@@ -114,12 +116,18 @@ func footer(ctx context.Context, b storage.Bucket, key string, size int64, name 
 		return nil, fmt.Errorf("%s: a footer of %d bytes, over the %d this job reads: a damaged length, or a file of very many row groups times columns (rewrite it with larger row groups)",
 			name, n, maxFooterBytes)
 	}
+	if n <= want-8 {
+		return tail[want-8-n : want-8], nil
+	}
 	buf, err := b.ReadRange(ctx, key, size-8-n, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return buf, nil
 }
+
+// tailBytes is how much of a file's end footer reads first.
+const tailBytes = 64 << 10
 
 // flatten turns Parquet's depth-first schema list (each group followed by
 // its num_children children) into dotted paths; element 0 is the root.

@@ -1,6 +1,7 @@
 package inputs
 
 import (
+	"context"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
@@ -10,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2" // writes the nested test files
 
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
@@ -266,5 +269,58 @@ func TestProhibitedFirstIn(t *testing.T) {
 	want := map[string]string{"Raw_Ip": second, "raw_ip": third, "email": third}
 	if len(found) != len(want) || !maps.Equal(firstIn, want) {
 		t.Errorf("found %v, first in %v; want %v", found, firstIn, want)
+	}
+}
+
+// readCounter counts a bucket's range reads.
+type readCounter struct {
+	storage.Bucket
+	reads atomic.Int32
+}
+
+func (c *readCounter) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	c.reads.Add(1)
+	return c.Bucket.ReadRange(ctx, key, off, n)
+}
+
+// TestFooterReads: a footer that fits the first read of a file's end is
+// read in one request (an object store answers each slowly; every file
+// cost two), a longer one in two; both give the file's rows.
+func TestFooterReads(t *testing.T) {
+	var cols []string
+	for i := range 40 {
+		cols = append(cols, fmt.Sprintf("i AS c%d", i))
+	}
+	for _, tc := range []struct {
+		name, query, opts string
+		rows              int64
+		reads             int32
+	}{
+		{"small", "SELECT i FROM range(1000) t(i)", "", 1000, 1},
+		// DuckDB's row groups are 2048 rows at least.
+		{"longer than the first read", "SELECT " + strings.Join(cols, ", ") + " FROM range(2048*60) t(i)", ", ROW_GROUP_SIZE 2048", 2048 * 60, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeParquet(t, tc.query, tc.opts)
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := binary.LittleEndian.Uint32(data[len(data)-8:]); (n > tailBytes-8) != (tc.reads == 2) {
+				t.Fatalf("a footer of %d bytes: not the case this is (%d reads)", n, tc.reads)
+			}
+			b := &readCounter{Bucket: local.New(filepath.Dir(p), local.Options{})}
+			rows, err := Rows(t.Context(), b, filepath.Base(p), fi.Size())
+			if err != nil || rows != tc.rows {
+				t.Fatalf("rows %d (%v), want %d", rows, err, tc.rows)
+			}
+			if got := b.reads.Load(); got != tc.reads {
+				t.Errorf("%d reads, want %d", got, tc.reads)
+			}
+		})
 	}
 }
