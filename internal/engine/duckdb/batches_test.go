@@ -2,13 +2,15 @@ package duckdb
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/dates"
 )
 
 // TestCopyBatches: every date once, in order, one batch for each four dates
-// begun (a short day one COPY), at most three, the sizes even.
+// begun (a short day one COPY), at most three, the sizes even; more only
+// to keep each at 32 dates at most.
 func TestCopyBatches(t *testing.T) {
 	for _, tc := range []struct {
 		n     int
@@ -16,6 +18,7 @@ func TestCopyBatches(t *testing.T) {
 	}{
 		{0, nil}, {1, []int{1}}, {2, []int{2}}, {4, []int{4}}, {5, []int{3, 2}},
 		{8, []int{4, 4}}, {9, []int{3, 3, 3}}, {10, []int{4, 3, 3}}, {31, []int{11, 10, 10}},
+		{96, []int{32, 32, 32}}, {97, []int{25, 24, 24, 24}}, {600, append(slices.Repeat([]int{32}, 11), slices.Repeat([]int{31}, 8)...)},
 	} {
 		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
 			first, _ := dates.Parse("2026-03-01")

@@ -526,9 +526,13 @@ func (e *Engine) copy(ctx context.Context, query, file string) error {
 // COPY reads the whole temp table, so the reads stay a fixed number however
 // many dates a backfill restates; a few batches rather than one keep the
 // progress report's dates done and time left moving while a long backfill
-// writes. A day of up to minCopyDates dates is one COPY.
+// writes. A day of up to minCopyDates dates is one COPY. But no batch
+// holds more than maxBatchDates: its COPY keeps a writer open, with its
+// buffered rows, for each date, and 600 dates of a spilled backfill in
+// three COPYs ran out of memory (exit 1) at a limit the same rows over
+// twelve dates published within.
 func copyBatches(ds []dates.Date) [][]dates.Date {
-	k := min(maxCopies, (len(ds)+minCopyDates-1)/minCopyDates)
+	k := max(min(maxCopies, (len(ds)+minCopyDates-1)/minCopyDates), (len(ds)+maxBatchDates-1)/maxBatchDates)
 	var out [][]dates.Date
 	for i := range k {
 		// Batch i takes its even share, the first ones one more.
@@ -542,7 +546,7 @@ func copyBatches(ds []dates.Date) [][]dates.Date {
 	return out
 }
 
-const maxCopies, minCopyDates = 3, 4
+const maxCopies, minCopyDates, maxBatchDates = 3, 4, 32
 
 // stageSteps numbers Stage's steps for the progress report.
 type stageSteps struct {
