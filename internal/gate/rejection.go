@@ -21,6 +21,30 @@ const TopUnknownLessons = 20
 type LessonCount struct {
 	LessonID   *string `json:"lesson_id"`
 	EventCount int64   `json:"event_count"`
+	// LessonIDBytes is the id's length when LessonID holds only its first
+	// MaxRecordedIDBytes (Bound); zero otherwise.
+	LessonIDBytes int `json:"lesson_id_bytes,omitempty"`
+}
+
+// MaxRecordedIDBytes is the most of an unknown lesson id a rejection
+// record keeps: twenty 4 MB ids a date made a 76 MB record.
+const MaxRecordedIDBytes = 1024
+
+// Bound cuts each id of l longer than MaxRecordedIDBytes to its first
+// bytes (whole characters), recording its length.
+func Bound(l []LessonCount) {
+	for i := range l {
+		id := l[i].LessonID
+		if id == nil || len(*id) <= MaxRecordedIDBytes {
+			continue
+		}
+		cut := MaxRecordedIDBytes
+		for cut > 0 && !utf8.RuneStart((*id)[cut]) {
+			cut--
+		}
+		short := (*id)[:cut]
+		l[i].LessonID, l[i].LessonIDBytes = &short, len(*id)
+	}
 }
 
 // Lesson is the lesson id as printed: "<null>" for a missing one.
@@ -88,7 +112,7 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
 		for _, l := range lessons {
-			fmt.Fprintf(tw, "  %s\t%d\n", shortened(ShownKey(l.Lesson())), l.EventCount)
+			fmt.Fprintf(tw, "  %s\t%d\n", shortenedOf(ShownKey(l.Lesson()), l.LessonIDBytes), l.EventCount)
 		}
 		tw.Flush()
 	}
@@ -142,12 +166,19 @@ func ShownKey(s string) string {
 // would pad every row of it (the rejection record keeps the whole id).
 const shownRunes = 80
 
-func shortened(s string) string {
+func shortened(s string) string { return shortenedOf(s, 0) }
+
+// shortenedOf is shortened for a value of full bytes already cut (Bound);
+// 0 when s is whole.
+func shortenedOf(s string, full int) string {
+	if full == 0 {
+		full = len(s)
+	}
 	if utf8.RuneCountInString(s) <= shownRunes {
 		return s
 	}
 	r := []rune(s)
-	return fmt.Sprintf("%s... (%d bytes)", string(r[:shownRunes]), len(s))
+	return fmt.Sprintf("%s... (%d bytes)", string(r[:shownRunes]), full)
 }
 
 func plural(n int, one, many string) string {

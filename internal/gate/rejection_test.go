@@ -2,9 +2,11 @@ package gate
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func lc(id string, n int64) LessonCount {
@@ -87,6 +89,10 @@ func TestWriteFailed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// The table of a record's ids, cut (Bound), reads as of the ids.
+			for _, l := range tc.unknown {
+				Bound(l)
+			}
 			var b bytes.Buffer
 			if err := WriteFailed(&b, "j1", tc.failed, tc.unknown); err != nil {
 				t.Fatal(err)
@@ -126,5 +132,34 @@ func TestShownKeyTellsKeysApart(t *testing.T) {
 		if got := ShownKey(tc.in); got != tc.want {
 			t.Errorf("ShownKey(%q) = %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestBound: a rejection record keeps the first 1 KiB of a long unknown
+// lesson id, cut between characters, and its length (review CR: twenty
+// 4 MB ids a date made a 76 MB record); others are kept whole.
+func TestBound(t *testing.T) {
+	long := strings.Repeat("é", 2000) // 4000 bytes, each character two
+	l := []LessonCount{lc(long, 9), lc("lesson-x", 3), {LessonID: nil, EventCount: 1}, lc(strings.Repeat("a", MaxRecordedIDBytes), 1)}
+	Bound(l)
+	if got := *l[0].LessonID; got != long[:MaxRecordedIDBytes] || l[0].LessonIDBytes != 4000 || !utf8.ValidString(got) {
+		t.Errorf("long id kept as %d bytes (valid %v), length %d; want its first %d bytes and 4000", len(got), utf8.ValidString(got), l[0].LessonIDBytes, MaxRecordedIDBytes)
+	}
+	odd := []LessonCount{lc("a"+long, 1)} // the cut falls inside a character
+	Bound(odd)
+	if got := *odd[0].LessonID; len(got) != MaxRecordedIDBytes-1 || !utf8.ValidString(got) {
+		t.Errorf("cut at %d bytes (valid %v), want %d", len(got), utf8.ValidString(got), MaxRecordedIDBytes-1)
+	}
+	for _, i := range []int{1, 2, 3} {
+		if l[i].LessonIDBytes != 0 {
+			t.Errorf("id %d (%s) marked cut", i, l[i].Lesson())
+		}
+	}
+	data, err := json.Marshal(l[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"lesson_id_bytes":4000`) || strings.Count(string(data), "lesson_id_bytes") != 1 {
+		t.Errorf("record %s: want lesson_id_bytes on the cut id alone", data[len(data)-120:])
 	}
 }

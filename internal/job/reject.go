@@ -29,7 +29,8 @@ type Rejection struct {
 	// TopUnknownLessons holds, for each date whose unknown_lesson_cap
 	// check failed (the cap is per date), the unknown lesson_ids with the
 	// most events on that date, at most gate.TopUnknownLessons, ordered by
-	// events descending then lesson_id. Absent when the cap passed.
+	// events descending then lesson_id, each cut to gate.MaxRecordedIDBytes.
+	// Absent when the cap passed.
 	TopUnknownLessons map[string][]gate.LessonCount `json:"top_unknown_lessons,omitempty"`
 	// TopUnknownLessonsError says why the lessons could not be listed; the
 	// rejection stands either way.
@@ -127,6 +128,7 @@ func (p *Publisher) topUnknown(ctx context.Context, rej *Rejection, staged engin
 	for _, d := range ds {
 		l := nonNil(top[d])
 		gate.SortLessons(l)
+		gate.Bound(l)
 		rej.TopUnknownLessons[d.String()] = l
 	}
 	return nil
