@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/techlearningpro/engagement/internal/bounded"
 	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 )
@@ -467,21 +468,45 @@ func JobPublished(ctx context.Context, s Store, jobID string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read the pointer's generations: %w", err)
 	}
-	// Newest first: a rerun check usually concerns a recent job.
-	for i := len(gens) - 1; i >= 0; i-- {
-		p, err := s.LoadGeneration(ctx, gens[i])
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // pruned since it was listed: no longer retained
+	// A new id is looked for in every copy, so every publish reads the
+	// whole history: a few at a time (420 copies of a year of dates took
+	// 2.3 s one by one on a local disk, and are a request each on an
+	// object store), the newest first, stopping once one names it.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	named := make([]bool, len(gens))
+	errs := make([]error, len(gens))
+	bounded.Each(len(gens), generationReaders, func(i int) {
+		if sctx.Err() != nil {
+			return
 		}
+		p, err := s.LoadGeneration(sctx, gens[len(gens)-1-i])
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Pruned since it was listed: no longer retained.
+		case err != nil:
+			errs[i] = err
+		case Names(p, jobID):
+			named[i] = true
+			cancel()
+		}
+	})
+	if slices.Contains(named, true) {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("read the pointer's generations: %w", err)
+	}
+	for _, err := range errs {
 		if err != nil {
 			return false, fmt.Errorf("read the pointer's generations: %w", err)
-		}
-		if Names(p, jobID) {
-			return true, nil
 		}
 	}
 	return false, nil
 }
+
+// generationReaders is how many history copies JobPublished reads at once.
+const generationReaders = 8
 
 // Names reports whether p names jobID, as its writer or as the job of a
 // date entry.
