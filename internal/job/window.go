@@ -43,9 +43,6 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 		log.Warn("the as-of date is after today (UTC): the run date is today", "as_of", job.AsOf.String(), "today", today.String())
 	}
 	landed = landedSoFar(ingest, today, log)
-	if len(landed) == 0 && len(ingest) > 0 {
-		return run, nil, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
-	}
 	if len(landed) == 0 {
 		landed = nil
 	}
@@ -54,6 +51,9 @@ func checkDates(job config.Job, ingest []dates.Date, today dates.Date, log *slog
 	// only when the dates were right).
 	if err := checkEnded(job, run); err != nil {
 		return run, landed, err
+	}
+	if landed == nil && len(ingest) > 0 {
+		return run, nil, fmt.Errorf("read raw %s: every ingest_date partition is dated after today (%s, the oldest %s%s): nothing has landed yet", job.Raw, today, inputs.PartitionPrefix, ingest[0])
 	}
 	if err := checkHorizon(job, landed, today, log); err != nil {
 		return run, landed, err

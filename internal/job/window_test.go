@@ -54,6 +54,11 @@ func TestHorizonEndsYesterday(t *testing.T) {
 		// 2, and the DAG failed fast on a late ingestion).
 		{"a date after the newest", span(-5, -2), 2, span(-2, -1), "ingest_date=2026-03-09 has not landed", exitcode.Error},
 		{"a date after the newest, one before the horizon", span(-5, -2), 2, span(-4, -1), "[2026-03-06] outside the restatement horizon 2026-03-07..2026-03-08", 0},
+		// Only partitions dated after today: a date not over is the
+		// command's mistake first (review CT: it became exit 1, "nothing
+		// has landed yet", when freshness was judged on every refusal).
+		{"not over, only future partitions", span(1, 2), 2, span(0, 0), "[2026-03-10] not over", 0},
+		{"over, only future partitions", span(1, 2), 2, span(-1, -1), "nothing has landed yet", exitcode.Error},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
