@@ -367,12 +367,24 @@ func TestInputNamedLikeAScheme(t *testing.T) {
 // files and figures) was rolled back to with exit 0, and readers saw
 // 2026-03-03's rows as 2026-03-02's (review CS). Each date rolled back is
 // checked against what its job staged; the copy as written still rolls
-// back.
+// back. A file or gate report gone is said as above the boundary, exit 2,
+// not blamed on the copy (review CT).
 func TestRollbackBelowFormatOne(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")
 	day := dates.MustParse("2026-03-02")
-	for _, edited := range []bool{true, false} {
-		t.Run(fmt.Sprint("edited=", edited), func(t *testing.T) {
+	const fact = "staging/job_id=f1-1/fact_lesson_engagement/event_date=2026-03-02/part-00000.parquet"
+	for _, tc := range []struct {
+		name   string
+		edited bool   // 1.json's 2026-03-02 entry given 2026-03-03's
+		remove string // a file of f1-1 removed
+		says   string // "" when it rolls back
+	}{
+		{"as written", false, "", ""},
+		{"edited", true, "", "pointer-history/1.json's 2026-03-02 entry disagrees with what job f1-1 staged"},
+		{"a file gone", false, fact, "generation 1 names files that are not as it recorded them, nothing was changed: " + fact + ": missing"},
+		{"its attempt record gone", false, "staging/job_id=f1-1/_attempt.json", "_attempt.json: no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			wh := filepath.Join(t.TempDir(), "wh")
 			for _, run := range [][]string{{"f1-1", "2026-03-02", "2026-03-03"}, {"f1-2", "2026-03-02"}, {"f1-3", "2026-03-03"}} {
 				var errb strings.Builder
@@ -398,7 +410,7 @@ func TestRollbackBelowFormatOne(t *testing.T) {
 					delete(doc, k)
 				}
 				doc["format_version"] = 1
-				if edited && filepath.Base(p) == "1.json" {
+				if tc.edited && filepath.Base(p) == "1.json" {
 					es := doc["dates"].(map[string]any)
 					from, to := es["2026-03-03"].(map[string]any), es["2026-03-02"].(map[string]any)
 					for _, k := range []string{"fact_files", "course_day_files", "event_count", "unknown_lesson_count", "unknown_lesson_rate"} {
@@ -413,12 +425,17 @@ func TestRollbackBelowFormatOne(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.remove != "" {
+				if err := os.Remove(filepath.Join(wh, filepath.FromSlash(tc.remove))); err != nil {
+					t.Fatal(err)
+				}
+			}
 			before := publishtest.Get(t, wh, "pointer.json")
 			var errb strings.Builder
 			code := cli.Main(context.Background(), []string{"rollback", "--warehouse", wh, "--date", "2026-03-02", "--to-generation", "1", "--job-id", "f1-rb"}, io.Discard, &errb)
-			if edited {
-				if code != exitcode.Usage || !strings.Contains(errb.String(), "pointer-history/1.json's 2026-03-02 entry disagrees with what job f1-1 staged") {
-					t.Fatalf("rollback to an edited copy below a format 1 generation: exit %d, want 2 naming pointer-history/1.json\n%s", code, errb.String())
+			if tc.says != "" {
+				if code != exitcode.Usage || !strings.Contains(errb.String(), tc.says) || tc.remove != "" && strings.Contains(errb.String(), "changed after it was written") {
+					t.Fatalf("rollback: exit %d, want 2 saying %q\n%s", code, tc.says, errb.String())
 				}
 				if string(publishtest.Get(t, wh, "pointer.json")) != string(before) {
 					t.Errorf("the refused rollback moved the pointer")

@@ -272,10 +272,21 @@ func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 		if !ok {
 			continue
 		}
+		// Its files first, as above the boundary: a file deleted or
+		// replaced is no edit of the copy, and sent the operator to
+		// restore an intact file.
+		if err := checkFiles(ctx, r.Bucket, r.To, map[dates.Date]pointer.DateEntry{d: e}); err != nil {
+			return err
+		}
 		why, err := witness(ctx, d, e)
 		if err != nil {
-			return fmt.Errorf("rollback: --to-generation %d is below generation %d, written with no parent digest (format 1), so its %s entry is checked against what job %s staged, and that check failed: %w",
+			err = fmt.Errorf("rollback: --to-generation %d is below generation %d, written with no parent digest (format 1), so its %s entry is checked against what job %s staged, and that check failed: %w",
 				r.To, child.Generation, d, e.JobID, err)
+			if storage.IsNotExist(err) {
+				// A record of the job gone: every retry meets it.
+				err = exitcode.UsageError(err)
+			}
+			return err
 		}
 		if why != "" {
 			return exitcode.UsageError(fmt.Errorf("rollback: pointer-history/%d.json's %s entry disagrees with what job %s staged: %s: "+

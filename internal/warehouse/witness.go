@@ -16,10 +16,10 @@ import (
 )
 
 // Witness tells, for pointer.OwnCopy, whether a date's entry agrees with
-// what its job staged in b: its gate report is its job's and holds the
-// date's counts and rows, its pins are those of the job's attempt record,
-// and every file it names is its job's file of the date, there with the
-// size and rows it lists.
+// what its job staged in b: its gate report is its job's, passed (and no
+// rejection record names the job), and holds the date's counts and rows;
+// its pins are those of the job's attempt record; and every file it names
+// is its job's file of the date, there with the size and rows it lists.
 // When pointer.json and its history copy differ in a figure or a file
 // list, that is the only way to tell which of the two was edited: both
 // still name the same parent.
@@ -35,6 +35,16 @@ func Witness(b storage.Bucket) pointer.Witness {
 		var r gate.Report
 		if err := json.Unmarshal(data, &r); err != nil {
 			return "", fmt.Errorf("read %s: %w", e.GateReport, err)
+		}
+		// A rejected job's entry, figures, files and all, agrees with
+		// what it staged: only the verdict tells (review CT).
+		if !r.Passed {
+			return fmt.Sprintf("its gate report %s says the gate rejected job %s", e.GateReport, e.JobID), nil
+		}
+		if _, err := b.Stat(ctx, RejectionPath(e.JobID)); err == nil {
+			return fmt.Sprintf("job %s was rejected (%s)", e.JobID, RejectionPath(e.JobID)), nil
+		} else if !storage.IsNotExist(err) {
+			return "", fmt.Errorf("check %s: %w", RejectionPath(e.JobID), err)
 		}
 		found := 0
 		for _, c := range r.Checks {
