@@ -464,6 +464,10 @@ func TestFailedRunsPrintEverySignal(t *testing.T) {
 				name := fmt.Sprint(rec["signal"])
 				count[name]++
 				status[name] = fmt.Sprint(rec["status"])
+				figs, _ := rec["figures"].(map[string]any)
+				if why, _ := figs["reason"].(string); status[name] == "unavailable" && why == "" {
+					t.Errorf("%s unavailable without a reason: %v", name, figs)
+				}
 				if monitor.PerDate[name] && !strings.Contains(tc.dates, fmt.Sprint(rec["date"])) {
 					t.Errorf("%s for date %v, not one requested (%s)", name, rec["date"], tc.dates)
 				}

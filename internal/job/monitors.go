@@ -195,10 +195,10 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 		monitor.Emit(ctx, m.log, s)
 	}
 	if len(m.signals) == 0 {
-		// Ended before its dates were staged: every signal still has its
-		// record, so an alert that waits on one (a date's input_vs_fact)
+		// Ended before its staged dates were judged: every signal still
+		// has its record, so an alert that waits on one (a date's input_vs_fact)
 		// sees the run, not a gap.
-		why := "not judged: the run ended before its dates were staged"
+		why := "not judged: the run ended before its staged dates were judged"
 		for _, d := range m.job.Dates {
 			for _, name := range slices.Sorted(maps.Keys(monitor.PerDate)) {
 				monitor.Emit(ctx, m.log, monitor.Signal{Name: name, Status: monitor.Unavailable, Date: d.String(), Figures: map[string]any{"reason": why}})
@@ -238,9 +238,11 @@ func (m *monitors) finish(ctx context.Context, res Result, err error) {
 	case res.GateJudged:
 		gateStatus = monitor.OK
 	}
-	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.GateRejection, Status: gateStatus, Figures: map[string]any{
-		"checks_run": len(res.Report.Checks), "failed_checks": res.Report.FailedNames(), "reasons": res.Report.Reasons(),
-	}})
+	gateFigures := map[string]any{"checks_run": len(res.Report.Checks), "failed_checks": res.Report.FailedNames(), "reasons": res.Report.Reasons()}
+	if gateStatus == monitor.Unavailable {
+		gateFigures["reason"] = "not judged: the run ended before the staged checks read its bytes back"
+	}
+	monitor.Emit(ctx, m.log, monitor.Signal{Name: monitor.GateRejection, Status: gateStatus, Figures: gateFigures})
 	visible := res.Pointer
 	var unread error // what readers see could not be read after a failure
 	// A concurrent job's later generation replaced some of its dates
