@@ -66,6 +66,9 @@ func CheckFiles(ctx context.Context, b storage.Bucket, files []pointer.File) ([]
 			switch {
 			case ctx.Err() != nil:
 				results[i].err = ctx.Err()
+			case storage.IsNotExist(err):
+				// Gone since its stat (a gc, a lifecycle rule).
+				results[i].m = &FileMismatch{File: f, Missing: true}
 			case errors.Is(err, inputs.ErrFooter):
 				results[i].m = &FileMismatch{File: f, Size: a.Size, Footer: err}
 			case err != nil:

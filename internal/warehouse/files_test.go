@@ -1,6 +1,7 @@
 package warehouse
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/techlearningpro/engagement/internal/pointer"
 	"github.com/techlearningpro/engagement/internal/pointer/pointertest"
+	"github.com/techlearningpro/engagement/internal/storage"
 	"github.com/techlearningpro/engagement/internal/storage/local"
 )
 
@@ -55,5 +57,31 @@ func TestCheckFilesInOrder(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("mismatches\n%q\nwant\n%q", got, want)
+	}
+}
+
+// vanishing removes each file as its footer is read: after its stat, as
+// a gc or a lifecycle rule would.
+type vanishing struct{ storage.Bucket }
+
+func (v vanishing) ReadRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := v.Delete(ctx, key); err != nil {
+		return nil, err
+	}
+	return v.Bucket.ReadRange(ctx, key, off, n)
+}
+
+// TestCheckFilesVanished: a file gone between its stat and its footer's
+// read is missing, with the advice that goes with it, not an error of
+// the read (review CT).
+func TestCheckFilesVanished(t *testing.T) {
+	dir := t.TempDir()
+	data := pointertest.ParquetLike(3, 5)
+	if err := os.WriteFile(filepath.Join(dir, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := CheckFiles(t.Context(), vanishing{local.New(dir, local.Options{})}, []pointer.File{{Path: "f", Bytes: int64(len(data)), Rows: 5}})
+	if err != nil || len(bad) != 1 || !bad[0].Missing {
+		t.Fatalf("mismatches %+v, %v; want f missing", bad, err)
 	}
 }
