@@ -762,6 +762,11 @@ func TestCheckPublish(t *testing.T) {
 	if err := full.CheckPublish(); err != nil {
 		t.Fatalf("CheckPublish(full) = %v", err)
 	}
+	long := full
+	long.Warehouse = "/" + strings.Repeat("w/", 1800) + "wh"
+	if err := long.CheckPublish(); err != nil {
+		t.Errorf("a warehouse path with room for its staged paths: %v", err)
+	}
 	// An empty date list is the gate's to reject (check 8, exit 3, with a
 	// record); explain, which has no gate, refuses it.
 	none := full
@@ -793,6 +798,12 @@ func TestCheckPublish(t *testing.T) {
 		}, []string{"empty setting: engagement.raw (job.conf:2)", "missing setting: engagement.lessons, engagement.enrollments"}, nil},
 		{"bad job id", func(j *Job) { j.JobID = "a/b" }, []string{"--job-id"}, nil},
 		{"empty job id", func(j *Job) { j.JobID = "" }, []string{"--job-id"}, nil},
+		// Staged paths past the system's limit failed the stage after the
+		// attempt record, exit 1 on every retry (review CR).
+		{"a warehouse path too long", func(j *Job) { j.Warehouse = "/" + strings.Repeat("w/", 1950) + "wh" },
+			[]string{"engagement.warehouse: 3903 bytes long", "a path holds at most 4095"}, nil},
+		{"an S3 prefix too long", func(j *Job) { j.Warehouse = "s3://bkt/" + strings.Repeat("k/", 410) + "wh" },
+			[]string{"engagement.warehouse: 822 bytes long", "an S3 key holds at most 1024"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -507,10 +507,46 @@ func (j Job) CheckPublish() error {
 	if j.Warehouse == "" {
 		return j.missing([]string{KeyWarehouse})
 	}
+	if err := j.checkStagingRoom(); err != nil {
+		return err
+	}
 	// An empty date list is not refused here: the gate rejects it (check 8,
 	// exit 3) with a record, as for any other publish that would show
 	// readers nothing new.
 	return j.checkPlaces()
+}
+
+// Staged paths run up to stagedTail bytes past staging/job_id=<id>: a
+// table, a split date's part, and the engines' own names (Spark's
+// _temporary/0/_temporary/attempt_…/event_date=…/part-…-<uuid>.c000.zstd.parquet
+// is the longest, about 160).
+const stagedTail = 200
+
+// checkStagingRoom refuses a warehouse whose staged paths would pass the
+// system's limit on a path (4,095 bytes on Linux) or an S3 key's (1,024):
+// the stage failed on "file name too long" after the attempt record, exit
+// 1, and every retry met it again (review CR).
+func (j Job) checkStagingRoom() error {
+	loc, err := storage.Parse(j.Warehouse)
+	if err != nil {
+		return nil // Resolve named it
+	}
+	base, limit, what := loc.Key, 1024, "an S3 key"
+	if loc.Scheme == storage.File {
+		if base, err = filepath.Abs(loc.Path); err != nil {
+			return nil
+		}
+		limit, what = 4095, "a path"
+	}
+	if n := len(base) + len("/staging/job_id=") + len(j.JobID) + stagedTail; n > limit {
+		where := ""
+		if w := j.Where[KeyWarehouse]; w != "" {
+			where = " (" + w + ")"
+		}
+		return exitcode.UsageError(fmt.Errorf("%s%s: %d bytes long, too long for the files a publish stages under it (up to %d bytes more with job id %s): %s holds at most %d; choose a shorter warehouse path",
+			KeyWarehouse, where, len(base), n-len(base), j.JobID, what, limit))
+	}
+	return nil
 }
 
 // CheckInputs checks what any run over the inputs needs: paths, pins, dates.
