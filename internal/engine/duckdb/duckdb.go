@@ -63,6 +63,9 @@ type Engine struct {
 	// by path, for rawScan.
 	typesMu        sync.Mutex
 	eventTimeTypes map[string]string
+	// rawSchemas are raw files' schemas as Inspect described them (names
+	// and types in order), by path, for rawLayout.
+	rawSchemas map[string]string
 	// filtersUpTo overrides perDateFilters (tests; 0: the default, -1:
 	// histograms on any number of dates).
 	filtersUpTo int
@@ -257,7 +260,7 @@ func Open(ctx context.Context, settings map[string]string) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("open duckdb connection: %w", err)
 	}
-	e := &Engine{db: db, conn: conn, sink: &hashSink{}, eventTimeTypes: map[string]string{}}
+	e := &Engine{db: db, conn: conn, sink: &hashSink{}, eventTimeTypes: map[string]string{}, rawSchemas: map[string]string{}}
 	if err := registerKeepHash(conn, e.sink); err != nil {
 		e.Close()
 		return nil, err

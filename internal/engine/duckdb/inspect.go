@@ -28,6 +28,7 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	}
 	types := map[string]string{}
 	var names []string
+	var sig strings.Builder // names and types in order, for rawLayout
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -41,6 +42,7 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 		typ, _ := vals[1].(string)
 		types[name] = typ
 		names = append(names, name)
+		fmt.Fprintf(&sig, "%q %q\n", name, typ)
 		if what == "raw" && name == "event_time" {
 			e.typesMu.Lock()
 			e.eventTimeTypes[file] = typ
@@ -49,6 +51,11 @@ func (e *Engine) schema(ctx context.Context, what, file string) (map[string]stri
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%s file %s: %s: %w", what, file, readFault(err), firstLine(err))
+	}
+	if what == "raw" {
+		e.typesMu.Lock()
+		e.rawSchemas[file] = sig.String()
+		e.typesMu.Unlock()
 	}
 	// DuckDB renames a repeated column name (lesson_id, then lesson_id_1,
 	// or LESSON_ID) and reads the first: the footer's own names are
@@ -228,7 +235,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		return nil
 	}
 	f := &in.Figures
-	nanos, err := e.nanosFiles(ctx, rawFiles)
+	rr, err := e.rawLayout(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
@@ -247,7 +254,7 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		       coalesce(NOT (%[1]s) AND NOT %[2]s AND NOT %[5]s, false) AS stray, coalesce(%[5]s, false) AS oor
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %[3]s AS ingest_date
 		      FROM %[4]s)`,
-		inDays, own, ingestDateOf(sourceFileColumn), rawScan(rawFiles, nanos), oor)
+		inDays, own, ingestDateOf(sourceFileColumn), rawScan(rawFiles, rr), oor)
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)

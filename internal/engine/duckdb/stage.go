@@ -15,8 +15,8 @@ import (
 // sources resolves the file lists of the three inputs for spec.
 type sources struct {
 	raw, lessons, enrollments []string
-	// nanos are the raw files read apart (rawScan); filled by the engine.
-	nanos map[string]bool
+	// rr is how rawScan reads the raw files; filled by the engine.
+	rr rawRead
 }
 
 // resolve takes the attempt's listing: the engine reads exactly those
@@ -24,7 +24,7 @@ type sources struct {
 func (e *Engine) resolve(ctx context.Context, spec engine.Spec) (sources, error) {
 	s := sources{raw: spec.Inputs.RawPaths(), lessons: spec.Inputs.LessonPaths(), enrollments: spec.Inputs.EnrollmentPaths()}
 	var err error
-	s.nanos, err = e.nanosFiles(ctx, s.raw)
+	s.rr, err = e.rawLayout(ctx, s.raw)
 	return s, err
 }
 
@@ -41,7 +41,7 @@ func (e *Engine) resolve(ctx context.Context, spec engine.Spec) (sources, error)
 // name is reserved, and a raw file holding it refused up front.
 const sourceFileColumn = inputs.ReservedColumn
 
-func eventsQuery(spec engine.Spec, raw []string, nanos map[string]bool) string {
+func eventsQuery(spec engine.Spec, raw []string, rr rawRead) string {
 	if len(raw) == 0 {
 		return `SELECT NULL::VARCHAR AS event_id, NULL::VARCHAR AS learner_key, NULL::VARCHAR AS lesson_id,
 			NULL::VARCHAR AS course_id, NULL::TIMESTAMPTZ AS event_time, NULL::DATE AS event_date WHERE false`
@@ -57,7 +57,7 @@ FROM (
 WHERE ingest_date BETWEEN DATE %s AND DATE %s
   AND %s
   AND %s`,
-		eventDateExpr, ingestDateOf(sourceFileColumn), rawScan(raw, nanos), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
+		eventDateExpr, ingestDateOf(sourceFileColumn), rawScan(raw, rr), quote(spec.IngestFrom.String()), quote(spec.IngestTo.String()),
 		utcDayRanges("epoch_us(event_time)", spec.Dates), ownWindow("event_time", "ingest_date", spec.LatenessDays))
 }
 
@@ -114,7 +114,7 @@ SELECT g.learner_key, g.lesson_id, g.event_date, g.course_id,
 FROM grain g
 LEFT JOIN manifest m ON g.lesson_id = m.lesson_id
 LEFT JOIN enrollments en ON g.learner_key = en.learner_key AND g.course_id = en.course_id`,
-		eventsQuery(spec, s.raw, s.nanos), dimensions(spec, s))
+		eventsQuery(spec, s.raw, s.rr), dimensions(spec, s))
 }
 
 // dimensions are the two pins as CTEs, filtered before any join.
