@@ -427,7 +427,7 @@ func (r *runner) write(ctx context.Context, spec engine.Spec, table string, n ma
 	if spilled == 0 && !r.e.alwaysBatch {
 		return r.writeByDate(ctx, spec, table, ds, n, dir, splitDir, written)
 	}
-	batches := copyBatches(ds)
+	batches := copyBatches(ds, func(d dates.Date) int { return n[d] })
 	r.steps.total -= len(ds) - len(batches) // Stage counted a step a date
 	for _, batch := range batches {
 		r.steps.next(fmt.Sprintf("write %s %s to %s", table, batch[0], batch[len(batch)-1]))
@@ -527,26 +527,37 @@ func (e *Engine) copy(ctx context.Context, query, file string) error {
 // many dates a backfill restates; a few batches rather than one keep the
 // progress report's dates done and time left moving while a long backfill
 // writes. A day of up to minCopyDates dates is one COPY. But no batch
-// holds more than maxBatchDates: its COPY keeps a writer open, with its
-// buffered rows, for each date, and 600 dates of a spilled backfill in
-// three COPYs ran out of memory (exit 1) at a limit the same rows over
-// twelve dates published within.
-func copyBatches(ds []dates.Date) [][]dates.Date {
-	k := max(min(maxCopies, (len(ds)+minCopyDates-1)/minCopyDates), (len(ds)+maxBatchDates-1)/maxBatchDates)
+// holds more than maxBatchParts files (parts(d) a date, a split date's
+// parts, at least 1), unless one date alone has more: its COPY keeps a
+// writer open, with its buffered rows, for each, and 1,250 dates of a
+// spilled backfill in three COPYs, or 29 dates of six parts in one, ran
+// out of memory (exit 1) at a limit the same rows in smaller batches
+// published within (reviews CR, CU).
+func copyBatches(ds []dates.Date, parts func(dates.Date) int) [][]dates.Date {
+	weight := func(d dates.Date) int { return max(parts(d), 1) }
+	total := 0
+	for _, d := range ds {
+		total += weight(d)
+	}
+	k := max(min(maxCopies, (len(ds)+minCopyDates-1)/minCopyDates), (total+maxBatchParts-1)/maxBatchParts)
 	var out [][]dates.Date
-	for i := range k {
-		// Batch i takes its even share, the first ones one more.
-		size := len(ds) / (k - i)
-		if len(ds)%(k-i) != 0 {
+	for i := 0; len(ds) > 0; i++ {
+		// Batch i takes its even share of the parts left, the first ones
+		// one more, and at least one date.
+		left := max(k-i, 1)
+		share := min((total+left-1)/left, maxBatchParts)
+		size, sum := 0, 0
+		for size < len(ds) && (size == 0 || sum+weight(ds[size]) <= share) {
+			sum += weight(ds[size])
 			size++
 		}
 		out = append(out, ds[:size])
-		ds = ds[size:]
+		ds, total = ds[size:], total-sum
 	}
 	return out
 }
 
-const maxCopies, minCopyDates, maxBatchDates = 3, 4, 32
+const maxCopies, minCopyDates, maxBatchParts = 3, 4, 32
 
 // stageSteps numbers Stage's steps for the progress report.
 type stageSteps struct {
