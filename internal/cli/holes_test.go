@@ -22,6 +22,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/engine"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/gen"
+	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
 )
@@ -681,6 +682,37 @@ func TestReportOutRefusals(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(filepath.Dir(out), "export.parquet"), []byte("PAR1"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+}
+
+// TestRerunWhileGCExpires: a published job id rerun while a gc expires
+// its generation, between the expiry record naming it and the deletion of
+// its staging: exit 4, published, as before and after that window; the
+// staging prefix read as an earlier attempt's (exit 2), and an operator
+// took it for a failed run (review CU).
+func TestRerunWhileGCExpires(t *testing.T) {
+	w := biNewWS(t)
+	for _, job := range []string{"gcw-1", "gcw-2"} {
+		if r := biRun(t, w.publishArgs(job, "2026-03-02")...); r.code != 0 {
+			t.Fatalf("publish %s: exit %d\n%s", job, r.code, r.stderr)
+		}
+	}
+	// gc's first two steps, as it takes them: the record, then the copy.
+	b, _ := publishtest.Warehouse(w.warehouse)
+	if err := history.RecordExpiry(t.Context(), b, history.Expiry{Generations: []int64{1}, JobIDs: []string{"gcw-1"}, At: time.Now().UTC(), Reason: "retain-generations 1"}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(w.warehouse, "pointer-history", "1.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w.warehouse, "staging", "job_id=gcw-1")); err != nil {
+		t.Fatalf("gcw-1's staging: %v", err)
+	}
+	for _, args := range [][]string{w.publishArgs("gcw-1", "2026-03-02"), {"rollback", "--warehouse", w.warehouse, "--date", "2026-03-02", "--to-generation", "2", "--job-id", "gcw-1"}} {
+		r := biRun(t, args...)
+		if r.code != exitcode.AlreadyPublished || !strings.Contains(r.errLine(t), "job id gcw-1 wrote a generation gc has since expired") {
+			t.Errorf("%s as gcw-1: exit %d, %q; want 4, published", args[0], r.code, r.errLine(t))
 		}
 	}
 }

@@ -767,6 +767,20 @@ func TestCheckPublish(t *testing.T) {
 	if err := long.CheckPublish(); err != nil {
 		t.Errorf("a warehouse path with room for its staged paths: %v", err)
 	}
+	// Relative, it is given to the kernel as it is, whatever the working
+	// directory's length (a 4,000-byte one here).
+	deep := t.TempDir()
+	for len(deep) < 4000 {
+		deep = filepath.Join(deep, strings.Repeat("d", 200))
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(deep)
+	long.Warehouse = "wh"
+	if err := long.CheckPublish(); err != nil {
+		t.Errorf("a short relative warehouse path in a deep working directory: %v", err)
+	}
 	// An empty date list is the gate's to reject (check 8, exit 3, with a
 	// record); explain, which has no gate, refuses it.
 	none := full

@@ -533,10 +533,9 @@ func (j Job) checkStagingRoom() error {
 	}
 	base, limit, what := loc.Key, 1024, "an S3 key"
 	if loc.Scheme == storage.File {
-		if base, err = filepath.Abs(loc.Path); err != nil {
-			return nil
-		}
-		limit, what = 4095, "a path"
+		// As the store gives it to the kernel, whose limit is on that
+		// string: a relative path is not measured from / (review CU).
+		base, limit, what = filepath.Clean(loc.Path), 4095, "a path"
 	}
 	if n := len(base) + len("/staging/job_id=") + len(j.JobID) + stagedTail; n > limit {
 		where := ""

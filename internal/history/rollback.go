@@ -302,15 +302,17 @@ func (r Rollback) intact(ctx context.Context, cur, src pointer.Pointer) error {
 // generation gc expired): every job id names one operation, and an attempt
 // in flight would otherwise publish under the rollback's id too.
 func (r Rollback) unusedByAttempts(ctx context.Context) error {
+	// The records first, as publish: while a gc expires a generation, its
+	// expiry record (exit 4) is there before its staging goes.
+	if err := CheckRecords(ctx, r.Bucket, r.JobID); err != nil {
+		return fmt.Errorf("rollback: %w", err)
+	}
 	objs, err := r.Bucket.List(ctx, warehouse.StagingDir(r.JobID)+"/")
 	if err != nil {
 		return fmt.Errorf("rollback: check job id %s: %w", r.JobID, err)
 	}
 	if len(objs) > 0 {
 		return exitcode.UsageError(fmt.Errorf("rollback: job id %s was taken by a publish attempt (its staging prefix exists): use a new job id", r.JobID))
-	}
-	if err := CheckRecords(ctx, r.Bucket, r.JobID); err != nil {
-		return fmt.Errorf("rollback: %w", err)
 	}
 	return nil
 }

@@ -227,15 +227,19 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if published {
 		return res, exitcode.PublishedError(fmt.Errorf("job id %s is already published, or used by a rollback (named by the pointer or its history); a job id is used once, and its staging is never rewritten: rerun with a new job id", job.JobID))
 	}
+	// The records first: a gc expiring the job's generation has written
+	// its expiry record (exit 4, published) before it deletes the copies
+	// and then the staging, and in between the staging read as an earlier
+	// attempt's (exit 2, review CU).
+	if err := history.CheckRecords(ctx, p.Warehouse, job.JobID); err != nil {
+		return res, err
+	}
 	stagingRel := warehouse.StagingDir(job.JobID)
 	stagingURI := locs.Warehouse.Join(stagingRel).String()
 	if objs, err := p.Warehouse.List(ctx, stagingRel+"/"); err != nil {
 		return res, fmt.Errorf("check staging %s: %w", stagingURI, err)
 	} else if len(objs) > 0 {
 		return res, exitcode.UsageError(fmt.Errorf("job id %s already has a staging prefix %s from an earlier attempt; it is kept for inspection: rerun with a new job id", job.JobID, stagingURI))
-	}
-	if err := history.CheckRecords(ctx, p.Warehouse, job.JobID); err != nil {
-		return res, err
 	}
 
 	// Before the first write: a store whose create-if-absent depends on the
