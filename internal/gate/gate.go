@@ -376,7 +376,7 @@ func listDetail(what string, items []string) string {
 func sample(items []string) string {
 	shown := make([]string, len(items))
 	for i, s := range items {
-		shown[i] = shortened(ShownKey(s))
+		shown[i] = shortenedOf(ShownKey(s), len(s))
 	}
 	return forExample(shown)
 }

@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"sort"
@@ -21,9 +23,11 @@ const TopUnknownLessons = 20
 type LessonCount struct {
 	LessonID   *string `json:"lesson_id"`
 	EventCount int64   `json:"event_count"`
-	// LessonIDBytes is the id's length when LessonID holds only its first
-	// MaxRecordedIDBytes (Bound); zero otherwise.
-	LessonIDBytes int `json:"lesson_id_bytes,omitempty"`
+	// LessonIDBytes and LessonIDSHA256 are the id's length and digest
+	// when LessonID holds only its first MaxRecordedIDBytes (Bound): two
+	// ids alike that far stay told apart. Empty otherwise.
+	LessonIDBytes  int    `json:"lesson_id_bytes,omitempty"`
+	LessonIDSHA256 string `json:"lesson_id_sha256,omitempty"`
 }
 
 // MaxRecordedIDBytes is the most of an unknown lesson id a rejection
@@ -31,7 +35,7 @@ type LessonCount struct {
 const MaxRecordedIDBytes = 1024
 
 // Bound cuts each id of l longer than MaxRecordedIDBytes to its first
-// bytes (whole characters), recording its length.
+// bytes (whole code points), recording its length and digest.
 func Bound(l []LessonCount) {
 	for i := range l {
 		id := l[i].LessonID
@@ -43,8 +47,20 @@ func Bound(l []LessonCount) {
 			cut--
 		}
 		short := (*id)[:cut]
-		l[i].LessonID, l[i].LessonIDBytes = &short, len(*id)
+		sum := sha256.Sum256([]byte(*id))
+		l[i].LessonID, l[i].LessonIDBytes, l[i].LessonIDSHA256 = &short, len(*id), hex.EncodeToString(sum[:])
 	}
+}
+
+// Bytes is the length of the lesson id as it came, before any cut.
+func (l LessonCount) Bytes() int {
+	switch {
+	case l.LessonIDBytes > 0:
+		return l.LessonIDBytes
+	case l.LessonID != nil:
+		return len(*l.LessonID)
+	}
+	return 0
 }
 
 // Lesson is the lesson id as printed: "<null>" for a missing one.
@@ -112,7 +128,11 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
 		for _, l := range lessons {
-			fmt.Fprintf(tw, "  %s\t%d\n", shortenedOf(ShownKey(l.Lesson()), l.LessonIDBytes), l.EventCount)
+			shown := shortenedOf(ShownKey(l.Lesson()), l.Bytes())
+			if l.LessonIDSHA256 != "" {
+				shown = fmt.Sprintf("%s (cut; sha256 %s)", shown, l.LessonIDSHA256[:16])
+			}
+			fmt.Fprintf(tw, "  %s\t%d\n", shown, l.EventCount)
 		}
 		tw.Flush()
 	}
@@ -166,10 +186,9 @@ func ShownKey(s string) string {
 // would pad every row of it (the rejection record keeps the whole id).
 const shownRunes = 80
 
-func shortened(s string) string { return shortenedOf(s, 0) }
-
-// shortenedOf is shortened for a value of full bytes already cut (Bound);
-// 0 when s is whole.
+// shortenedOf is shortened for a shown value whose raw form is full
+// bytes long (a quoted or escaped one is longer, one Bound cut shorter);
+// 0: len(s).
 func shortenedOf(s string, full int) string {
 	if full == 0 {
 		full = len(s)

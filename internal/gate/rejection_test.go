@@ -82,14 +82,15 @@ func TestWriteFailed(t *testing.T) {
 				"CHECK               DATE        FIGURES\n" +
 				"unknown_lesson_cap  2026-03-03  rate 0.5, cap 0.02\n" +
 				"\ntop unknown lessons on 2026-03-03 (2, by events):\n" +
-				"  LESSON_ID" + strings.Repeat(" ", 91) + "EVENTS\n" +
-				"  esc\\x1b[31mred\\x00\\x7f" + strings.Repeat(" ", 78) + "3\n" +
-				"  " + strings.Repeat("x", 80) + "... (100000 bytes)  2\n",
+				"  LESSON_ID" + strings.Repeat(" ", 91+31) + "EVENTS\n" +
+				"  esc\\x1b[31mred\\x00\\x7f" + strings.Repeat(" ", 78+31) + "3\n" +
+				"  " + strings.Repeat("x", 80) + "... (100000 bytes) (cut; sha256 d69e689881578332)  2\n",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			// The table of a record's ids, cut (Bound), reads as of the ids.
+			// The table of a record's ids, cut (Bound), says the ids' bytes,
+			// and each cut one's digest.
 			for _, l := range tc.unknown {
 				Bound(l)
 			}
@@ -155,11 +156,31 @@ func TestBound(t *testing.T) {
 			t.Errorf("id %d (%s) marked cut", i, l[i].Lesson())
 		}
 	}
+	if l[0].LessonIDSHA256 == "" || l[0].LessonIDSHA256 == (func() string { b := []LessonCount{lc(long+"2", 1)}; Bound(b); return b[0].LessonIDSHA256 })() {
+		t.Errorf("two ids alike in their first %d bytes share a digest %q", MaxRecordedIDBytes, l[0].LessonIDSHA256)
+	}
 	data, err := json.Marshal(l[:2])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), `"lesson_id_bytes":4000`) || strings.Count(string(data), "lesson_id_bytes") != 1 {
+	if !strings.Contains(string(data), `"lesson_id_bytes":4000`) || strings.Count(string(data), "lesson_id_bytes") != 1 || strings.Count(string(data), "lesson_id_sha256") != 1 {
 		t.Errorf("record %s: want lesson_id_bytes on the cut id alone", data[len(data)-120:])
+	}
+}
+
+// TestShownBytesAreTheIds: a long id shown cut says its own bytes, not
+// those of its quoted form (an NFD id is quoted with every mark escaped,
+// and said 2102 bytes for 900: review CU).
+func TestShownBytesAreTheIds(t *testing.T) {
+	nfd := strings.Repeat("e\u0301", 300) // 900 bytes, quoted as \u0301 each
+	var b bytes.Buffer
+	if err := WriteFailed(&b, "j1", []Check{{Name: CheckUnknownLessonCap, Date: "2026-03-03"}}, map[string][]LessonCount{"2026-03-03": {lc(nfd, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "... (900 bytes)") {
+		t.Errorf("table:\n%s\nwant the id's 900 bytes", b.String())
+	}
+	if got := sample([]string{nfd}); !strings.Contains(got, "... (900 bytes)") {
+		t.Errorf("sample %q, want the id's 900 bytes", got)
 	}
 }
