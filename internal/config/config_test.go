@@ -781,6 +781,11 @@ func TestCheckPublish(t *testing.T) {
 	if err := long.CheckPublish(); err != nil {
 		t.Errorf("a short relative warehouse path in a deep working directory: %v", err)
 	}
+	// Spark is given the warehouse absolute.
+	long.Engine = "spark"
+	if err := long.CheckPublish(); exitcode.Code(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "a path holds at most 4095") {
+		t.Errorf("the same on Spark: %v, want refused", err)
+	}
 	// An empty date list is the gate's to reject (check 8, exit 3, with a
 	// record); explain, which has no gate, refuses it.
 	none := full

@@ -535,7 +535,13 @@ func (j Job) checkStagingRoom() error {
 	if loc.Scheme == storage.File {
 		// As the store gives it to the kernel, whose limit is on that
 		// string: a relative path is not measured from / (review CU).
+		// Spark is given it absolute.
 		base, limit, what = filepath.Clean(loc.Path), 4095, "a path"
+		if j.Engine == "spark" {
+			if abs, err := filepath.Abs(base); err == nil {
+				base = abs
+			}
+		}
 	}
 	if n := len(base) + len("/staging/job_id=") + len(j.JobID) + stagedTail; n > limit {
 		where := ""

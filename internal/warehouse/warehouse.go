@@ -7,7 +7,9 @@ package warehouse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -201,7 +203,7 @@ func within(p, dir string) bool {
 // (Cleaning first would take /link/../wh for a sibling of the link, while
 // mkdir puts it beside the link's target.) An element that does not exist
 // yet is kept as written, and "..", after it, goes back up the text, as
-// mkdir -p does.
+// mkdir -p does; any other failure to resolve one is the error.
 func realPath(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		wd, err := os.Getwd()
@@ -220,8 +222,16 @@ func realPath(p string) (string, error) {
 			continue
 		}
 		next := filepath.Join(cur, elem)
-		if real, err := filepath.EvalSymlinks(next); err == nil {
+		real, err := filepath.EvalSymlinks(next)
+		switch {
+		case err == nil:
 			next = real
+		case !errors.Is(err, fs.ErrNotExist):
+			// Not "not there yet": unresolved, a link in the path (past
+			// the system's length limit, under a deep working directory)
+			// was taken as written, and a warehouse inside raw written
+			// into (review CV).
+			return "", fmt.Errorf("resolve %s: %w", next, err)
 		}
 		cur = next
 	}

@@ -3,7 +3,10 @@ package warehouse
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/techlearningpro/engagement/internal/storage"
 )
 
 // TestSamePath: one file however it is spelt (./x and x, through a
@@ -32,5 +35,41 @@ func TestSamePath(t *testing.T) {
 		if got := SamePath(tc.a, tc.b); got != tc.same {
 			t.Errorf("SamePath(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.same)
 		}
+	}
+}
+
+// TestOverlapUnderADeepWorkingDirectory: under a working directory past
+// the system's path limit, a link in a relative warehouse path could not
+// be resolved from /, was taken as written, and a warehouse inside raw
+// was written into (review CV). A path that cannot be resolved is
+// refused instead.
+func TestOverlapUnderADeepWorkingDirectory(t *testing.T) {
+	raw := filepath.Join(t.TempDir(), "raw")
+	if err := os.MkdirAll(filepath.Join(raw, "ingest_date=2026-03-02"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for depth := 0; depth < 4200; depth += 201 {
+		name := strings.Repeat("d", 200)
+		if err := os.Mkdir(name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chdir(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(raw, "rawlink"); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := storage.Parse("rawlink/ingest_date=2026-03-02/wh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := storage.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Overlap([]Place{{Name: "--warehouse", Loc: wh}, {Name: "--raw", Loc: in}}); err == nil {
+		t.Error("a warehouse inside raw, through a link under a deep working directory, was not refused")
 	}
 }
