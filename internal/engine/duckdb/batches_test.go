@@ -69,3 +69,19 @@ func TestCopyBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestPartChunks: a batch is one COPY, but a date of more than 32 parts
+// alone is written 32 parts a COPY, every part once, in order.
+func TestPartChunks(t *testing.T) {
+	for _, tc := range []struct {
+		dates, open int
+		want        string
+	}{
+		{1, 1, "[[0 1]]"}, {3, 30, "[[0 30]]"}, {1, 32, "[[0 32]]"},
+		{1, 33, "[[0 32] [32 33]]"}, {1, 167, "[[0 32] [32 64] [64 96] [96 128] [128 160] [160 167]]"},
+	} {
+		if got := fmt.Sprint(partChunks(tc.dates, tc.open)); got != tc.want {
+			t.Errorf("partChunks(%d, %d) = %s, want %s", tc.dates, tc.open, got, tc.want)
+		}
+	}
+}

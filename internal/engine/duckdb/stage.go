@@ -454,12 +454,19 @@ func (r *runner) write(ctx context.Context, spec engine.Spec, table string, n ma
 		for _, d := range batch {
 			open += max(n[d], 1)
 		}
-		if err := r.e.exec(ctx, "write "+to, fmt.Sprintf("SET partitioned_write_max_open_files = %d", max(open, 100, r.e.openFiles))); err != nil {
-			return err
-		}
-		stmt := fmt.Sprintf("COPY (%s) TO %s (%s, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", q, quote(localPath(to)), parquetOptions, by)
-		if err := r.e.exec(ctx, "write "+to, stmt); err != nil {
-			return err
+		chunks := partChunks(len(batch), open)
+		for _, c := range chunks {
+			rows := q
+			if len(chunks) > 1 {
+				rows = fmt.Sprintf("SELECT * FROM (%s) t WHERE split_part >= %d AND split_part < %d", q, c[0], c[1])
+			}
+			if err := r.e.exec(ctx, "write "+to, fmt.Sprintf("SET partitioned_write_max_open_files = %d", max(c[1]-c[0], 100, r.e.openFiles))); err != nil {
+				return err
+			}
+			stmt := fmt.Sprintf("COPY (%s) TO %s (%s, PARTITION_BY (%s), FILENAME_PATTERN 'part-0000{i}', OVERWRITE_OR_IGNORE)", rows, quote(localPath(to)), parquetOptions, by)
+			if err := r.e.exec(ctx, "write "+to, stmt); err != nil {
+				return err
+			}
 		}
 		for _, d := range batch {
 			written(d)
@@ -519,6 +526,22 @@ const parquetOptions = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1"
 func (e *Engine) copy(ctx context.Context, query, file string) error {
 	q := fmt.Sprintf("COPY (%s) TO %s (%s)", query, quote(localPath(file)), parquetOptions)
 	return e.exec(ctx, "write "+file, q)
+}
+
+// partChunks are the ranges of split_part a batch of dates with open
+// parts in all is written in, a COPY each: the whole batch in one, but a
+// date of more parts than a batch holds (a batch of its own)
+// maxBatchParts parts a COPY: in one, its writers ran out of memory where
+// the same parts in smaller COPYs did not (review CV).
+func partChunks(dates, open int) [][2]int {
+	if dates != 1 || open <= maxBatchParts {
+		return [][2]int{{0, open}}
+	}
+	var out [][2]int
+	for lo := 0; lo < open; lo += maxBatchParts {
+		out = append(out, [2]int{lo, min(lo+maxBatchParts, open)})
+	}
+	return out
 }
 
 // copyBatches groups a table's dates, in order, into batches of even size:
