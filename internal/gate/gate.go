@@ -376,7 +376,7 @@ func listDetail(what string, items []string) string {
 func sample(items []string) string {
 	shown := make([]string, len(items))
 	for i, s := range items {
-		shown[i] = shortenedOf(ShownKey(s), len(s))
+		shown[i] = shownID(s, 0, "")
 	}
 	return forExample(shown)
 }

@@ -128,11 +128,7 @@ func WriteFailed(w io.Writer, jobID string, failed []Check, unknown map[string][
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  LESSON_ID\tEVENTS")
 		for _, l := range lessons {
-			shown := shortenedOf(ShownKey(l.Lesson()), l.Bytes())
-			if l.LessonIDSHA256 != "" {
-				shown = fmt.Sprintf("%s (cut; sha256 %s)", shown, l.LessonIDSHA256[:16])
-			}
-			fmt.Fprintf(tw, "  %s\t%d\n", shown, l.EventCount)
+			fmt.Fprintf(tw, "  %s\t%d\n", shownID(l.Lesson(), l.Bytes(), l.LessonIDSHA256), l.EventCount)
 		}
 		tw.Flush()
 	}
@@ -186,18 +182,24 @@ func ShownKey(s string) string {
 // would pad every row of it (the rejection record keeps the whole id).
 const shownRunes = 80
 
-// shortenedOf is shortened for a shown value whose raw form is full
-// bytes long (a quoted or escaped one is longer, one Bound cut shorter);
-// 0: len(s).
-func shortenedOf(s string, full int) string {
-	if full == 0 {
-		full = len(s)
-	}
+// shownID is an id from an input as a row or a sample shows it (ShownKey),
+// cut to shownRunes with its bytes and the start of its SHA-256: ids alike
+// in their first 80 characters read as one (review CV). full is the id's
+// length and sum its digest when raw is already a cut (Bound); 0 and ""
+// otherwise.
+func shownID(raw string, full int, sum string) string {
+	s := ShownKey(raw)
 	if utf8.RuneCountInString(s) <= shownRunes {
 		return s
 	}
-	r := []rune(s)
-	return fmt.Sprintf("%s... (%d bytes)", string(r[:shownRunes]), full)
+	if full == 0 {
+		full = len(raw)
+	}
+	if sum == "" {
+		h := sha256.Sum256([]byte(raw))
+		sum = hex.EncodeToString(h[:])
+	}
+	return fmt.Sprintf("%s... (%d bytes, sha256 %s)", string([]rune(s)[:shownRunes]), full, sum[:16])
 }
 
 func plural(n int, one, many string) string {

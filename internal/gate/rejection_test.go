@@ -82,9 +82,9 @@ func TestWriteFailed(t *testing.T) {
 				"CHECK               DATE        FIGURES\n" +
 				"unknown_lesson_cap  2026-03-03  rate 0.5, cap 0.02\n" +
 				"\ntop unknown lessons on 2026-03-03 (2, by events):\n" +
-				"  LESSON_ID" + strings.Repeat(" ", 91+31) + "EVENTS\n" +
-				"  esc\\x1b[31mred\\x00\\x7f" + strings.Repeat(" ", 78+31) + "3\n" +
-				"  " + strings.Repeat("x", 80) + "... (100000 bytes) (cut; sha256 d69e689881578332)  2\n",
+				"  LESSON_ID" + strings.Repeat(" ", 91+25) + "EVENTS\n" +
+				"  esc\\x1b[31mred\\x00\\x7f" + strings.Repeat(" ", 78+25) + "3\n" +
+				"  " + strings.Repeat("x", 80) + "... (100000 bytes, sha256 d69e689881578332)  2\n",
 		},
 	}
 	for _, tc := range tests {
@@ -110,7 +110,7 @@ func TestWriteFailed(t *testing.T) {
 // one 100 KB id or an ESC sequence cannot flood or drive a terminal.
 func TestSampleShownSafely(t *testing.T) {
 	got := sample([]string{"ev-1", "esc\x1b[31mred", "rtl\u202etxt", strings.Repeat("x", 100_000)})
-	want := ` (e.g. ev-1, esc\x1b[31mred, rtl\u202etxt, ` + strings.Repeat("x", 80) + `... (100000 bytes))`
+	want := ` (e.g. ev-1, esc\x1b[31mred, rtl\u202etxt, ` + strings.Repeat("x", 80) + `... (100000 bytes, sha256 d69e689881578332))`
 	if got != want {
 		t.Errorf("sample\n got %.200q\nwant %.200q", got, want)
 	}
@@ -177,10 +177,23 @@ func TestShownBytesAreTheIds(t *testing.T) {
 	if err := WriteFailed(&b, "j1", []Check{{Name: CheckUnknownLessonCap, Date: "2026-03-03"}}, map[string][]LessonCount{"2026-03-03": {lc(nfd, 1)}}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "... (900 bytes)") {
+	if !strings.Contains(b.String(), "... (900 bytes, sha256 ") {
 		t.Errorf("table:\n%s\nwant the id's 900 bytes", b.String())
 	}
-	if got := sample([]string{nfd}); !strings.Contains(got, "... (900 bytes)") {
+	if got := sample([]string{nfd}); !strings.Contains(got, "... (900 bytes, sha256 ") {
 		t.Errorf("sample %q, want the id's 900 bytes", got)
+	}
+}
+
+// TestShownIDsTellApart: two ids alike in their first 80 characters are
+// shown apart, by their digests, in the table and in a check's sample
+// (review CV: two rows read as one id).
+func TestShownIDsTellApart(t *testing.T) {
+	a, b := strings.Repeat("Q", 100)+"a", strings.Repeat("Q", 100)+"b"
+	if shownID(a, 0, "") == shownID(b, 0, "") {
+		t.Errorf("both shown as %q", shownID(a, 0, ""))
+	}
+	if got := sample([]string{a, b}); strings.Count(got, shownID(a, 0, "")) != 1 || strings.Count(got, shownID(b, 0, "")) != 1 {
+		t.Errorf("sample %q does not tell them apart", got)
 	}
 }
