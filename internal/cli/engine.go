@@ -97,7 +97,11 @@ func spillOutsideData(j config.Job, dir string) error {
 	if err != nil {
 		return err
 	}
-	if name, loc, ok := places.Holding(dir); ok && !underHidden(loc.Path, dir) {
+	name, loc, ok, err := places.Holding(dir)
+	if err != nil {
+		return exitcode.UsageError(fmt.Errorf("duckdb.temp_directory (%s) %s: %w", cmp.Or(j.Where["duckdb.temp_directory"], "the config"), dir, err))
+	}
+	if ok && !underHidden(loc.Path, dir) {
 		return exitcode.UsageError(fmt.Errorf("duckdb.temp_directory (%s) %s lies in %s %s: the engine's spill directories would be listed with what the job reads or readers follow; put it beside them",
 			cmp.Or(j.Where["duckdb.temp_directory"], "the config"), dir, name, loc))
 	}

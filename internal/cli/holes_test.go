@@ -25,6 +25,7 @@ import (
 	"github.com/techlearningpro/engagement/internal/history"
 	"github.com/techlearningpro/engagement/internal/job/publishtest"
 	"github.com/techlearningpro/engagement/internal/pointer"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // A warehouse path is a path, never a pattern: read and status of W/wh?
@@ -792,5 +793,51 @@ func TestTablesShowPinsEscaped(t *testing.T) {
 		if r.code != 0 || strings.ContainsRune(r.stdout, '\u202e') || !strings.Contains(r.stdout, `\u202e40-30-6202-mid`) {
 			t.Errorf("%s: exit %d, want the pin escaped:\n%s", cmd[0], r.code, r.stdout)
 		}
+	}
+}
+
+// TestSinksUnderADeepWorkingDirectory: under a working directory past the
+// system's path limit, where no path resolves from /, the sink files and
+// the spill directory are still judged (review CW): the metrics file
+// overwrote the --config file, and wrote into raw through a link, each
+// exit 0 or 1; now each is refused, exit 2, writing nothing. (So is any
+// relative sink there: where it lies cannot be told.)
+func TestSinksUnderADeepWorkingDirectory(t *testing.T) {
+	w := biNewWS(t)
+	conf, err := os.ReadFile(w.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.ChdirDeep(t)
+	if err := os.WriteFile("job.conf", conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(w.raw, "rawlnk"); err != nil {
+		t.Fatal(err)
+	}
+	before := w.hashTree(w.raw)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		says  string
+	}{
+		{"metrics file is the config", []string{"--metrics-file", "job.conf"}, "--metrics-file job.conf is the --config file"},
+		// Refused before the two are compared: no path resolves from /.
+		{"one file for both sinks", []string{"--metrics-file", "same.out", "--lineage-file", "same.out"}, "--metrics-file same.out: cannot tell whether it lies in"},
+		{"metrics file through a link into raw", []string{"--metrics-file", "rawlnk/m.prom"}, "--metrics-file rawlnk/m.prom: cannot tell whether it lies in"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(w.publishArgs("deep-"+strings.ReplaceAll(tc.name, " ", "-"), biGoodDates, "--config", "job.conf"), tc.extra...)
+			r := biRun(t, args...)
+			if r.code != exitcode.Usage || !strings.Contains(r.errLine(t), tc.says) {
+				t.Errorf("exit %d, %q; want 2 saying %q", r.code, r.errLine(t), tc.says)
+			}
+			if got, _ := os.ReadFile("job.conf"); string(got) != string(conf) {
+				t.Error("the config file was written")
+			}
+		})
+	}
+	if after := w.hashTree(w.raw); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("raw changed: %v", after)
 	}
 }

@@ -326,7 +326,14 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 			*s.path = ""
 			continue
 		}
-		flag, loc, ok := places.Holding(*s.path)
+		flag, loc, ok, err := places.Holding(*s.path)
+		if err != nil {
+			if first == nil {
+				first = exitcode.UsageError(fmt.Errorf("%s %s: %w", s.flag, *s.path, err))
+			}
+			*s.path = ""
+			continue
+		}
 		if !ok {
 			continue
 		}

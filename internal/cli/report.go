@@ -240,7 +240,11 @@ func outsideWarehouse(out, wh string) error {
 	if err != nil {
 		return nil // warehouseStore reports a bad location
 	}
-	if inside, err := warehouse.Holds(loc, out); err == nil && inside {
+	inside, err := warehouse.Holds(loc, out)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether it lies inside the warehouse %s: %w", wh, err)
+	}
+	if inside {
 		return fmt.Errorf("lies inside the warehouse %s, which report only reads; write the page elsewhere", wh)
 	}
 	return nil

@@ -37,17 +37,24 @@ var placeFlags = [4]struct{ flag, key string }{
 // Holding names the place (its flag and location) that holds the local
 // path p, the warehouse first: a file the command would write there
 // (a metrics or lineage file) would overwrite what readers follow or what
-// the job reads. ok is false when no place holds it.
-func (l Places) Holding(p string) (name string, loc storage.Location, ok bool) {
+// the job reads. ok is false when no place holds it. A path that cannot
+// be resolved (past the system's length limit, under a deep working
+// directory) is the error: passed over, a file was written into raw
+// through a link (review CW).
+func (l Places) Holding(p string) (name string, loc storage.Location, ok bool, err error) {
 	for _, f := range l.all() {
 		if f.Loc == (storage.Location{}) {
 			continue
 		}
-		if in, err := warehouse.Holds(f.Loc, p); err == nil && in {
-			return f.Name, f.Loc, true
+		in, err := warehouse.Holds(f.Loc, p)
+		if err != nil {
+			return "", storage.Location{}, false, fmt.Errorf("cannot tell whether it lies in %s %s: %w", f.Name, f.Loc, err)
+		}
+		if in {
+			return f.Name, f.Loc, true, nil
 		}
 	}
-	return "", storage.Location{}, false
+	return "", storage.Location{}, false, nil
 }
 
 // Locations parses a job's paths and URLs in one place; a malformed one is

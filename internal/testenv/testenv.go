@@ -10,6 +10,7 @@ package testenv
 import (
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -77,4 +78,23 @@ func Silent(t testing.TB) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// ChdirDeep makes the test's working directory one whose absolute path is
+// past the system's limit on a path (4,096 bytes), made and entered a
+// level at a time, as only relative paths reach it: where a path cannot
+// be resolved from /, a check comparing paths must not take it for
+// another (reviews CV, CW).
+func ChdirDeep(t *testing.T) {
+	t.Helper()
+	t.Chdir(t.TempDir())
+	for depth := 0; depth < 4200; depth += 201 {
+		name := strings.Repeat("d", 200)
+		if err := os.Mkdir(name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chdir(name); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

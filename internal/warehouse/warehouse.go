@@ -9,11 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/storage"
@@ -186,10 +186,23 @@ func comparable(l storage.Location) (string, error) {
 // SamePath reports whether two local paths name one file as the kernel
 // resolves them (realPath: ./x and x, a symlinked directory, ".."),
 // whether or not it exists yet.
+//
+// Both there: one file by os.SameFile. A path that cannot be resolved
+// (past the system's length limit, under a deep working directory) is
+// compared by its cleaned text, as it would be opened: taken for another
+// file, the --config file was overwritten by the metrics file (review CW).
 func SamePath(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
 	ra, errA := realPath(a)
 	rb, errB := realPath(b)
-	return errA == nil && errB == nil && ra == rb
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
 }
 
 // within reports whether p lies strictly inside dir.
@@ -203,8 +216,9 @@ func within(p, dir string) bool {
 // (Cleaning first would take /link/../wh for a sibling of the link, while
 // mkdir puts it beside the link's target.) An element that does not exist
 // yet is kept as written, and "..", after it, goes back up the text, as
-// mkdir -p does; any other failure to resolve one is the error.
+// mkdir -p does; one past the system's length limit is the error.
 func realPath(p string) (string, error) {
+	given := p
 	if !filepath.IsAbs(p) {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -226,12 +240,16 @@ func realPath(p string) (string, error) {
 		switch {
 		case err == nil:
 			next = real
-		case !errors.Is(err, fs.ErrNotExist):
-			// Not "not there yet": unresolved, a link in the path (past
-			// the system's length limit, under a deep working directory)
-			// was taken as written, and a warehouse inside raw written
-			// into (review CV).
-			return "", fmt.Errorf("resolve %s: %w", next, err)
+		case errors.Is(err, syscall.ENAMETOOLONG):
+			// Past the system's limit on a path from / (under a deep
+			// working directory): kept as written, a link in the path
+			// was not followed, and a warehouse inside raw written into
+			// (review CV). Any other failure (a file where a directory
+			// should be, no permission) is the later write's to name.
+			if filepath.IsAbs(given) {
+				return "", fmt.Errorf("resolve %s: %w", next, err)
+			}
+			return "", fmt.Errorf("%s cannot be resolved: from / it is past the system's limit on a path (the working directory is %d bytes): run from a shallower directory, or give it in full", given, len(p)-len(given)-1)
 		}
 		cur = next
 	}

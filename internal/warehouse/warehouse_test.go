@@ -3,10 +3,10 @@ package warehouse
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/testenv"
 )
 
 // TestSamePath: one file however it is spelt (./x and x, through a
@@ -48,16 +48,7 @@ func TestOverlapUnderADeepWorkingDirectory(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(raw, "ingest_date=2026-03-02"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(t.TempDir())
-	for depth := 0; depth < 4200; depth += 201 {
-		name := strings.Repeat("d", 200)
-		if err := os.Mkdir(name, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chdir(name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.ChdirDeep(t)
 	if err := os.Symlink(raw, "rawlink"); err != nil {
 		t.Fatal(err)
 	}
@@ -71,5 +62,27 @@ func TestOverlapUnderADeepWorkingDirectory(t *testing.T) {
 	}
 	if err := Overlap([]Place{{Name: "--warehouse", Loc: wh}, {Name: "--raw", Loc: in}}); err == nil {
 		t.Error("a warehouse inside raw, through a link under a deep working directory, was not refused")
+	}
+}
+
+// TestSamePathUnderADeepWorkingDirectory: where a path cannot be resolved
+// from /, one file is still one file (review CW: the --config file was
+// taken for another and overwritten by the metrics file, exit 0).
+func TestSamePathUnderADeepWorkingDirectory(t *testing.T) {
+	testenv.ChdirDeep(t)
+	if err := os.WriteFile("job.conf", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"job.conf", "job.conf", true}, {"./job.conf", "job.conf", true},
+		{"out.prom", "out.prom", true}, {"./out.prom", "out.prom", true},
+		{"job.conf", "out.prom", false}, {"a.prom", "b.prom", false},
+	} {
+		if got := SamePath(tc.a, tc.b); got != tc.same {
+			t.Errorf("SamePath(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
 	}
 }
