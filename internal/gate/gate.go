@@ -198,8 +198,8 @@ func InputChecks(in InputFigures) []Check {
 		{
 			Name:    CheckManifestUniqueLesson,
 			Passed:  len(in.DuplicateLessonIDs) == 0,
-			Detail:  listDetail("lesson_id duplicated inside the manifest pin", shownKeys(in.DuplicateLessonIDs)),
-			Figures: map[string]any{"manifest_rows": in.ManifestRows, "duplicated": nonNil(in.DuplicateLessonIDs)},
+			Detail:  listDetail("lesson_id duplicated inside the manifest pin", shownIDs(in.DuplicateLessonIDs)),
+			Figures: map[string]any{"manifest_rows": in.ManifestRows, "duplicated": recordedIDs(in.DuplicateLessonIDs)},
 		},
 		{
 			// A manifest row without a lesson_id can match no event: it is
@@ -342,10 +342,29 @@ func quoteAll(items []string) []string {
 }
 
 // shownKeys is shownKey of each.
-func shownKeys(items []string) []string {
+// shownIDs are ids from an input as a detail shows them (shownID): twenty
+// duplicated 1 MiB manifest ids made a 63 MB record (review CW).
+func shownIDs(items []string) []string {
 	out := make([]string, len(items))
 	for i, s := range items {
-		out[i] = ShownKey(s)
+		out[i] = shownID(s, 0, "")
+	}
+	return out
+}
+
+// recordedIDs are ids as a check's figures keep them: whole up to
+// MaxRecordedIDBytes, a longer one cut there (whole code points) and
+// followed by its bytes and SHA-256, as a rejection keeps an unknown
+// lesson's.
+func recordedIDs(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, s := range items {
+		l := []LessonCount{{LessonID: &s}}
+		Bound(l)
+		if l[0].LessonIDBytes > 0 {
+			s = fmt.Sprintf("%s... (%d bytes, sha256 %s)", *l[0].LessonID, l[0].LessonIDBytes, l[0].LessonIDSHA256)
+		}
+		out = append(out, s)
 	}
 	return out
 }

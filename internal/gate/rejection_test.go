@@ -197,3 +197,25 @@ func TestShownIDsTellApart(t *testing.T) {
 		t.Errorf("sample %q does not tell them apart", got)
 	}
 }
+
+// TestLongDuplicateLessonIDs: a manifest's duplicated ids are shown cut in
+// the check's detail and kept cut in its figures, each told apart by its
+// digest (review CW: twenty 1 MiB ids made a 63 MB record, a 21 MB
+// table).
+func TestLongDuplicateLessonIDs(t *testing.T) {
+	a, b := "01"+strings.Repeat("Q", 1<<20), "02"+strings.Repeat("Q", 1<<20)
+	for _, c := range InputChecks(InputFigures{DuplicateLessonIDs: []string{a, b}, Prohibited: []string{"email"}}) {
+		if c.Name != CheckManifestUniqueLesson {
+			continue
+		}
+		if c.Passed || len(c.Detail) > 1000 || !strings.Contains(c.Detail, "(1048578 bytes, sha256 ") {
+			t.Errorf("detail of %d bytes: %.300s", len(c.Detail), c.Detail)
+		}
+		dup, _ := c.Figures["duplicated"].([]string)
+		if len(dup) != 2 || dup[0] == dup[1] || len(dup[0]) > 2*MaxRecordedIDBytes || !strings.HasPrefix(dup[0], "01QQQ") {
+			t.Errorf("figures: %d ids, the first %d bytes", len(dup), len(dup[0]))
+		}
+		return
+	}
+	t.Fatal("no manifest_unique_lesson_id check")
+}
