@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,16 +38,7 @@ func TestUnreadableFile(t *testing.T) {
 	// signal), which failed every file's read and named a sound one as
 	// damaged (review CO).
 	file := filepath.Join(wh, filepath.FromSlash(p.Dates[dates.MustParse("2026-03-03")].CourseDayFiles[0].Path))
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 4; i < 200 && i < len(data)/2; i++ {
-		data[i] = 0xFF
-	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	publishtest.DamagePages(t, file)
 	if bad, _ := unreadableFile(t.Context(), eng, b, p, nil, "course_day"); bad != file {
 		t.Errorf("named %q, want the damaged %s", bad, file)
 	}

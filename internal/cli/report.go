@@ -155,7 +155,7 @@ func dataParent(out string) error {
 			if inputs.Hidden(name) {
 				continue
 			}
-			if strings.HasPrefix(name, "ingest_date=") || strings.HasSuffix(name, ".parquet") || e.Type().IsRegular() && parquetMagic(filepath.Join(dir, name)) {
+			if strings.HasPrefix(name, "ingest_date=") || strings.HasSuffix(name, ".parquet") || e.Type().IsRegular() && string(fileHead(filepath.Join(dir, name), len(inputs.ParquetMagic))) == inputs.ParquetMagic {
 				return fmt.Errorf("it would be made in %s, which holds data (%s): an input's next listing would fail on it; choose a directory of its own", dir, name)
 			}
 		}
@@ -163,16 +163,17 @@ func dataParent(out string) error {
 	}
 }
 
-// parquetMagic reports whether the file at p begins as Parquet does.
-func parquetMagic(p string) bool {
+// fileHead is the first n bytes of the file at p, fewer for a shorter
+// one, none for one that cannot be read.
+func fileHead(p string, n int) []byte {
 	f, err := os.Open(p)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer f.Close()
-	head := make([]byte, 4)
-	n, _ := io.ReadFull(f, head)
-	return n == 4 && string(head) == "PAR1"
+	head := make([]byte, n)
+	got, _ := io.ReadFull(f, head)
+	return head[:got]
 }
 
 // ownDir refuses an output directory that holds anything but an earlier
@@ -221,14 +222,7 @@ func ownDir(out string) error {
 // isReport reports whether the page at p is one report wrote: its head
 // names the generator (pages of earlier builds, their title).
 func isReport(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 1024)
-	n, _ := io.ReadFull(f, head)
-	h := string(head[:n])
+	h := string(fileHead(p, 1024))
 	return strings.Contains(h, `<meta name="generator" content="engagement report">`) || strings.Contains(h, "<title>engagement report: ")
 }
 

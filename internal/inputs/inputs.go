@@ -523,8 +523,8 @@ func diff(what string, before, after []File) []string {
 	return out
 }
 
-// parquetMagic opens and closes every Parquet file.
-const parquetMagic = "PAR1"
+// ParquetMagic opens and closes every Parquet file.
+const ParquetMagic = "PAR1"
 
 // checkMagic refuses a file that does not start and end with the Parquet
 // magic. Readers differ in how much of a damaged file they accept (DuckDB
@@ -533,14 +533,14 @@ const parquetMagic = "PAR1"
 // before any engine opens the file. It reads eight bytes and never writes.
 func (s *Source) checkMagic(ctx context.Context, what string, f File) error {
 	// The smallest Parquet file is the two magics around a 4-byte footer length.
-	if f.Bytes < 3*int64(len(parquetMagic)) {
+	if f.Bytes < 3*int64(len(ParquetMagic)) {
 		return fmt.Errorf("%s file %s: not a Parquet file: %d bytes, too small", what, f.Path, f.Bytes)
 	}
 	b, key, err := s.object(ctx, f.Path)
 	if err != nil {
 		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
 	}
-	n := int64(len(parquetMagic))
+	n := int64(len(ParquetMagic))
 	head, err := b.ReadRange(ctx, key, 0, n)
 	if err != nil {
 		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
@@ -553,8 +553,8 @@ func (s *Source) checkMagic(ctx context.Context, what string, f File) error {
 		where string
 		got   []byte
 	}{{"leading", head}, {"trailing", tail}} {
-		if string(m.got) != parquetMagic {
-			return fmt.Errorf("%s file %s: not a Parquet file: %s magic bytes %q, want %q (truncated or damaged?)", what, f.Path, m.where, m.got, parquetMagic)
+		if string(m.got) != ParquetMagic {
+			return fmt.Errorf("%s file %s: not a Parquet file: %s magic bytes %q, want %q (truncated or damaged?)", what, f.Path, m.where, m.got, ParquetMagic)
 		}
 	}
 	return nil

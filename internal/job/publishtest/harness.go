@@ -400,3 +400,19 @@ func DB(t *testing.T) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// DamagePages overwrites bytes of the Parquet file at path's pages, not its
+// footer: its size and metadata stay, and a read of its values fails.
+func DamagePages(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 4; i < 200 && i < len(b)/2; i++ {
+		b[i] = 0xFF
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
