@@ -359,10 +359,8 @@ func shownIDs(items []string) []string {
 func recordedIDs(items []string) []string {
 	out := make([]string, 0, len(items))
 	for _, s := range items {
-		l := []LessonCount{{LessonID: &s}}
-		Bound(l)
-		if l[0].LessonIDBytes > 0 {
-			s = fmt.Sprintf("%s... (%d bytes, sha256 %s)", *l[0].LessonID, l[0].LessonIDBytes, l[0].LessonIDSHA256)
+		if short, cut := cutID(s); cut {
+			s = fmt.Sprintf("%s... (%d bytes, sha256 %s)", short, len(s), digest(s))
 		}
 		out = append(out, s)
 	}

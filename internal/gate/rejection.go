@@ -39,17 +39,32 @@ const MaxRecordedIDBytes = 1024
 func Bound(l []LessonCount) {
 	for i := range l {
 		id := l[i].LessonID
-		if id == nil || len(*id) <= MaxRecordedIDBytes {
+		if id == nil {
 			continue
 		}
-		cut := MaxRecordedIDBytes
-		for cut > 0 && !utf8.RuneStart((*id)[cut]) {
-			cut--
+		if short, cut := cutID(*id); cut {
+			l[i].LessonID, l[i].LessonIDBytes, l[i].LessonIDSHA256 = &short, len(*id), digest(*id)
 		}
-		short := (*id)[:cut]
-		sum := sha256.Sum256([]byte(*id))
-		l[i].LessonID, l[i].LessonIDBytes, l[i].LessonIDSHA256 = &short, len(*id), hex.EncodeToString(sum[:])
 	}
+}
+
+// cutID is id's first MaxRecordedIDBytes (whole code points), and whether
+// that is shorter than id.
+func cutID(id string) (string, bool) {
+	if len(id) <= MaxRecordedIDBytes {
+		return id, false
+	}
+	cut := MaxRecordedIDBytes
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return id[:cut], true
+}
+
+// digest is the hex SHA-256 of s.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // Bytes is the length of the lesson id as it came, before any cut.
@@ -196,8 +211,7 @@ func shownID(raw string, full int, sum string) string {
 		full = len(raw)
 	}
 	if sum == "" {
-		h := sha256.Sum256([]byte(raw))
-		sum = hex.EncodeToString(h[:])
+		sum = digest(raw)
 	}
 	return fmt.Sprintf("%s... (%d bytes, sha256 %s)", string([]rune(s)[:shownRunes]), full, sum[:16])
 }
