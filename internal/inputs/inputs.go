@@ -98,6 +98,9 @@ func (l Listing) Find(path string) (File, bool) {
 	return File{}, false
 }
 
+// Files is how many files the listing holds, raw and pins.
+func (l Listing) Files() int { return len(l.Raw) + len(l.Lessons) + len(l.Enrollments) }
+
 // LessonPaths are the manifest's files.
 func (l Listing) LessonPaths() []string { return paths(l.Lessons) }
 

@@ -15,9 +15,11 @@ import (
 // for an engine that does not verify them, then the engine's schema, pin
 // and event identity figures.
 func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, error) {
+	p.step(fmt.Sprintf("file heads: %d files", spec.Inputs.Files()))
 	if err := p.Inputs.CheckMagic(ctx, spec.Inputs); err != nil {
 		return engine.Inputs{}, err
 	}
+	p.step(fmt.Sprintf("raw footers: %d files", len(spec.Inputs.Raw)))
 	found, firstIn, zoneless, err := p.Inputs.ProhibitedFields(ctx, spec.Inputs.Raw, spec.ProhibitedColumns)
 	if err != nil {
 		return engine.Inputs{}, err
@@ -35,9 +37,12 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 	if l, ok := p.Engine.(engine.ParquetLimited); ok {
 		unreadable = l.UnreadableParquet()
 	}
+	p.step(fmt.Sprintf("column pages: %d files", spec.Inputs.Files()))
 	if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums(), unreadable); err != nil {
 		return engine.Inputs{}, err
 	}
+	// The engine reports its own statements; one that does not shows this.
+	p.step(p.Engine.Name() + " inspect")
 	in, err := p.Engine.Inspect(ctx, spec)
 	if err != nil {
 		return in, emptyFileTypes(ctx, p.Inputs, spec.Inputs, err)

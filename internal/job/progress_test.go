@@ -94,6 +94,16 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 		}
 		last = i
 	}
+	// Inspect and the gate name each of their reads, in order, inside their
+	// own phase: at 30,000 files each takes long enough to need it. The
+	// raw files of the window's two partitions (ingest dates 2026-03-02
+	// and 03-03; the fixture's 03-01 lies before it), one manifest file
+	// and one enrollment file.
+	within(t, rec.events, "inspect", "step list raw", "step list the manifest and enrollment pins", "step file heads: 4 files",
+		"step raw footers: 2 files", "step column pages: 4 files", "step duckdb inspect", "step raw columns: 2 files",
+		"step event identity and input counts: 2 files", "step manifest and enrollment pins")
+	within(t, rec.events, "gate", "step seal staging", "step inputs unchanged: 4 files", "step read back",
+		"step read back 2026-03-02", "step read back 2026-03-03")
 	checkDateReports(t, rec.dates, fx.Expected.ByDate[j.Dates[0]].FactRows, fx.Expected.ByDate[j.Dates[1]].FactRows)
 	// The rows written so far: each date's fact rows, then its course_day
 	// rows (one a course), as the generator counts them.
@@ -103,6 +113,22 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 		if i < len(rec.dates) && rec.dates[i].rows != want {
 			t.Errorf("date report %d: %d rows written, want %d (all: %v)", i, rec.dates[i].rows, want, rec.dates)
 		}
+	}
+}
+
+// within checks that steps were reported in this order between the start
+// and the end of phase.
+func within(t *testing.T, events []string, phase string, steps ...string) {
+	t.Helper()
+	start, end := slices.Index(events, "start "+phase), slices.Index(events, "end "+phase)
+	last := start
+	for _, s := range steps {
+		i := slices.Index(events[last+1:], s)
+		if i < 0 || last+1+i > end {
+			t.Errorf("no %q after event %d within phase %s: %v", s, last, phase, events)
+			continue
+		}
+		last += 1 + i
 	}
 }
 

@@ -152,6 +152,15 @@ func (p *Publisher) phase(name string) func() {
 	}
 }
 
+// step reports what the current phase runs now. Inspect and the gate are
+// many reads of every input file: at 30,000 raw files, a minute of
+// "inspect" with no step said nothing of where it was (review CR).
+func (p *Publisher) step(what string) {
+	if p.Progress != nil {
+		p.Progress.Step(0, 0, 0, what)
+	}
+}
+
 // Publish runs one attempt for job. A returned error carries its exit code
 // (package exitcode); the pointer moves only when the error is nil.
 func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, err error) {
@@ -266,6 +275,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	// One listing for the whole attempt: every later step and the engine
 	// read exactly these files, and the listing is checked again before
 	// the gate.
+	p.step("list raw")
 	ingest, raw, partitions, err := p.Inputs.ListRawAll(ctx, req.Raw, req.From, req.To)
 	if err != nil {
 		return res, err // "read raw …", naming the location
@@ -284,6 +294,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err != nil {
 		return res, err
 	}
+	p.step("list the manifest and enrollment pins")
 	if spec.Inputs, err = p.Inputs.ListPins(ctx, ingest, raw, req.Lessons, req.Enrollments); err != nil {
 		return res, fmt.Errorf("inspect inputs: %w", err)
 	}
@@ -344,12 +355,15 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	defer endGate()
 	// The engine wrote the prefix: it is sealed (durable, and on a local
 	// disk free of symlinks) before anything reads or names it.
+	p.step("seal staging")
 	if _, err := p.Warehouse.Seal(ctx, stagingRel+"/"); err != nil {
 		return res, fmt.Errorf("stage job %s: %w", job.JobID, err)
 	}
+	p.step(fmt.Sprintf("inputs unchanged: %d files", spec.Inputs.Files()))
 	if err := p.Inputs.Verify(ctx, req, spec.Inputs); err != nil {
 		return res, fmt.Errorf("job %s: %w", job.JobID, err)
 	}
+	p.step("read back")
 	figures, err := p.Engine.ReadBack(ctx, p.Warehouse, spec, staged)
 	if err != nil {
 		endGate()

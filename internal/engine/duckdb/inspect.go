@@ -151,6 +151,8 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	var in engine.Inputs
 	rawFiles := spec.Inputs.RawPaths()
 	in.Figures.RawFiles = len(rawFiles)
+	step := func(what string) { e.reporter().Step(0, 0, 0, what) }
+	step(fmt.Sprintf("raw columns: %d files", len(rawFiles)))
 	union, err := e.checkColumns(ctx, "raw", rawFiles, rawColumns)
 	if err != nil {
 		return in, err
@@ -159,10 +161,12 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	in.PerDate()
 	// The input count folds the day ranges as the stage does, so it runs
 	// without statistics propagation too (asWritten).
+	step(fmt.Sprintf("event identity and input counts: %d files", len(rawFiles)))
 	if err := e.withOptimizersOff(ctx, []string{rawStats}, func() error { return e.eventIdentity(ctx, spec, rawFiles, &in) }); err != nil {
 		return in, err
 	}
 
+	step("manifest and enrollment pins")
 	if err := e.withOptimizersOff(ctx, pinSafe, func() error { return e.inspectPins(ctx, spec, &in) }); err != nil {
 		return in, err
 	}

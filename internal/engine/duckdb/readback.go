@@ -39,7 +39,9 @@ func (e *Engine) ReadBack(ctx context.Context, wh storage.Bucket, spec engine.Sp
 
 func (e *Engine) readBack(ctx context.Context, wh storage.Bucket, spec engine.Spec, staged engine.Staged) (map[dates.Date]gate.StagedFigures, error) {
 	out := map[dates.Date]gate.StagedFigures{}
-	for _, d := range spec.Dates {
+	for i, d := range spec.Dates {
+		// A date at a time: a backfill's read-back is many statements.
+		e.reporter().Step(i, len(spec.Dates), 0, "read back "+d.String())
 		var f gate.StagedFigures
 		if files := staged.FactFiles[d]; len(files) > 0 {
 			q := fmt.Sprintf(`SELECT count(*), coalesce(sum(event_count), 0)::BIGINT,
