@@ -46,7 +46,10 @@ func (r *recorder) Phase(name string) func() {
 func (r *recorder) Step(done, total int, rows int64, what string) {
 	if what != "" {
 		r.add("step " + what)
+		return
 	}
+	// A step with no name ends the last one: all of total are done.
+	r.add(fmt.Sprintf("done %d/%d", done, total))
 }
 
 // TestProgressReportsPhasesAndSteps: a publish reports its four phases in
@@ -69,7 +72,7 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	}
 	var phases []string
 	for _, ev := range rec.events {
-		if !strings.HasPrefix(ev, "step ") && !strings.HasPrefix(ev, "dates ") {
+		if !strings.HasPrefix(ev, "step ") && !strings.HasPrefix(ev, "dates ") && !strings.HasPrefix(ev, "done ") {
 			phases = append(phases, ev)
 		}
 	}
@@ -103,7 +106,7 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 		"step raw footers: 2 files", "step column pages: 4 files", "step duckdb inspect", "step raw columns: 2 files",
 		"step event identity and input counts: 2 files", "step manifest and enrollment pins")
 	within(t, rec.events, "gate", "step seal staging", "step inputs unchanged: 4 files", "step read back",
-		"step read back 2026-03-02", "step read back 2026-03-03")
+		"step read back 2026-03-02", "step read back 2026-03-03", "done 2/2")
 	checkDateReports(t, rec.dates, fx.Expected.ByDate[j.Dates[0]].FactRows, fx.Expected.ByDate[j.Dates[1]].FactRows)
 	// The rows written so far: each date's fact rows, then its course_day
 	// rows (one a course), as the generator counts them.
