@@ -341,7 +341,6 @@ func quoteAll(items []string) []string {
 	return out
 }
 
-// shownKeys is shownKey of each.
 // shownIDs are ids from an input as a detail shows them (shownID): twenty
 // duplicated 1 MiB manifest ids made a 63 MB record (review CW).
 func shownIDs(items []string) []string {
