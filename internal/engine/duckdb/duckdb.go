@@ -66,9 +66,6 @@ type Engine struct {
 	// rawSchemas are raw files' schemas as Inspect described them (names
 	// and types in order), by path, for rawLayout.
 	rawSchemas map[string]string
-	// filtersUpTo overrides perDateFilters (tests; 0: the default, -1:
-	// histograms on any number of dates).
-	filtersUpTo int
 	// extSettings are the config's settings of the httpfs extension, set
 	// once EnableAWS has loaded it.
 	extSettings [][2]string

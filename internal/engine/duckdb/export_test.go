@@ -27,10 +27,6 @@ func KeptFit(e *Engine, files []string) (bool, error) {
 	return e.keptFit(context.Background(), files)
 }
 
-// FiltersUpTo makes e count its inputs' dates with filters of their own up
-// to n dates, by histograms past it (-1: histograms always).
-func FiltersUpTo(e *Engine, n int) { e.filtersUpTo = n }
-
 // Set sets a DuckDB setting on e's connection, past the config's checks.
 func Set(e *Engine, key, value string) error {
 	_, err := e.conn.ExecContext(context.Background(), "SET "+key+" = '"+value+"'")

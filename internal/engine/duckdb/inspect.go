@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/techlearningpro/engagement/internal/dates"
 	"github.com/techlearningpro/engagement/internal/engine"
 )
 
@@ -233,7 +232,8 @@ func (e *Engine) inspectPins(ctx context.Context, spec engine.Spec, in *engine.I
 //
 // The same scan counts each requested date's events (events): the
 // silent-drop figures Stage audits its output against, so a publish reads
-// raw twice in all, here and for the fact grain.
+// raw twice in all, here and for the fact grain (three times where the
+// ids' hashes outgrow memory). It groups the events (eventgroups.go).
 func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles []string, in *engine.Inputs) error {
 	if len(rawFiles) == 0 {
 		return nil
@@ -243,85 +243,41 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
-	// stray: an event of a date not requested outside its partition's own
-	// window (ingested before its date, or more than latenessDays after):
-	// no publish of any date counts it (gate.InputFigures.StrayEvents).
-	// An out-of-range time (oor) is refused with the null ones, not
-	// counted stray (gate.InputFigures.OutOfRangeEventTimes).
-	inDays, own := utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays)
-	// DuckDB reads INT64's extremes as ±infinity, whose epoch_us is null:
-	// without isfinite they were no null, no stray and no date's (a Java
-	// producer's Long.MAX_VALUE sentinel, dropped with exit 0). Spark
-	// reads the same values as instants past the range.
-	oor := "(NOT isfinite(ts) OR " + engine.EventTimeOutOfRange("epoch_us(ts)") + ")"
-	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%[1]s AND %[2]s, false) AS requested,
-		       coalesce(NOT (%[1]s) AND NOT %[2]s AND NOT %[5]s, false) AS stray, coalesce(%[5]s, false) AS oor
-		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, %[3]s AS ingest_date
-		      FROM %[4]s)`,
-		inDays, own, ingestDateOf(sourceFileColumn), rawScan(rawFiles, rr), oor)
 	kept, err := e.keptFit(ctx, rawFiles)
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
+	w, _ := dayWindowOf(spec)
+	raw := fmt.Sprintf("SELECT event_id, event_time, %s AS ingest_date FROM %s", ingestDateOf(sourceFileColumn), rawScan(rawFiles, rr))
+	// src flags each event for the samples below, by the rules foldGroups
+	// counts them by.
+	inDays, own := utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays)
+	oor := "(NOT isfinite(ts) OR " + engine.EventTimeOutOfRange("epoch_us(ts)") + ")"
+	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%[1]s AND %[2]s, false) AS requested, coalesce(%[4]s, false) AS oor
+		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, ingest_date FROM (%[3]s))`,
+		inDays, own, raw, oor)
 	// Repeated 64-bit hashes instead of repeated strings: equal ids hash
 	// alike, so no hash repeat means no id repeat; a hash repeat may be a
-	// collision, so the exact count below decides.
-	h := e.hashOf("event_id")
-	q := `SELECT count(*) FILTER (WHERE event_time IS NULL),
-		count(*) FILTER (WHERE requested AND event_id IS NULL),
-		count(*) FILTER (WHERE stray),
-		count(*) FILTER (WHERE oor)`
-	n := len(spec.Dates)
-	perDate, lateDate, earlyDate, ownDate := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	var byDay [4]any // the histograms, on many dates
-	dest := []any{&f.NullEventTimes, &f.NullEventIDs, &f.StrayEvents, &f.OutOfRangeEventTimes}
-	if n <= e.perDateFilters() {
-		// One instant range per date, as utcDayRanges: no per-row date.
-		for _, d := range spec.Dates {
-			q += ",\n\t\tcount(*) FILTER (WHERE requested AND " + utcDayRanges("epoch_us(ts)", []dates.Date{d}) + ")"
-			day := utcDayRanges("epoch_us(ts)", []dates.Date{d})
-			q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date > DATE %s)", day, quote(d.AddDays(spec.LatenessDays).String()))
-			q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date < DATE %s)", day, quote(d.String()))
-			q += fmt.Sprintf(",\n\t\tcount(*) FILTER (WHERE %s AND ingest_date = DATE %s)", day, quote(d.String()))
-		}
-		for i := range perDate {
-			dest = append(dest, &perDate[i], &lateDate[i], &earlyDate[i], &ownDate[i])
-		}
-	} else {
-		// Four filters a date cost rows x dates (a 200-date backfill's
-		// inspect took 7 to 11 s, against 1 s at 100): on many dates, each
-		// row's UTC date (the session's zone is UTC) goes into four
-		// histograms, one pass whatever the number of dates.
-		inDays, day := utcDayRanges("epoch_us(ts)", spec.Dates), "CAST(ts AS DATE)"
-		for _, when := range []string{
-			"requested",
-			fmt.Sprintf("%s AND ingest_date > %s + %d", inDays, day, spec.LatenessDays),
-			fmt.Sprintf("%s AND ingest_date < %s", inDays, day),
-			fmt.Sprintf("%s AND ingest_date = %s", inDays, day),
-		} {
-			q += fmt.Sprintf(",\n\t\tto_json(histogram(CASE WHEN %s THEN %s END))", when, day)
-		}
-		for i := range byDay {
-			dest = append(dest, &byDay[i])
-		}
-	}
-	// Every id of the window is hashed: a repeat whose copies are all
-	// other dates' is passed over by the exact count below.
-	q += ",\n\t\t" + repeatsColumn(kept, "CASE WHEN event_id IS NOT NULL THEN "+h+" END")
-	q += "\n\t\tFROM (" + src + ")"
+	// collision, so the exact count below decides. Every id of the window
+	// is hashed: a repeat whose copies are all other dates' is passed over
+	// by the exact count.
+	h := "CASE WHEN event_id IS NOT NULL THEN " + e.hashOf("event_id") + " END"
 	var hashRepeats int64
-	if err := e.scanRepeats(ctx, kept, q, dest, &hashRepeats); err != nil {
-		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
+	if kept {
+		hashRepeats, err = e.scanRepeats(ctx, true, func() error {
+			return e.foldGroups(ctx, spec, w, groupsQuery(w, raw, repeatsColumn(true, h)), in)
+		}, nil)
+	} else if err = e.foldGroups(ctx, spec, w, groupsQuery(w, raw, ""), in); err == nil {
+		// DuckDB's distinct count cannot be taken a group at a time:
+		// where the hashes outgrow memory (a backfill), the repeats
+		// take a statement of their own.
+		var column int64
+		hashRepeats, err = e.scanRepeats(ctx, false, func() error {
+			return e.conn.QueryRowContext(ctx, "SELECT "+repeatsColumn(false, h)+" FROM ("+raw+")").Scan(&column)
+		}, &column)
 	}
-	if n > e.perDateFilters() {
-		for k, into := range [4][]int64{perDate, lateDate, earlyDate, ownDate} {
-			if err := fromHistogram(byDay[k], spec.Dates, into); err != nil {
-				return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
-			}
-		}
-	}
-	for i, d := range spec.Dates {
-		in.Events[d], in.Late[d], in.Early[d], in.Own[d] = perDate[i], lateDate[i], earlyDate[i], ownDate[i]
+	if err != nil {
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
 	}
 	if f.NullEventTimes > 0 || f.OutOfRangeEventTimes > 0 {
 		// Which: the read window may hold thousands of files.
@@ -354,43 +310,6 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	return nil
 }
 
-// perDateFilters is the most dates eventIdentity counts with filters of
-// their own; past it, by histograms of the day. The design day (2 dates)
-// and the ten-date backfill of the benchmark keep the filters they were
-// measured with. A test may set its own (filtersUpTo).
-func (e *Engine) perDateFilters() int {
-	if e.filtersUpTo != 0 {
-		return e.filtersUpTo
-	}
-	return 16
-}
-
-// fromHistogram fills into, date by date, from a histogram of UTC dates
-// read back as JSON (nil: no row).
-func fromHistogram(v any, ds []dates.Date, into []int64) error {
-	if v == nil {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return fmt.Errorf("a histogram of dates read back as %T", v)
-	}
-	for i, d := range ds {
-		switch c := m[d.String()].(type) {
-		case nil:
-		case float64:
-			into[i] = int64(c)
-		case int64:
-			into[i] = c
-		case uint64:
-			into[i] = int64(c)
-		default:
-			return fmt.Errorf("a histogram count read back as %T", c)
-		}
-	}
-	return nil
-}
-
 // checkEnrollments counts the snapshot pin's rows and its duplicated
 // (learner_key, course_id) pairs with a sample of them. On the design day the
 // snapshot holds about 20M rows, and each GROUP BY over it costs seconds: the
@@ -408,9 +327,12 @@ func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files [
 	// duplicate enrollment (as a null lesson_id is none in the manifest).
 	h := "CASE WHEN learner_key IS NOT NULL AND course_id IS NOT NULL THEN " + e.hashOf("learner_key, course_id") + " END"
 	q := `SELECT count(*), ` + repeatsColumn(kept, h) + ` ` + pin
-	var hashRepeats int64
-	if err := e.scanRepeats(ctx, kept, q, []any{&in.Figures.EnrollmentRows}, &hashRepeats); err != nil {
-		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
+	var column int64
+	hashRepeats, err := e.scanRepeats(ctx, kept, func() error {
+		return e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &column)
+	}, &column)
+	if err != nil {
+		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, firstLine(err))
 	}
 	if in.Figures.EnrollmentRows == 0 {
 		_, err := e.pinRows(ctx, "enrollments", spec.Enrollments, files, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")

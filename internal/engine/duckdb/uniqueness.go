@@ -84,30 +84,27 @@ func repeatsColumn(kept bool, h string) string {
 	return "count(" + h + ") - count(DISTINCT " + h + ")"
 }
 
-// scanRepeats runs q, whose one row scans into dest and, last, into
-// repeatsColumn's value, and sets *repeats to the count of repeated hashes.
-// The sink is emptied first and after, so no hash of a failed or earlier
-// statement is counted.
-func (e *Engine) scanRepeats(ctx context.Context, kept bool, q string, dest []any, repeats *int64) error {
-	var column int64
+// scanRepeats runs run, a statement with repeatsColumn's column, and
+// returns the count of repeated hashes: the column's value, which run
+// scans into column, or when kept, the repeats of the hashes it handed to
+// Go. The sink is emptied first and after, so no hash of a failed or
+// earlier statement is counted.
+func (e *Engine) scanRepeats(ctx context.Context, kept bool, run func() error, column *int64) (int64, error) {
 	if kept {
 		e.sink.take()
 		defer e.sink.take()
 	}
-	if err := e.conn.QueryRowContext(ctx, q).Scan(append(dest, &column)...); err != nil {
-		return firstLine(err)
+	if err := run(); err != nil {
+		return 0, err
 	}
 	if !kept {
-		*repeats = column
-		return nil
+		return *column, nil
 	}
 	var threads int
 	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&threads); err != nil {
-		return fmt.Errorf("read DuckDB's threads: %w", firstLine(err))
+		return 0, fmt.Errorf("read DuckDB's threads: %w", firstLine(err))
 	}
-	n, err := e.keptRepeats(ctx, threads)
-	*repeats = n
-	return err
+	return e.keptRepeats(ctx, threads)
 }
 
 var humanBytes = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) ?(bytes|[KMGTP]i?B)$`)

@@ -21,6 +21,8 @@ import (
 // it) and one of I+1 (ingested early), so every one of those dates has the
 // figures CheckManyDates expects, whichever of them are requested, and the
 // first and last partitions hold events of dates before and after them.
+// Each partition also holds an event of a year before I and one of a year
+// after: far outside every window, stray whatever the request.
 func ManyDates(t *testing.T, fx Fixture) engine.Spec {
 	t.Helper()
 	dir := t.TempDir()
@@ -37,8 +39,8 @@ func ManyDates(t *testing.T, fx Fixture) engine.Spec {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(fmt.Sprintf(`COPY (SELECT 'e-%[1]s-' || k AS event_id, 'u1' AS learner_key, 'L1' AS lesson_id, 'A' AS course_id,
-			TIMESTAMPTZ '%[1]s 12:00:00+00' - to_days(k) AS event_time FROM (VALUES (0), (1), (3), (-1)) v(k))
-			TO '%[2]s' (FORMAT parquet)`, ingest, filepath.Join(part, "part-0.parquet"))); err != nil {
+			TIMESTAMPTZ '%[1]s 12:00:00+00' - to_days(k) AS event_time FROM (VALUES (0), (1), (3), (-1), (%[3]d), (-%[3]d)) v(k))
+			TO '%[2]s' (FORMAT parquet)`, ingest, filepath.Join(part, "part-0.parquet"), farDays)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,6 +54,10 @@ func ManyDates(t *testing.T, fx Fixture) engine.Spec {
 
 // manyPartitions is how many daily ingest partitions ManyDates writes.
 const manyPartitions = 25
+
+// farDays is how far before and after its partition's date ManyDates
+// writes the events outside every window.
+const farDays = 366
 
 // CheckManyDates compares in's per-date figures with ManyDates' hand counts
 // for the requested dates ds: two events each (its own partition's and the
@@ -73,11 +79,12 @@ func CheckManyDates(t *testing.T, ds []dates.Date, in engine.Inputs) {
 	}
 	// Stray: the events of dates not requested outside their partition's
 	// own window, by ManyDates' rule: each partition's event of I-3 (past
-	// latenessDays 2) and of I+1 (early), when that date is not in ds.
+	// latenessDays 2) and of I+1 (early), when that date is not in ds, and
+	// the two a year away.
 	var stray int64
 	first := dates.MustParse("2026-03-01")
 	for p := 0; p < manyPartitions; p++ {
-		for _, k := range []int{3, -1} {
+		for _, k := range []int{3, -1, farDays, -farDays} {
 			if !slices.Contains(ds, first.AddDays(p-k)) {
 				stray++
 			}
