@@ -132,12 +132,12 @@ func (w dayWindow) fold(spec engine.Spec, g eventGroup, in *engine.Inputs) error
 func (e *Engine) foldGroups(ctx context.Context, spec engine.Spec, w dayWindow, q string, in *engine.Inputs) error {
 	rows, err := e.conn.QueryContext(ctx, q)
 	if err != nil {
-		return err
+		return firstLine(err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return err
+		return firstLine(err)
 	}
 	for rows.Next() {
 		var g eventGroup
@@ -146,11 +146,14 @@ func (e *Engine) foldGroups(ctx context.Context, spec engine.Spec, w dayWindow, 
 			dest = append(dest, new(any)) // the kept hashes' count
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return err
+			return firstLine(err)
 		}
 		if err := w.fold(spec, g, in); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return firstLine(err)
+	}
+	return nil
 }

@@ -273,11 +273,14 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		// take a statement of their own.
 		var column int64
 		hashRepeats, err = e.scanRepeats(ctx, false, func() error {
-			return e.conn.QueryRowContext(ctx, "SELECT "+repeatsColumn(false, h)+" FROM ("+raw+")").Scan(&column)
+			if err := e.conn.QueryRowContext(ctx, "SELECT "+repeatsColumn(false, h)+" FROM ("+raw+")").Scan(&column); err != nil {
+				return firstLine(err)
+			}
+			return nil
 		}, &column)
 	}
 	if err != nil {
-		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, firstLine(err))
+		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
 	if f.NullEventTimes > 0 || f.OutOfRangeEventTimes > 0 {
 		// Which: the read window may hold thousands of files.
@@ -329,10 +332,13 @@ func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files [
 	q := `SELECT count(*), ` + repeatsColumn(kept, h) + ` ` + pin
 	var column int64
 	hashRepeats, err := e.scanRepeats(ctx, kept, func() error {
-		return e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &column)
+		if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &column); err != nil {
+			return firstLine(err)
+		}
+		return nil
 	}, &column)
 	if err != nil {
-		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, firstLine(err))
+		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
 	}
 	if in.Figures.EnrollmentRows == 0 {
 		_, err := e.pinRows(ctx, "enrollments", spec.Enrollments, files, "snapshot_id", spec.EnrollmentSnapshotID, "--enrollment-snapshot-id")
