@@ -103,7 +103,9 @@ func (w dayWindow) fold(spec engine.Spec, g eventGroup, in *engine.Inputs) error
 	}
 	day, ingest := w.first.AddDays(int(g.day.Int64)-1), dates.Date(g.ingest.Int64)
 	if ingest < w.first.AddDays(spec.LatenessDays) || ingest > w.last {
-		return fmt.Errorf("events of ingest date %s, outside the listed partitions", ingest)
+		// The span's edges stand for days no partition holds inside
+		// their own window only while every partition is a listed one.
+		return fmt.Errorf("events of ingest date %s, outside the listed partitions (%s to %s)", ingest, w.first.AddDays(spec.LatenessDays), w.last)
 	}
 	own := day <= ingest && ingest <= day.AddDays(spec.LatenessDays)
 	if !slices.Contains(spec.Dates, day) {
