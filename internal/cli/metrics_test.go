@@ -154,7 +154,7 @@ func TestMetricsPublished(t *testing.T) {
 	if got := mustValue(t, fams, metrics.UnknownCap, nil); got != fx.Job(t, wh, "x", ds...).UnknownCap {
 		t.Errorf("cap %v", got)
 	}
-	for _, ph := range []string{"inspect", "stage", "gate", "pointer"} {
+	for _, ph := range []string{"prepare", "inspect", "stage", "gate", "pointer"} {
 		if got := mustValue(t, fams, metrics.PhaseDuration, map[string]string{"phase": ph}); got <= 0 || got > after.Sub(before).Seconds() {
 			t.Errorf("phase %s took %vs, run %v", ph, got, after.Sub(before))
 		}

@@ -76,7 +76,7 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 			phases = append(phases, ev)
 		}
 	}
-	want := []string{"start inspect", "end inspect", "start stage", "end stage", "start gate", "end gate", "start pointer", "end pointer"}
+	want := []string{"start prepare", "end prepare", "start inspect", "end inspect", "start stage", "end stage", "start gate", "end gate", "start pointer", "end pointer"}
 	if !slices.Equal(phases, want) {
 		t.Errorf("phases %v, want %v", phases, want)
 	}
@@ -97,6 +97,9 @@ func TestProgressReportsPhasesAndSteps(t *testing.T) {
 		}
 		last = i
 	}
+	// Before any input is read, the pointer, its history and the warehouse
+	// are; on a bucket of many generations that is a wait of its own.
+	within(t, rec.events, "prepare", "step read the pointer", "step check the job id against the pointer's history", "step check the warehouse")
 	// Inspect and the gate name each of their reads, in order, inside their
 	// own phase: at 30,000 files each takes long enough to need it. The
 	// raw files of the window's two partitions (ingest dates 2026-03-02

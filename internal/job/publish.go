@@ -193,6 +193,12 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := warehouse.Overlap(locs.all()); err != nil {
 		return res, exitcode.UsageError(err)
 	}
+	// Prepare: the pointer, its history and the warehouse are read before
+	// any input is, and on a bucket of many generations that takes a
+	// while of its own.
+	endPrepare := p.phase("prepare")
+	defer endPrepare()
+	p.step("read the pointer")
 	// The generation this attempt starts from: a rollback of one of its
 	// dates written after it is never silently undone by this publish.
 	base, ver, err := p.Store.Load(ctx)
@@ -222,6 +228,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 			return res, fmt.Errorf("read the pointer: %w", err)
 		}
 	}
+	p.step("check the job id against the pointer's history")
 	published, err := pointer.JobPublished(ctx, p.Store, job.JobID)
 	if err != nil {
 		return res, fmt.Errorf("check job id %s against the pointer: %w", job.JobID, err)
@@ -243,6 +250,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	if err := history.CheckRecords(ctx, p.Warehouse, job.JobID); err != nil {
 		return res, err
 	}
+	p.step("check the warehouse")
 	stagingRel := warehouse.StagingDir(job.JobID)
 	stagingURI := locs.Warehouse.Join(stagingRel).String()
 	if objs, err := p.Warehouse.List(ctx, stagingRel+"/"); err != nil {
@@ -270,6 +278,7 @@ func (p *Publisher) Publish(ctx context.Context, job config.Job) (res Result, er
 	now := p.Clock().UTC()
 	spec := Spec(job, dates.FromTime(now))
 	req := request(locs, spec)
+	endPrepare()
 	endInspect := p.phase("inspect")
 	defer endInspect()
 	// One listing for the whole attempt: every later step and the engine

@@ -160,7 +160,7 @@ func sparkReport(w io.Writer, sizes []int, all []measurement) {
 		fmt.Fprintln(w, "| phase | wall s | waiting on the Spark server s | outside Spark s |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|")
 		var inPhases float64
-		for _, p := range []string{"inspect", "stage", "gate", "pointer"} {
+		for _, p := range []string{"prepare", "inspect", "stage", "gate", "pointer"} {
 			inPhases += m.phases[p]
 			fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f |\n", p, m.phases[p], m.server[p], m.phases[p]-m.server[p])
 		}
