@@ -52,7 +52,7 @@ func (r *recorder) Step(done, total int, rows int64, what string) {
 	r.add(fmt.Sprintf("done %d/%d", done, total))
 }
 
-// TestProgressReportsPhasesAndSteps: a publish reports its four phases in
+// TestProgressReportsPhasesAndSteps: a publish reports its five phases in
 // order, each ended, and the DuckDB stage reports a step per date written.
 func TestProgressReportsPhasesAndSteps(t *testing.T) {
 	fx := publishtest.LoadFixture(t, "")

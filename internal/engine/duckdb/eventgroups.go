@@ -29,21 +29,28 @@ import (
 // a producer's clock wrote.
 type dayWindow struct{ first, last dates.Date }
 
-// dayWindowOf is spec's span; ok is false with no raw file.
-func dayWindowOf(spec engine.Spec) (w dayWindow, ok bool) {
+// dayWindowOf is spec's span; spec lists at least one raw file.
+func dayWindowOf(spec engine.Spec) dayWindow {
 	raw := spec.Inputs.Raw
-	if len(raw) == 0 {
-		return dayWindow{}, false
-	}
 	lo, hi := raw[0].IngestDate, raw[0].IngestDate
 	for _, f := range raw {
 		lo, hi = min(lo, f.IngestDate), max(hi, f.IngestDate)
 	}
-	w = dayWindow{first: lo.AddDays(-spec.LatenessDays), last: hi}
+	w := dayWindow{first: lo.AddDays(-spec.LatenessDays), last: hi}
 	for _, d := range spec.Dates {
 		w.first, w.last = min(w.first, d), max(w.last, d)
 	}
-	return w, true
+	return w
+}
+
+// outOfRange is the predicate of an event time ts (TIMESTAMPTZ, epoch
+// microseconds us) that no date can hold. DuckDB reads INT64's extremes as
+// ±infinity, whose epoch_us is null: without isfinite they were no null,
+// no stray and no date's (a Java producer's Long.MAX_VALUE sentinel,
+// dropped with exit 0). Spark reads the same values as instants past the
+// range.
+func outOfRange(ts, us string) string {
+	return "(NOT isfinite(" + ts + ") OR " + engine.EventTimeOutOfRange(us) + ")"
 }
 
 const dayMicros = int64(86400_000_000)
@@ -60,17 +67,13 @@ func groupsQuery(w dayWindow, raw, extra string) string {
 	if extra != "" {
 		extra = ", " + extra
 	}
-	// DuckDB reads INT64's extremes as ±infinity, whose epoch_us is null:
-	// without isfinite they were no null, no stray and no date's (a Java
-	// producer's Long.MAX_VALUE sentinel, dropped with exit 0). Spark
-	// reads the same values as instants past the range.
 	return fmt.Sprintf(`SELECT day, ingest, fin, oor, count(*), count(*) FILTER (WHERE event_id IS NULL)%[1]s
-		FROM (SELECT event_id, ingest, isfinite(ts) AS fin, coalesce(NOT isfinite(ts) OR %[2]s, false) AS oor,
+		FROM (SELECT event_id, ingest, isfinite(ts) AS fin, coalesce(%[2]s, false) AS oor,
 		             (least(greatest(us, %[3]d), %[4]d) - %[3]d) // %[5]d AS day
 		      FROM (SELECT event_id, ts, epoch_us(ts) AS us, ingest_date - DATE '1970-01-01' AS ingest
 		            FROM (SELECT event_id, CAST(event_time AS TIMESTAMPTZ) AS ts, ingest_date FROM (%[6]s))))
 		GROUP BY ALL`,
-		extra, engine.EventTimeOutOfRange("us"), lo, hi, dayMicros, raw)
+		extra, outOfRange("ts", "us"), lo, hi, dayMicros, raw)
 }
 
 // eventGroup is one row of groupsQuery.

@@ -72,7 +72,7 @@ func TestEventGroupsEqualEventLevel(t *testing.T) {
 			}
 			var got engine.Inputs
 			got.PerDate()
-			span, _ := dayWindowOf(spec)
+			span := dayWindowOf(spec)
 			if err := e.foldGroups(t.Context(), spec, span, groupsQuery(span, "SELECT * FROM hostile", ""), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +102,7 @@ func TestEventGroupsEqualEventLevel(t *testing.T) {
 func eventLevelFigures(t *testing.T, e *Engine, spec engine.Spec) engine.Inputs {
 	t.Helper()
 	inDays, own := utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays)
-	oor := "(NOT isfinite(ts) OR " + engine.EventTimeOutOfRange("epoch_us(ts)") + ")"
+	oor := outOfRange("ts", "epoch_us(ts)")
 	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%[1]s AND %[2]s, false) AS requested,
 		coalesce(NOT (%[1]s) AND NOT %[2]s AND NOT %[3]s, false) AS stray, coalesce(%[3]s, false) AS oor
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, ingest_date FROM hostile)`, inDays, own, oor)

@@ -247,15 +247,14 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
 	}
-	w, _ := dayWindowOf(spec)
+	w := dayWindowOf(spec)
 	raw := fmt.Sprintf("SELECT event_id, event_time, %s AS ingest_date FROM %s", ingestDateOf(sourceFileColumn), rawScan(rawFiles, rr))
 	// src flags each event for the samples below, by the rules foldGroups
 	// counts them by.
 	inDays, own := utcDayRanges("epoch_us(ts)", spec.Dates), ownWindow("ts", "ingest_date", spec.LatenessDays)
-	oor := "(NOT isfinite(ts) OR " + engine.EventTimeOutOfRange("epoch_us(ts)") + ")"
 	src := fmt.Sprintf(`SELECT event_id, event_time, ts, ingest_date, coalesce(%[1]s AND %[2]s, false) AS requested, coalesce(%[4]s, false) AS oor
 		FROM (SELECT event_id, event_time, CAST(event_time AS TIMESTAMPTZ) AS ts, ingest_date FROM (%[3]s))`,
-		inDays, own, raw, oor)
+		inDays, own, raw, outOfRange("ts", "epoch_us(ts)"))
 	// Repeated 64-bit hashes instead of repeated strings: equal ids hash
 	// alike, so no hash repeat means no id repeat; a hash repeat may be a
 	// collision, so the exact count below decides. Every id of the window
@@ -271,13 +270,9 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 		// DuckDB's distinct count cannot be taken a group at a time:
 		// where the hashes outgrow memory (a backfill), the repeats
 		// take a statement of their own.
-		var column int64
-		hashRepeats, err = e.scanRepeats(ctx, false, func() error {
-			if err := e.conn.QueryRowContext(ctx, "SELECT "+repeatsColumn(false, h)+" FROM ("+raw+")").Scan(&column); err != nil {
-				return firstLine(err)
-			}
-			return nil
-		}, &column)
+		if err = e.conn.QueryRowContext(ctx, "SELECT "+repeatsColumn(false, h)+" FROM ("+raw+")").Scan(&hashRepeats); err != nil {
+			err = firstLine(err)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("check raw event ids %s: %w", spec.Raw, err)
