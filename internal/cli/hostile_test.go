@@ -83,6 +83,9 @@ type hostileCase struct {
 	// words stand where the job's are on DuckDB (a check Spark makes
 	// itself); the outcome must still be the same.
 	ErrorSpark string `json:"error_spark"`
+	// LogSpark is a substring the Spark run's stderr log must contain, in
+	// place of Log (a step only the Spark engine reports).
+	LogSpark string `json:"log_spark"`
 	// ExitSpark, set, is the Spark engine's exit where an engine's own
 	// limit makes it differ (a compression codec one engine cannot read):
 	// error_spark is then its error line when not 0, published its dates
@@ -404,16 +407,19 @@ func TestHostileInputSpark(t *testing.T) {
 		onS3 := slices.Contains(tc.Backends, "s3")
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
+			sp := tc
+			if tc.LogSpark != "" {
+				sp.Log = tc.LogSpark
+			}
 			if tc.ExitSpark != nil {
 				// An engine's limit: each engine against its own outcome.
 				runHostileCaseOn(t, dir, tc, onS3)
-				sp := tc
 				sp.Exit, sp.Error = *tc.ExitSpark, tc.ErrorSpark
 				runHostileCaseOn(t, dir, sp, onS3, "--engine", "spark", "--spark-remote", remote)
 				return
 			}
 			want := runHostileCaseOn(t, dir, tc, onS3)
-			got := runHostileCaseOn(t, dir, tc, onS3, "--engine", "spark", "--spark-remote", remote)
+			got := runHostileCaseOn(t, dir, sp, onS3, "--engine", "spark", "--spark-remote", remote)
 			if !bytes.Equal(got, want) {
 				t.Errorf("failed checks on Spark\n%s\non DuckDB\n%s", got, want)
 			}

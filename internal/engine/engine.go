@@ -56,6 +56,13 @@ type Spec struct {
 	// silent-drop figures, counted before any join in the scan that checks
 	// event identity, so Stage reads raw once more, for the fact grain.
 	InputEvents map[dates.Date]int64
+	// SchemaKeys maps each listed file whose footer the job parsed whole
+	// to its schema key: two files of one key hold the same Parquet schema
+	// (and the same schema Spark stored beside it), so an engine that asks
+	// its reader for each file's schema may ask for one file of a key
+	// (inputs.Source.CheckPageChecksums). A file without a key is read
+	// alone.
+	SchemaKeys map[string]string
 }
 
 // Inputs is what Inspect learned before any join.

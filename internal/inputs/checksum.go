@@ -96,41 +96,48 @@ const maxPageBytes = 1 << 30
 // so written is refused naming the file, the column and the codec or
 // encoding, where the engine itself failed as "not a readable Parquet
 // file" or named no column.
-func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool, unreadable map[string]string) error {
+//
+// It returns each file's schema key (schemaKey), "" for a file whose
+// footer it could not parse whole: an engine that asks its own reader for
+// every file's schema may ask once a key.
+func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool, unreadable map[string]string) ([]string, error) {
 	errs := make([]error, len(files))
+	keys := make([]string, len(files))
 	bounded.Each(len(files), checksumReaders, func(i int) {
-		errs[i] = s.checkFile(ctx, what, files[i], columns, crc, unreadable)
+		keys[i], errs[i] = s.checkFile(ctx, what, files[i], columns, crc, unreadable)
 	})
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return keys, nil
 }
 
 // checksumReaders is how many files CheckPageChecksums reads at once.
 const checksumReaders = 4
 
-func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string, crc bool, unreadable map[string]string) error {
+func (s *Source) checkFile(ctx context.Context, what string, f File, columns []string, crc bool, unreadable map[string]string) (string, error) {
 	name := what + " file " + f.Path
 	b, key, err := s.object(ctx, f.Path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	buf, err := footer(ctx, b, key, f.Bytes, name)
 	if err != nil {
 		if !crc && ctx.Err() == nil {
 			// Counts only, for an engine that reads the footer itself and
 			// names a damaged one in its own words.
-			return nil
+			return "", nil
 		}
-		return err
+		return "", err
 	}
 	chunks, err := columnChunks(buf, f.Bytes)
 	if err != nil {
-		return nil // the engine reads the footer too, and names the file
+		return "", nil // the engine reads the footer too, and names the file
 	}
+	// No key for a footer this cannot read whole: the engine reads it.
+	schema, _ := schemaKey(buf)
 	var wanted []chunk
 	for _, c := range chunks {
 		for _, col := range columns {
@@ -146,19 +153,19 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	headers := !b.Location().IsS3()
 	for _, c := range wanted {
 		if why, ok := unreadable[codecName(c.codec)]; ok {
-			return &UnreadableError{What: what, File: f.Path, Column: c.column, How: "compressed with " + codecName(c.codec), Why: why}
+			return "", &UnreadableError{What: what, File: f.Path, Column: c.column, How: "compressed with " + codecName(c.codec), Why: why}
 		}
 		for _, e := range c.encodings {
 			enc := encodingName(e) + " " + typeName(c.ptype)
 			if why, ok := unreadable[enc]; ok {
-				return &UnreadableError{What: what, File: f.Path, Column: c.column, How: "written in " + encodingName(e) + " encoding (" + typeName(c.ptype) + " values)", Why: why}
+				return "", &UnreadableError{What: what, File: f.Path, Column: c.column, How: "written in " + encodingName(e) + " encoding (" + typeName(c.ptype) + " values)", Why: why}
 			}
 		}
 	}
 	skip := -1 // a row group found without CRCs, on an object store
 	for _, c := range wanted {
 		if c.flat && c.rows >= 0 && c.values != c.rows {
-			return &PageChecksumError{What: what, File: f.Path, Column: c.column, RowGroup: c.rowGroup, Values: c.values, Stated: c.rows, Rows: true}
+			return "", &PageChecksumError{What: what, File: f.Path, Column: c.column, RowGroup: c.rowGroup, Values: c.values, Stated: c.rows, Rows: true}
 		}
 		if c.rowGroup == skip {
 			continue
@@ -170,14 +177,14 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 		case err == nil:
 		case errors.As(err, &bad):
 			bad.What, bad.File = what, f.Path
-			return bad
+			return "", bad
 		case errors.Is(err, errNoChecksums):
 			skip = c.rowGroup
 		default:
-			return fmt.Errorf("%s: %w", name, err)
+			return "", fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	return nil
+	return schema, nil
 }
 
 // UnreadableError is a column chunk compressed or encoded in a way the

@@ -1,9 +1,11 @@
 package inputs
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 )
 
 // The Parquet footer is a thrift FileMetaData in the compact protocol, and
@@ -313,4 +315,80 @@ func (r *thrift) schemaElement() (element, error) {
 		return false, nil
 	})
 	return e, err
+}
+
+// sparkSchemaMetadata is the key-value entry in which Spark keeps the
+// schema it wrote a file with; its reader takes the file's types from it
+// where it is there, not from the Parquet schema alone.
+const sparkSchemaMetadata = "org.apache.spark.sql.parquet.row.metadata"
+
+// schemaKey is a digest of what decides the columns and types a reader
+// makes of a file: FileMetaData's schema list (field 2) as written, byte
+// for byte, and every value of sparkSchemaMetadata in its key-value
+// metadata (field 5). Two files of one key give any reader that converts
+// a footer by those alone (Spark does) the same schema, so it need ask
+// for one of them; other metadata (pandas' index, a writer's name) may
+// differ. Writers that encode one schema in other bytes only give more
+// keys. The whole footer is walked, so a file of a key parsed whole.
+func schemaKey(footer []byte) (string, error) {
+	r := &thrift{b: footer}
+	h := sha256.New()
+	var schema bool
+	err := r.structFields(0, func(id int16, typ byte) (bool, error) {
+		switch {
+		case id == 2 && typ == ctList:
+			start := r.pos
+			if err := r.skip(typ, 1); err != nil {
+				return true, err
+			}
+			schema = true
+			writeLenPrefixed(h, r.b[start:r.pos])
+			return true, nil
+		case id == 5 && typ == ctList:
+			n, elem, err := r.listHeader()
+			if err != nil {
+				return true, err
+			}
+			if elem != ctStruct {
+				return true, fmt.Errorf("%w: key_value_metadata is not a list of structs", errFooter)
+			}
+			for range n {
+				var key, value []byte
+				err := r.structFields(1, func(id int16, typ byte) (bool, error) {
+					if typ != ctBinary || (id != 1 && id != 2) {
+						return false, nil
+					}
+					b, err := r.binary()
+					if id == 1 {
+						key = b
+					} else {
+						value = b
+					}
+					return true, err
+				})
+				if err != nil {
+					return true, err
+				}
+				if string(key) == sparkSchemaMetadata {
+					writeLenPrefixed(h, value)
+				}
+			}
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !schema {
+		return "", fmt.Errorf("%w: no schema", errFooter)
+	}
+	return string(h.Sum(nil)), nil
+}
+
+// writeLenPrefixed writes b after its length, so that no two sequences of
+// parts hash alike by where one ends and the next begins.
+func writeLenPrefixed(h hash.Hash, b []byte) {
+	h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+	h.Write(b)
 }

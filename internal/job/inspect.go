@@ -38,7 +38,8 @@ func (p *Publisher) inspect(ctx context.Context, spec engine.Spec) (engine.Input
 		unreadable = l.UnreadableParquet()
 	}
 	p.step(fmt.Sprintf("column pages: %d files", spec.Inputs.Files()))
-	if err := checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums(), unreadable); err != nil {
+	spec.SchemaKeys, err = checkPageChecksums(ctx, p.Inputs, spec.Inputs, !ok || !v.VerifiesPageChecksums(), unreadable)
+	if err != nil {
 		return engine.Inputs{}, err
 	}
 	// The engine reports its own statements; one that does not shows this.
@@ -72,8 +73,9 @@ func emptyFileTypes(ctx context.Context, src *inputs.Source, l inputs.Listing, e
 }
 
 // checkPageChecksums checks the counts of the columns the job reads from
-// each input and, with crc, their stored page checksums.
-func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing, crc bool, unreadable map[string]string) error {
+// each input and, with crc, their stored page checksums, and returns the
+// schema keys of the files whose footers it parsed whole.
+func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listing, crc bool, unreadable map[string]string) (map[string]string, error) {
 	names := func(cols []engine.Column) []string {
 		out := make([]string, len(cols))
 		for i, c := range cols {
@@ -82,6 +84,7 @@ func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listin
 		return out
 	}
 	raw, manifest, enrollments := engine.InputColumns(nil, nil)
+	keys := map[string]string{}
 	rawFiles := make([]inputs.File, len(l.Raw))
 	for i, f := range l.Raw {
 		rawFiles[i] = f.File
@@ -91,9 +94,15 @@ func checkPageChecksums(ctx context.Context, src *inputs.Source, l inputs.Listin
 		files []inputs.File
 		cols  []engine.Column
 	}{{"raw", rawFiles, raw}, {"lessons", l.Lessons, manifest}, {"enrollments", l.Enrollments, enrollments}} {
-		if err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols), crc, unreadable); err != nil {
-			return err
+		got, err := src.CheckPageChecksums(ctx, in.what, in.files, names(in.cols), crc, unreadable)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range got {
+			if k != "" {
+				keys[in.files[i].Path] = k
+			}
 		}
 	}
-	return nil
+	return keys, nil
 }

@@ -75,8 +75,10 @@ func fileFault(class string) string {
 }
 
 // checkColumns verifies the required columns of every file of one input and
-// returns the union of the column names seen.
-func (e *Engine) checkColumns(ctx context.Context, what string, files []string, required []engine.Column) ([]string, error) {
+// returns the union of the column names seen. Spark is asked for the schema
+// of one file of each schema key (keys, engine.Spec.SchemaKeys), and of
+// every file without one.
+func (e *Engine) checkColumns(ctx context.Context, what string, files []string, keys map[string]string, required []engine.Column) ([]string, error) {
 	for _, f := range files {
 		// Hadoop's local file system names a checksum file beside each
 		// file it reads (.name.crc) and cannot parse that name when it
@@ -85,12 +87,17 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 			return nil, fmt.Errorf("%s file %s: Spark cannot read a local file whose name holds ':' (Hadoop takes it for a URI scheme): rename the file, or publish with --engine duckdb", what, f)
 		}
 	}
+	from, asked := schemaReads(files, keys)
 	step := fmt.Sprintf("read the schemas of %d %s files", len(files), what)
+	if len(asked) < len(files) {
+		step += fmt.Sprintf(" (%d distinct)", len(asked))
+	}
 	e.step(step)
-	// Each schema is a round trip and an analysis on the server (about
-	// 50 ms); a few at a time, read ahead of the checks, which then take
+	// Each schema is a round trip and a job on the cluster (about 30 to
+	// 50 ms): a few at a time, read ahead of the checks, which then take
 	// them in the files' order, so the first error is the one a reading
-	// one by one would meet.
+	// one by one would meet. A file read for others is the first of them
+	// in that order, so its error comes first too, naming it.
 	type read struct {
 		types map[string]string
 		names []string
@@ -104,9 +111,11 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 		for i, f := range files {
 			at[f] = i
 		}
-		bounded.Each(len(files), schemaReaders, func(i int) {
+		bounded.Each(len(asked), schemaReaders, func(j int) {
+			i := asked[j]
 			r := &reads[i]
 			r.types, r.names, r.err = e.schema(ctx, what, files[i])
+			e.schemasRead.Add(1)
 		})
 		return ctx.Err()
 	})
@@ -116,12 +125,34 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 		return nil, se
 	}
 	schema := func(file string) (map[string]string, []string, error) {
-		r := reads[at[file]]
+		r := reads[from[at[file]]]
 		return r.types, r.names, r.err
 	}
 	// Spark names types exactly (string, timestamp, timestampntz).
 	exact := func(typ string, want []string) bool { return slices.Contains(want, typ) }
 	return engine.CheckColumns(what, files, required, schema, exact)
+}
+
+// schemaReads says, for each of files, which file's schema stands for it
+// (from: its own index, or the first earlier file of its schema key), and
+// the files whose schemas are read (asked, in order): each without a key,
+// and the first of each key.
+func schemaReads(files []string, keys map[string]string) (from, asked []int) {
+	first := map[string]int{}
+	from = make([]int, len(files))
+	for i, f := range files {
+		k, ok := keys[f]
+		if ok && k != "" {
+			if j, seen := first[k]; seen {
+				from[i] = j
+				continue
+			}
+			first[k] = i
+		}
+		from[i] = i
+		asked = append(asked, i)
+	}
+	return from, asked
 }
 
 // Inspect implements engine.Engine.
@@ -138,13 +169,13 @@ func (e *Engine) inspect(ctx context.Context, spec engine.Spec) (engine.Inputs, 
 	var in engine.Inputs
 	rawFiles := spec.Inputs.RawPaths()
 	in.Figures.RawFiles = len(rawFiles)
-	union, err := e.checkColumns(ctx, "raw", rawFiles, rawColumns)
+	union, err := e.checkColumns(ctx, "raw", rawFiles, spec.SchemaKeys, rawColumns)
 	if err != nil {
 		return in, err
 	}
 	in.Figures.RawColumns = union
 	check := func(what string, files []string, required []engine.Column) error {
-		_, err := e.checkColumns(ctx, what, files, required)
+		_, err := e.checkColumns(ctx, what, files, spec.SchemaKeys, required)
 		return err
 	}
 	if err := engine.CheckPinInputs(spec, manifestColumns, enrollmentColumns, check); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/spark-connect-go/spark/sparkerrors"
@@ -56,6 +57,9 @@ type Engine struct {
 	// clock is the command's clock (SetClock): the engine reads none itself,
 	// and without one it counts no server time.
 	clock func() time.Time
+	// schemasRead counts the files whose schema Spark was asked for
+	// (checkColumns), which a test holds to the distinct schema keys.
+	schemasRead atomic.Int64
 	// progress hears of each statement as it starts (SetProgress); steps
 	// counts the statements run.
 	progress progress.Reporter
@@ -353,6 +357,16 @@ func absSpec(spec engine.Spec) (engine.Spec, error) {
 		}
 	}
 	spec.Inputs = l
+	if spec.SchemaKeys != nil {
+		keys := make(map[string]string, len(spec.SchemaKeys))
+		for p, k := range spec.SchemaKeys {
+			if err := abs(&p); err != nil {
+				return spec, err
+			}
+			keys[p] = k
+		}
+		spec.SchemaKeys = keys
+	}
 	return spec, nil
 }
 
