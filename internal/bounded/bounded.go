@@ -21,3 +21,32 @@ func Each(n, workers int, fn func(i int)) {
 	}
 	wg.Wait()
 }
+
+// First is Each for calls that may fail: it returns the error of the
+// smallest i whose call failed, the one a loop in order would have met
+// first, and nil when none did. Once a call has failed, calls of a larger
+// i not yet begun are skipped: their errors could not be the first.
+func First(n, workers int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var mu sync.Mutex
+	failed := n // the smallest i whose call failed so far
+	Each(n, workers, func(i int) {
+		mu.Lock()
+		skip := i > failed
+		mu.Unlock()
+		if skip {
+			return
+		}
+		if errs[i] = fn(i); errs[i] != nil {
+			mu.Lock()
+			failed = min(failed, i)
+			mu.Unlock()
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -101,15 +101,13 @@ const maxPageBytes = 1 << 30
 // footer it could not parse whole: an engine that asks its own reader for
 // every file's schema may ask once a key.
 func (s *Source) CheckPageChecksums(ctx context.Context, what string, files []File, columns []string, crc bool, unreadable map[string]string) ([]string, error) {
-	errs := make([]error, len(files))
 	keys := make([]string, len(files))
-	bounded.Each(len(files), checksumReaders, func(i int) {
-		keys[i], errs[i] = s.checkFile(ctx, what, files[i], columns, crc, unreadable)
+	err := bounded.First(len(files), checksumReaders, func(i int) (err error) {
+		keys[i], err = s.checkFile(ctx, what, files[i], columns, crc, unreadable)
+		return err
 	})
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	return keys, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/techlearningpro/engagement/internal/bounded"
 	"github.com/techlearningpro/engagement/internal/storage"
 )
 
@@ -215,18 +216,34 @@ const ReservedColumn = "engagement_source_file"
 // the file.
 func (s *Source) ProhibitedFields(ctx context.Context, files []RawFile, prohibited []string) (found []string, firstIn map[string]string, zoneless []string, err error) {
 	firstIn = map[string]string{}
-	for _, f := range files {
+	type read struct {
+		fields []Field
+		noZone bool
+	}
+	reads := make([]read, len(files))
+	// A few files at a time; the first error in listing order is the
+	// one named, as when they were read one by one.
+	err = bounded.First(len(files), footerReaders, func(i int) error {
+		f := files[i]
 		fields, noZone, err := s.fields(ctx, "raw", f.File)
 		if err != nil {
-			return nil, nil, nil, err
-		}
-		if noZone {
-			zoneless = append(zoneless, f.Path)
+			return err
 		}
 		for _, fd := range fields {
 			if strings.EqualFold(fd[0], ReservedColumn) {
-				return nil, nil, nil, fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
+				return fmt.Errorf("raw file %s: column %s: the name is reserved for the engine's own column of each row's file; rename it where the file is written", f.Path, fd[0])
 			}
+		}
+		reads[i] = read{fields, noZone}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i, f := range files {
+		fields := reads[i].fields
+		if reads[i].noZone {
+			zoneless = append(zoneless, f.Path)
 		}
 		// File by file, in listing order: the union, first seen first, is
 		// what Prohibited gives over all the fields at once.

@@ -324,3 +324,63 @@ func TestFooterReads(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstBadFileNamed: the magic and footer checks read a few files at a
+// time, and still name the first bad file in listing order, whatever the
+// order the reads end in; a later bad file of another kind does not win.
+func TestFirstBadFileNamed(t *testing.T) {
+	good := writeParquet(t, "SELECT 'e1' AS event_id")
+	reserved := writeParquet(t, "SELECT 'e1' AS event_id, 'f' AS "+ReservedColumn)
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	at := func(i int, content []byte) RawFile {
+		p := filepath.Join(dir, fmt.Sprintf("part-%02d.parquet", i))
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return RawFile{File: fileAt(t, p)}
+	}
+	text := []byte("event_id,learner_key\ne1,l1\n")
+	// A footer length past the file: the magic at both ends is intact.
+	badFooter := append(append([]byte{}, b[:len(b)-8]...), 0xff, 0xff, 0xff, 0x7f, 'P', 'A', 'R', '1')
+	r, err := os.ReadFile(reserved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		bad   map[int][]byte
+		check func(files []RawFile) error
+		want  int
+	}{
+		{"magic", map[int][]byte{3: text, 11: text}, func(files []RawFile) error {
+			return src().CheckMagic(t.Context(), Listing{Raw: files})
+		}, 3},
+		{"footer before a reserved column", map[int][]byte{2: badFooter, 9: r}, func(files []RawFile) error {
+			_, _, _, err := src().ProhibitedFields(t.Context(), files, nil)
+			return err
+		}, 2},
+		{"reserved column before a footer", map[int][]byte{2: r, 9: badFooter}, func(files []RawFile) error {
+			_, _, _, err := src().ProhibitedFields(t.Context(), files, nil)
+			return err
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var files []RawFile
+			for i := range 16 {
+				content := b
+				if c, ok := tc.bad[i]; ok {
+					content = c
+				}
+				files = append(files, at(i, content))
+			}
+			err := tc.check(files)
+			if err == nil || !strings.Contains(err.Error(), files[tc.want].Path+":") {
+				t.Errorf("err = %v, want it to name %s", err, files[tc.want].Path)
+			}
+		})
+	}
+}
