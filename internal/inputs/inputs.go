@@ -451,8 +451,8 @@ func (s *Source) CheckMagic(ctx context.Context, l Listing) error {
 
 // footerReaders is how many files the magic and footer checks read at
 // once: on an object store each read is a request's latency, and one file
-// at a time took a second a thousand files against a server on the same
-// machine (benchmark.md, run 38).
+// at a time took over two seconds a thousand files against a server on the
+// same machine (benchmark.md, run 38).
 const footerReaders = 8
 
 // ErrChanged marks an input that changed between the attempt's listing and
