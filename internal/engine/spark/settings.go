@@ -189,6 +189,13 @@ func isUTC(v string) bool {
 // is no longer uncached by DROP VIEW (BuildFacts uncaches first), and keeps
 // the raw files' sizes from Inspect: a file changed since fails the read,
 // and the job then names the change (job.Publisher).
+//
+// A scan lists its files again, as a job of one task a file once there are
+// more than 32 (parallelPartitionDiscovery), each task a few milliseconds
+// of scheduling for one file's status: the raw view of 1,050 files took 5.0
+// s on 2 cores to register, and 1.0 to 1.2 s with at most 64 tasks a scan
+// (0.55 s with 16; benchmark.md, run 38). 64 keeps a large cluster's
+// listing of thousands of files on an object store spread wide.
 var defaults = [][2]string{
 	{"spark.sql.legacy.storeAnalyzedPlanForView", "true"},
 	{"spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", "true"},
@@ -196,6 +203,7 @@ var defaults = [][2]string{
 	{"spark.sql.inMemoryColumnarStorage.compressed", "false"},
 	{"spark.sql.optimizer.plannedWrite.enabled", "false"},
 	{"spark.sql.maxConcurrentOutputFileWriters", "4"},
+	{"spark.sql.sources.parallelPartitionDiscovery.parallelism", "64"},
 }
 
 // findUnknown keeps the config's spark.sql.* keys the server does not know:

@@ -59,6 +59,32 @@ func TestSettingsApplied(t *testing.T) {
 	}
 }
 
+// TestEngineDefaults: a setting the engine chooses is on the session
+// unless the config names the key, and then the config's value is.
+func TestEngineDefaults(t *testing.T) {
+	ctx := context.Background()
+	const key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+	for _, tc := range []struct {
+		name     string
+		settings map[string]string
+		want     string
+	}{
+		{"unset", nil, "64"},
+		{"given", map[string]string{key: "16"}, "16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := spark.Open(ctx, sparktest.Remote(t), tc.settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if got, err := e.Setting(ctx, key); err != nil || got != tc.want {
+				t.Errorf("%s = %q (%v), want %q", key, got, err, tc.want)
+			}
+		})
+	}
+}
+
 // TestForcedSettingsWin: a config that sets what the engine owns (a zone,
 // a zoneless timestamp type, skipping unreadable or missing files, a record
 // limit per file) does not change it: each would change what is published.
