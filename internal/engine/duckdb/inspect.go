@@ -263,9 +263,9 @@ func (e *Engine) eventIdentity(ctx context.Context, spec engine.Spec, rawFiles [
 	h := "CASE WHEN event_id IS NOT NULL THEN " + e.hashOf("event_id") + " END"
 	var hashRepeats int64
 	if kept {
-		hashRepeats, err = e.scanRepeats(ctx, true, func() error {
+		hashRepeats, err = e.handedRepeats(ctx, func() error {
 			return e.foldGroups(ctx, spec, w, groupsQuery(w, raw, repeatsColumn(true, h)), in)
-		}, nil)
+		})
 	} else if err = e.foldGroups(ctx, spec, w, groupsQuery(w, raw, ""), in); err == nil {
 		// DuckDB's distinct count cannot be taken a group at a time:
 		// where the hashes outgrow memory (a backfill), the repeats
@@ -325,13 +325,19 @@ func (e *Engine) checkEnrollments(ctx context.Context, spec engine.Spec, files [
 	// duplicate enrollment (as a null lesson_id is none in the manifest).
 	h := "CASE WHEN learner_key IS NOT NULL AND course_id IS NOT NULL THEN " + e.hashOf("learner_key, course_id") + " END"
 	q := `SELECT count(*), ` + repeatsColumn(kept, h) + ` ` + pin
-	var column int64
-	hashRepeats, err := e.scanRepeats(ctx, kept, func() error {
-		if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &column); err != nil {
+	var hashRepeats int64
+	scan := func() error {
+		if err := e.conn.QueryRowContext(ctx, q).Scan(&in.Figures.EnrollmentRows, &hashRepeats); err != nil {
 			return firstLine(err)
 		}
 		return nil
-	}, &column)
+	}
+	if kept {
+		// The column counts the hashes handed over; their repeats are Go's.
+		hashRepeats, err = e.handedRepeats(ctx, scan)
+	} else {
+		err = scan()
+	}
 	if err != nil {
 		return fmt.Errorf("check enrollments %s: %w", spec.Enrollments, err)
 	}

@@ -75,7 +75,7 @@ func keptFits(rows, memoryLimit int64) bool { return rows*keptBytesPerRow <= mem
 
 // repeatsColumn is the SELECT column that counts repeated values of h (a
 // hash, null where the row is not checked) the chosen way: kept, the rows
-// handed to Go (whose repeats scanRepeats then counts); by the hash table,
+// handed to Go (whose repeats handedRepeats then counts); by the hash table,
 // the repeats themselves.
 func repeatsColumn(kept bool, h string) string {
 	if kept {
@@ -84,21 +84,15 @@ func repeatsColumn(kept bool, h string) string {
 	return "count(" + h + ") - count(DISTINCT " + h + ")"
 }
 
-// scanRepeats runs run, a statement with repeatsColumn's column, and
-// returns the count of repeated hashes: the column's value, which run
-// scans into column, or when kept, the repeats of the hashes it handed to
-// Go. The sink is emptied first and after, so no hash of a failed or
-// earlier statement is counted.
-func (e *Engine) scanRepeats(ctx context.Context, kept bool, run func() error, column *int64) (int64, error) {
-	if kept {
-		e.sink.take()
-		defer e.sink.take()
-	}
+// handedRepeats runs run, a statement with repeatsColumn's kept column,
+// and returns how many of the hashes it handed to Go repeat. The sink is
+// emptied first and after, so no hash of a failed or earlier statement is
+// counted.
+func (e *Engine) handedRepeats(ctx context.Context, run func() error) (int64, error) {
+	e.sink.take()
+	defer e.sink.take()
 	if err := run(); err != nil {
 		return 0, err
-	}
-	if !kept {
-		return *column, nil
 	}
 	var threads int
 	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&threads); err != nil {
