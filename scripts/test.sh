@@ -116,10 +116,11 @@ race_pkgs="./internal/pointer/... ./internal/job ./internal/progress ./internal/
 step "go test -race ($race_pkgs; the pointer stress below)"
 go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
 # The DuckDB engine's goroutines are its uniqueness checks' (DuckDB's threads
-# handing hashes to Go, Go's workers counting them: keyset.go); the rest of
-# the package runs plainly below, every publish of it through that path.
-step "go test -race, the DuckDB engine's uniqueness checks"
-go test -race -count=1 -timeout 10m -run '^(TestCountRepeats|TestUniqueness)' ./internal/engine/duckdb
+# handing hashes to Go, Go's workers counting them: keyset.go) and its schema
+# readers (inspect.go); the rest of the package runs plainly below, every
+# publish of it through both.
+step "go test -race, the DuckDB engine's uniqueness checks and schema readers"
+go test -race -count=1 -timeout 10m -run '^(TestCountRepeats|TestUniqueness|TestSchemasReadSideBySide|TestReadersCopySessionSettings)' ./internal/engine/duckdb
 step "the pointer store's stress: 64 concurrent writers, 6 rounds on S3"
 go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 

@@ -121,7 +121,7 @@ func (s *Source) checkFile(ctx context.Context, what string, f File, columns []s
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	buf, err := footer(ctx, b, key, f.Bytes, name)
+	buf, err := s.footer(ctx, b, key, f, name)
 	if err != nil {
 		if !crc && ctx.Err() == nil {
 			// Counts only, for an engine that reads the footer itself and

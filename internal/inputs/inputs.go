@@ -122,11 +122,12 @@ type Source struct {
 	open    func(context.Context, storage.Location) (storage.Bucket, error)
 	mu      sync.Mutex // buckets: the checksum check reads files side by side
 	buckets map[string]storage.Bucket
+	footers footerCache
 }
 
 // NewSource returns a Source that opens buckets with open.
 func NewSource(open func(context.Context, storage.Location) (storage.Bucket, error)) *Source {
-	return &Source{open: open, buckets: map[string]storage.Bucket{}}
+	return &Source{open: open, buckets: map[string]storage.Bucket{}, footers: footerCache{limit: cacheBytes}}
 }
 
 // naming wraps a store's error with what was being read, and names loc
@@ -540,7 +541,7 @@ const ParquetMagic = "PAR1"
 // magic. Readers differ in how much of a damaged file they accept (DuckDB
 // reads a file whose leading magic is wrong, from its footer), and two
 // engines must agree on which inputs exist, so the check is made here, once,
-// before any engine opens the file. It reads eight bytes and never writes.
+// before any engine opens the file. It never writes.
 func (s *Source) checkMagic(ctx context.Context, what string, f File) error {
 	// The smallest Parquet file is the two magics around a 4-byte footer length.
 	if f.Bytes < 3*int64(len(ParquetMagic)) {
@@ -551,20 +552,34 @@ func (s *Source) checkMagic(ctx context.Context, what string, f File) error {
 		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
 	}
 	n := int64(len(ParquetMagic))
-	head, err := b.ReadRange(ctx, key, 0, n)
+	// One read of the file's end: its trailing magic, and for most files
+	// the whole footer, which the later checks take from s.footers. A file
+	// no longer than that read holds its leading magic too.
+	want := min(f.Bytes, tailBytes)
+	end, err := b.ReadRange(ctx, key, f.Bytes-want, want)
 	if err != nil {
 		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
 	}
-	tail, err := b.ReadRange(ctx, key, f.Bytes-n, n)
-	if err != nil {
-		return fmt.Errorf("%s file %s: %w", what, f.Path, err)
+	head, tail := end, end[max(0, len(end)-int(n)):]
+	if int64(len(end)) != f.Bytes {
+		if head, err = b.ReadRange(ctx, key, 0, n); err != nil {
+			return fmt.Errorf("%s file %s: %w", what, f.Path, err)
+		}
 	}
+	head = head[:min(len(head), int(n))]
 	for _, m := range []struct {
 		where string
 		got   []byte
 	}{{"leading", head}, {"trailing", tail}} {
 		if string(m.got) != ParquetMagic {
 			return fmt.Errorf("%s file %s: not a Parquet file: %s magic bytes %q, want %q (truncated or damaged?)", what, f.Path, m.where, m.got, ParquetMagic)
+		}
+	}
+	if int64(len(end)) == want {
+		// A footer this cannot cut out is left to the checks that read
+		// it: they name what is wrong with it.
+		if buf, _, err := footerIn(end, f.Bytes, what+" file "+f.Path); err == nil && buf != nil {
+			s.footers.put(f, buf)
 		}
 	}
 	return nil

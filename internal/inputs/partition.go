@@ -34,5 +34,9 @@ func (s *Source) FileRows(ctx context.Context, what string, f File) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	return rowsNamed(ctx, b, key, f.Bytes, name)
+	buf, err := s.footer(ctx, b, key, f, name)
+	if err != nil {
+		return 0, err
+	}
+	return rowsIn(buf, name)
 }

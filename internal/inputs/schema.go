@@ -44,7 +44,7 @@ func (s *Source) fields(ctx context.Context, what string, f File) ([]Field, bool
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", name, err)
 	}
-	buf, err := footer(ctx, b, key, f.Bytes, name)
+	buf, err := s.footer(ctx, b, key, f, name)
 	if err != nil {
 		return nil, false, err
 	}
@@ -70,15 +70,15 @@ func (s *Source) fields(ctx context.Context, what string, f File) ([]Field, bool
 // in Go through the bucket as Fields reads a schema: what a staged file
 // holds, counted alike whichever engine wrote it, without a query.
 func Rows(ctx context.Context, b storage.Bucket, key string, size int64) (int64, error) {
-	return rowsNamed(ctx, b, key, size, key)
-}
-
-// rowsNamed is Rows, its errors naming the file name.
-func rowsNamed(ctx context.Context, b storage.Bucket, key string, size int64, name string) (int64, error) {
-	buf, err := footer(ctx, b, key, size, name)
+	buf, err := footer(ctx, b, key, size, key)
 	if err != nil {
 		return 0, err
 	}
+	return rowsIn(buf, key)
+}
+
+// rowsIn is the row count footer buf states, its errors naming the file name.
+func rowsIn(buf []byte, name string) (int64, error) {
 	n, err := numRows(buf)
 	if err != nil {
 		return 0, badFooter(name, "%v", err)
@@ -109,22 +109,33 @@ func footer(ctx context.Context, b storage.Bucket, key string, size int64, name 
 	if int64(len(tail)) != want {
 		return nil, badFooter(name, "%d bytes at its end, want %d", len(tail), want)
 	}
-	n := int64(binary.LittleEndian.Uint32(tail[want-8 : want-4]))
-	if n <= 0 || n > size-12 {
-		return nil, badFooter(name, "footer length %d in a file of %d bytes", n, size)
+	buf, n, err := footerIn(tail, size, name)
+	if err != nil || buf != nil {
+		return buf, err
 	}
-	if n > maxFooterBytes {
-		return nil, fmt.Errorf("%s: a footer of %d bytes, over the %d this job reads: a damaged length, or a file of very many row groups times columns (rewrite it with larger row groups)",
-			name, n, maxFooterBytes)
-	}
-	if n <= want-8 {
-		return tail[want-8-n : want-8], nil
-	}
-	buf, err := b.ReadRange(ctx, key, size-8-n, n)
-	if err != nil {
+	if buf, err = b.ReadRange(ctx, key, size-8-n, n); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return buf, nil
+}
+
+// footerIn cuts the footer out of tail, the last bytes (8 at least) of a
+// Parquet file of size bytes; when tail does not hold it whole, buf is nil
+// and n is the footer's length, to be read.
+func footerIn(tail []byte, size int64, name string) (buf []byte, n int64, err error) {
+	end := int64(len(tail))
+	n = int64(binary.LittleEndian.Uint32(tail[end-8 : end-4]))
+	if n <= 0 || n > size-12 {
+		return nil, 0, badFooter(name, "footer length %d in a file of %d bytes", n, size)
+	}
+	if n > maxFooterBytes {
+		return nil, 0, fmt.Errorf("%s: a footer of %d bytes, over the %d this job reads: a damaged length, or a file of very many row groups times columns (rewrite it with larger row groups)",
+			name, n, maxFooterBytes)
+	}
+	if n <= end-8 {
+		return tail[end-8-n : end-8], n, nil
+	}
+	return nil, n, nil
 }
 
 // tailBytes is how much of a file's end footer reads first.

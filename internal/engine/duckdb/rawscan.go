@@ -69,7 +69,7 @@ func (e *Engine) rawLayout(ctx context.Context, files []string) (rawRead, error)
 		sig := e.rawSchemas[f]
 		e.typesMu.Unlock()
 		if !ok || sig == "" {
-			if _, _, err := e.schema(ctx, "raw", f); err != nil {
+			if _, _, err := e.schema(ctx, e.conn, "raw", f); err != nil {
 				return rawRead{}, err
 			}
 			e.typesMu.Lock()

@@ -69,11 +69,18 @@ func EnableAWS(ctx context.Context, exec func(q string) error, extDir string) er
 // EnableAWS is EnableAWS on the engine's connection, then the config's
 // httpfs settings Open had to leave (a *SettingError when one is refused).
 func (e *Engine) EnableAWS(ctx context.Context, extDir string) error {
-	if err := EnableAWS(ctx, func(q string) error { _, err := e.conn.ExecContext(ctx, q); return err }, extDir); err != nil {
+	exec := func(q string) error {
+		if strings.HasPrefix(q, "SET ") {
+			return e.set(ctx, q)
+		}
+		_, err := e.conn.ExecContext(ctx, q)
+		return err
+	}
+	if err := EnableAWS(ctx, exec, extDir); err != nil {
 		return err
 	}
 	for _, kv := range e.extSettings {
-		if _, err := e.conn.ExecContext(ctx, fmt.Sprintf("SET %s = %s", kv[0], quote(kv[1]))); err != nil {
+		if err := e.set(ctx, fmt.Sprintf("SET %s = %s", kv[0], quote(kv[1]))); err != nil {
 			return &SettingError{Key: kv[0], Msg: fmt.Sprintf(" = %q: %v", redact.Value(kv[0], kv[1]), redact.SettingError(firstLine(err), kv[0], kv[1]))}
 		}
 	}

@@ -1,0 +1,109 @@
+package duckdb
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSchemasReadSideBySide: the raw files' schemas are read a few at a
+// time on connections of their own, and the checks still meet the files in
+// listing order: of a file missing a column and a file DuckDB cannot read,
+// the earlier is named, whichever read ends first; files past
+// schemaReaders are read too.
+func TestSchemasReadSideBySide(t *testing.T) {
+	e, err := Open(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	dir := t.TempDir()
+	write := func(name, sel string) string {
+		p := filepath.Join(dir, name)
+		if _, err := e.conn.ExecContext(t.Context(), fmt.Sprintf("COPY (%s FROM range(3) t(i)) TO '%s' (FORMAT parquet)", sel, p)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.parquet", "SELECT 'e' || i AS event_id, 'l' AS learner_key, 'x' AS lesson_id, 'c' AS course_id, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time")
+	missing := write("missing.parquet", "SELECT 'e' || i AS event_id, 'l' AS learner_key, 'x' AS lesson_id, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time")
+	damaged := filepath.Join(dir, "damaged.parquet")
+	// The magics are right (the job checks them first); the footer is not.
+	if err := os.WriteFile(damaged, []byte("PAR1"+strings.Repeat("x", 64)+"\x10\x00\x00\x00PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := func(n int, at map[int]string) []string {
+		var out []string
+		for i := range n {
+			p := good
+			if f, ok := at[i]; ok {
+				p = f
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string // the file the error names; "" for none
+	}{
+		{"all good, past the readers", files(3*schemaReaders, nil), ""},
+		{"a missing column before a damaged footer", files(20, map[int]string{5: missing, 9: damaged}), missing + ": missing required column course_id"},
+		{"a damaged footer before a missing column", files(20, map[int]string{5: damaged, 9: missing}), damaged + ": not a readable Parquet file"},
+		{"the last file", files(20, map[int]string{19: missing}), missing + ": missing required column course_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			union, err := e.checkColumns(t.Context(), "raw", tc.files, rawColumns)
+			if tc.want == "" {
+				if err != nil || !slices.Equal(union, []string{"event_id", "learner_key", "lesson_id", "course_id", "event_time"}) {
+					t.Fatalf("columns %v, %v; want the five", union, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "raw file "+tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadersCopySessionSettings: a reader connection has the settings
+// DuckDB keeps per connection as the engine's has them (httpfs's, such as
+// s3_url_compatibility_mode, are of that kind; streaming_buffer_size is
+// one that needs no extension).
+func TestReadersCopySessionSettings(t *testing.T) {
+	e, err := Open(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.set(t.Context(), "SET streaming_buffer_size = '3MB'"); err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	if err := e.conn.QueryRowContext(t.Context(), "SELECT current_setting('streaming_buffer_size')").Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	conns := e.readers(t.Context(), 3)
+	defer func() {
+		for _, c := range conns[1:] {
+			c.Close()
+		}
+	}()
+	if len(conns) != 3 || conns[0] != e.conn {
+		t.Fatalf("%d readers, want the engine's and 2 more", len(conns))
+	}
+	for i, c := range conns[1:] {
+		var got string
+		if err := c.QueryRowContext(t.Context(), "SELECT current_setting('streaming_buffer_size')").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("reader %d: streaming_buffer_size %q, want the engine's %q", i+1, got, want)
+		}
+	}
+}
