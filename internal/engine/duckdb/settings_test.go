@@ -290,3 +290,27 @@ func TestSpillDiskFullNamesTheDisk(t *testing.T) {
 		t.Errorf("message %q, want it to name the spill directory and no PRAGMA", msg)
 	}
 }
+
+// TestEngineDefaults: a setting the engine chooses (DuckDB keeping each S3
+// object's metadata for the run) is on the engine's connection unless the
+// config names the key, and then the config's value is.
+func TestEngineDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		settings map[string]string
+		want     bool
+	}{
+		{nil, true},
+		{map[string]string{"enable_http_metadata_cache": "false"}, false},
+	} {
+		e, err := duckdb.Open(context.Background(), tc.settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bool
+		err = e.DB().QueryRowContext(context.Background(), "SELECT current_setting('enable_http_metadata_cache')").Scan(&got)
+		e.Close()
+		if err != nil || got != tc.want {
+			t.Errorf("config %v: enable_http_metadata_cache %v (%v), want %v", tc.settings, got, err, tc.want)
+		}
+	}
+}
