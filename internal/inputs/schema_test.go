@@ -283,22 +283,28 @@ func (c *readCounter) ReadRange(ctx context.Context, key string, off, n int64) (
 	return c.Bucket.ReadRange(ctx, key, off, n)
 }
 
-// TestFooterReads: a footer that fits the first read of a file's end is
-// read in one request (an object store answers each slowly; every file
-// cost two), a longer one in two; both give the file's rows.
-func TestFooterReads(t *testing.T) {
+// longFooter, written with longFooterOpts, makes a file whose footer is
+// longer than tailBytes: 40 columns in 60 row groups (DuckDB's row groups
+// are 2048 rows at least).
+var longFooter, longFooterOpts = func() string {
 	var cols []string
 	for i := range 40 {
 		cols = append(cols, fmt.Sprintf("i AS c%d", i))
 	}
+	return "SELECT " + strings.Join(cols, ", ") + " FROM range(2048*60) t(i)"
+}(), ", ROW_GROUP_SIZE 2048"
+
+// TestFooterReads: a footer that fits the first read of a file's end is
+// read in one request (an object store answers each slowly; every file
+// cost two), a longer one in two; both give the file's rows.
+func TestFooterReads(t *testing.T) {
 	for _, tc := range []struct {
 		name, query, opts string
 		rows              int64
 		reads             int32
 	}{
 		{"small", "SELECT i FROM range(1000) t(i)", "", 1000, 1},
-		// DuckDB's row groups are 2048 rows at least.
-		{"longer than the first read", "SELECT " + strings.Join(cols, ", ") + " FROM range(2048*60) t(i)", ", ROW_GROUP_SIZE 2048", 2048 * 60, 2},
+		{"longer than the first read", longFooter, longFooterOpts, 2048 * 60, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeParquet(t, tc.query, tc.opts)

@@ -12,20 +12,8 @@ import (
 // its columns in another order, of another type, or of a column more
 // brings it back; the rows read are the same either way.
 func TestRawLayout(t *testing.T) {
-	e, err := Open(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	dir := t.TempDir()
-	write := func(name, sel string) string {
-		p := filepath.Join(dir, name)
-		if _, err := e.conn.ExecContext(t.Context(), fmt.Sprintf("COPY (%s FROM range(3) t(i)) TO '%s' (FORMAT parquet)", sel, p)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cols := "SELECT 'e' || i AS event_id, 'l' AS learner_key, 'x' AS lesson_id, 'c' AS course_id, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time"
+	e, write := threeRowFiles(t)
+	cols := rawSelect
 	a, b := write("a.parquet", cols), write("b.parquet", cols)
 	for _, tc := range []struct {
 		name string
@@ -56,5 +44,29 @@ func TestRawLayout(t *testing.T) {
 				t.Errorf("%d rows of every column in its place (%v), want %d", n, err, 3*len(files))
 			}
 		})
+	}
+}
+
+// rawSelect selects the five raw columns, with i the row (threeRowFiles).
+const rawSelect = "SELECT 'e' || i AS event_id, 'l' AS learner_key, 'x' AS lesson_id, 'c' AS course_id, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time"
+
+// threeRowFiles opens an engine, closed when the test ends, and returns
+// it with write, which writes the three rows of sel over range(3) t(i) to
+// a Parquet file name in a temporary directory and returns its path.
+func threeRowFiles(t *testing.T) (*Engine, func(name, sel string) string) {
+	t.Helper()
+	e, err := Open(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	dir := t.TempDir()
+	return e, func(name, sel string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if _, err := e.conn.ExecContext(t.Context(), fmt.Sprintf("COPY (%s FROM range(3) t(i)) TO '%s' (FORMAT parquet)", sel, p)); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }

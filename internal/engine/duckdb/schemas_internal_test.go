@@ -1,7 +1,6 @@
 package duckdb
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,20 +14,9 @@ import (
 // the earlier is named, whichever read ends first; files past
 // schemaReaders are read too.
 func TestSchemasReadSideBySide(t *testing.T) {
-	e, err := Open(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, write := threeRowFiles(t)
 	dir := t.TempDir()
-	write := func(name, sel string) string {
-		p := filepath.Join(dir, name)
-		if _, err := e.conn.ExecContext(t.Context(), fmt.Sprintf("COPY (%s FROM range(3) t(i)) TO '%s' (FORMAT parquet)", sel, p)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good := write("good.parquet", "SELECT 'e' || i AS event_id, 'l' AS learner_key, 'x' AS lesson_id, 'c' AS course_id, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time")
+	good := write("good.parquet", rawSelect)
 	missing := write("missing.parquet", "SELECT 'e' || i AS event_id, 'l' AS learner_key, 'x' AS lesson_id, TIMESTAMPTZ '2026-03-02 10:00:00+00' AS event_time")
 	damaged := filepath.Join(dir, "damaged.parquet")
 	// The magics are right (the job checks them first); the footer is not.
