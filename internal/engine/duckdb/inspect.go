@@ -13,16 +13,11 @@ import (
 // DuckDB type families, matched by prefix (hasPrefix).
 var rawColumns, manifestColumns, enrollmentColumns = engine.InputColumns([]string{"VARCHAR"}, []string{"TIMESTAMP"})
 
-// querier is a connection a schema is read on: the engine's own, or one of
-// checkColumns' readers.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// schema reads one Parquet file's column names and types on conn. Reading
+// schema reads one Parquet file's column names and types on conn (the
+// engine's own, or one of checkColumns' readers). Reading
 // the footer of every file (not only the first) is what lets an error name
 // the file. The job has checked every listed file's magic bytes already.
-func (e *Engine) schema(ctx context.Context, conn querier, what, file string) (map[string]string, []string, error) {
+func (e *Engine) schema(ctx context.Context, conn *sql.Conn, what, file string) (map[string]string, []string, error) {
 	rows, err := conn.QueryContext(ctx, fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet(%s, hive_partitioning=false)", FileRef(file)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s file %s: %s: %w", what, file, readFault(err), firstLine(err))
@@ -96,7 +91,7 @@ func readFault(err error) string {
 // footerNames are a Parquet file's top-level column names as its footer
 // spells them, in order. parquet_schema lists the schema tree in
 // pre-order, the root first, each node with its number of children.
-func footerNames(ctx context.Context, conn querier, file string) ([]string, error) {
+func footerNames(ctx context.Context, conn *sql.Conn, file string) ([]string, error) {
 	rows, err := conn.QueryContext(ctx, fmt.Sprintf("SELECT name, coalesce(num_children, 0) FROM parquet_schema(%s)", FileRef(file)))
 	if err != nil {
 		return nil, err
@@ -140,10 +135,12 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 		types map[string]string
 		names []string
 		err   error
+		own   bool // read on the engine's own connection
+		done  bool
 	}
 	reads := make([]read, len(files))
 	conns := e.readers(ctx, min(len(files), schemaReaders))
-	pool := make(chan querier, len(conns))
+	pool := make(chan *sql.Conn, len(conns))
 	for _, c := range conns {
 		pool <- c
 	}
@@ -154,10 +151,25 @@ func (e *Engine) checkColumns(ctx context.Context, what string, files []string, 
 		defer func() { pool <- conn }()
 		r := &reads[i]
 		r.types, r.names, r.err = e.schema(ctx, conn, what, files[i])
+		r.own, r.done = conn == e.conn, true
 		return r.err
 	})
 	for _, c := range conns[1:] {
 		c.Close()
+	}
+	// A read that failed on a reader's connection is made again on the
+	// engine's own, and so are the reads its failure skipped, so the
+	// outcome is the one reads one at a time give: a reader may have run
+	// out of memory beside the others, where one read alone fits.
+	for i := range reads {
+		r := &reads[i]
+		if !r.done || (r.err != nil && !r.own) {
+			r.types, r.names, r.err = e.schema(ctx, e.conn, what, files[i])
+			r.own, r.done = true, true
+		}
+		if r.err != nil {
+			break
+		}
 	}
 	// CheckColumns asks for the files' schemas once each, in order.
 	next := 0

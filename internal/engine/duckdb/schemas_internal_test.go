@@ -1,11 +1,15 @@
 package duckdb
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/techlearningpro/engagement/internal/storage"
+	"github.com/techlearningpro/engagement/internal/storage/s3/s3test"
 )
 
 // TestSchemasReadSideBySide: the raw files' schemas are read a few at a
@@ -93,5 +97,43 @@ func TestReadersCopySessionSettings(t *testing.T) {
 		if got != want {
 			t.Errorf("reader %d: streaming_buffer_size %q, want the engine's %q", i+1, got, want)
 		}
+	}
+}
+
+// TestSchemaReadAgainOnOwnConnection: a read that fails on a reader's
+// connection is made again on the engine's own before it counts, with the
+// reads it skipped. Here the readers lack a setting the engine's
+// connection has (the URL mode that keeps a key's glob characters
+// literal, dropped from what they are given), so every reader reads
+// part-[0]*?.parquet on S3 as a pattern and fails; the check still passes
+// on every file.
+func TestSchemaReadAgainOnOwnConnection(t *testing.T) {
+	b := s3test.Bucket(t)
+	e, write := threeRowFiles(t)
+	if err := e.EnableAWS(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.sets["s3_url_compatibility_mode"]; !ok {
+		t.Fatal("the engine did not record its URL mode: not the case this is")
+	}
+	delete(e.sets, "s3_url_compatibility_mode")
+	data, err := os.ReadFile(write("good.parquet", rawSelect))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for i := range 2 * schemaReaders {
+		key := fmt.Sprintf("part-%02d.parquet", i)
+		if i%3 == 1 {
+			key = fmt.Sprintf("part-[%d]*?.parquet", i)
+		}
+		if _, err := b.Put(t.Context(), key, data, storage.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b.Location().Join(key).String())
+	}
+	union, err := e.checkColumns(t.Context(), "raw", files, rawColumns)
+	if err != nil || len(union) != 5 {
+		t.Fatalf("columns %v, %v; want the five, every file read", union, err)
 	}
 }
