@@ -120,7 +120,7 @@ go test -race -count=1 -timeout 20m -skip '^TestStress$' $race_pkgs
 # readers (inspect.go); the rest of the package runs plainly below, every
 # publish of it through both.
 step "go test -race, the DuckDB engine's uniqueness checks and schema readers"
-go test -race -count=1 -timeout 10m -run '^(TestCountRepeats|TestUniqueness|TestSchemasReadSideBySide|TestReadersCopySessionSettings|TestSchemaReadAgainOnOwnConnection)' ./internal/engine/duckdb
+go test -race -count=1 -timeout 10m -run '^(TestCountRepeats|TestUniqueness|TestKeepReadsVectors|TestVectorsFound|TestSchemasReadSideBySide|TestReadersCopySessionSettings|TestSchemaReadAgainOnOwnConnection)' ./internal/engine/duckdb
 step "the pointer store's stress: 64 concurrent writers, 6 rounds on S3"
 go test -count=1 -timeout 20m -run '^TestStress$' ./internal/pointer/objstore
 

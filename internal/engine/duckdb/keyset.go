@@ -26,6 +26,8 @@ const keepHashFunc = "engagement_keep_hash"
 type hashSink struct {
 	mu     sync.Mutex
 	chunks [][]uint64
+	// byRow reads every call row by row (tests: the two reads agree).
+	byRow bool
 }
 
 func (s *hashSink) add(chunk []uint64) {
@@ -62,8 +64,17 @@ func (s *hashSink) Executor() duckdbdriver.ScalarFuncExecutor {
 	}
 }
 
-// keep is keepHashFunc on one vector of rows.
+// keep is keepHashFunc on one vector of rows: read as a vector where the
+// library's layout allows (vectors.go), else row by row.
 func (s *hashSink) keep(_ context.Context, ch *duckdbdriver.ChunkIteratorState) error {
+	if !s.byRow {
+		if in, out, ok := callVectors(ch); ok {
+			if kept := keepVector(in, out); len(kept) > 0 {
+				s.add(kept)
+			}
+			return nil
+		}
+	}
 	var kept []uint64
 	for row, err := range ch.Rows() {
 		if err != nil {
