@@ -54,7 +54,7 @@ func findCallLayout() layout {
 
 // fieldPath is the index path of the field named by names, nested, in t,
 // if the last one has type want.
-func fieldPath(t reflect.Type, want reflect.Type, names ...string) ([]int, bool) {
+func fieldPath(t, want reflect.Type, names ...string) ([]int, bool) {
 	var path []int
 	for _, name := range names {
 		if t.Kind() != reflect.Struct {
