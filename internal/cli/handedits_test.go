@@ -312,6 +312,45 @@ func TestPathFlagsWhiteSpace(t *testing.T) {
 	}
 }
 
+// TestSinkPathsUnexpanded: a sink's path holding what a shell would have
+// expanded (a scheduler's or a unit file's arguments pass it as written)
+// failed to write after the run, a warning and exit 0, and no metrics came.
+// It is refused (exit 2) before the run, naming the flag and the variable:
+// nothing is published and nothing written beside.
+func TestSinkPathsUnexpanded(t *testing.T) {
+	fx := publishtest.LoadFixture(t, "")
+	dir := t.TempDir()
+	wh := filepath.Join(dir, "wh")
+	var errb strings.Builder
+	if code := cli.Main(context.Background(), fx.Args(wh, "sv-1", "2026-03-02"), io.Discard, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
+	t.Chdir(dir)
+	for i, tc := range []struct {
+		flag, path, names string
+	}{
+		{"--metrics-file", "${HOME}/m.prom", "${HOME}"},
+		{"--metrics-file", "$HOME/m.prom", "$HOME"},
+		{"--metrics-file", "~/m.prom", "~"},
+		{"--metrics-file", filepath.Join(dir, "${JOB}.prom"), "${JOB}"},
+		{"--lineage-file", filepath.Join(dir, "$USER", "l.jsonl"), "$USER"},
+	} {
+		errb.Reset()
+		args := append(fx.Args(wh, fmt.Sprintf("sv-%d", i+2), "2026-03-03"), tc.flag, tc.path)
+		code := cli.Main(context.Background(), args, io.Discard, &errb)
+		want := tc.flag + " " + tc.path + " holds " + tc.names + ", which no shell expanded"
+		if code != exitcode.Usage || !strings.Contains(errb.String(), want) {
+			t.Errorf("%s %s: exit %d, want 2 saying %q\n%s", tc.flag, tc.path, code, want, errb.String())
+		}
+	}
+	if p := publishtest.Snapshot(t, wh); p.Generation() != 1 {
+		t.Errorf("generation %d after the refused runs, want 1", p.Generation())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("beside the warehouse: %d entries, want none written", len(entries)-1)
+	}
+}
+
 // TestLocalDirFlags: gen --out and report --out name directories on this
 // machine; a URL (or a mistyped one) was written into ./s3:/..., exit 0.
 func TestLocalDirFlags(t *testing.T) {

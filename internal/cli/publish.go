@@ -297,7 +297,7 @@ func refuseSinksInData(j config.Job, configPath string, m *metricsFlags, l *line
 		if *s.path == "" {
 			continue
 		}
-		if err := edgeSpace(s.flag, *s.path); err != nil {
+		if err := cmp.Or(edgeSpace(s.flag, *s.path), sinkPath(s.flag, *s.path)); err != nil {
 			first = cmp.Or(first, err)
 			*s.path = ""
 			continue

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/techlearningpro/engagement/internal/config"
 	"github.com/techlearningpro/engagement/internal/engine/duckdb"
 	"github.com/techlearningpro/engagement/internal/exitcode"
 	"github.com/techlearningpro/engagement/internal/pointer"
@@ -216,6 +217,18 @@ func localDir(flag, p string) error {
 	}
 	if err != nil {
 		return exitcode.UsageError(fmt.Errorf("%s: %w", flag, err))
+	}
+	return nil
+}
+
+// sinkPath refuses a sink file's path that holds what a shell would have
+// expanded (a leading ~, $HOME, ${TMPDIR} further on): from a scheduler's
+// arguments, where no shell runs, --metrics-file '${HOME}/m.prom' failed to
+// write after the run, a warning and exit 0, and the metrics never came.
+// The location flags refuse the same (storage.Parse, the config's checks).
+func sinkPath(flag, p string) error {
+	if v := config.Unexpanded(p); v != "" {
+		return exitcode.UsageError(fmt.Errorf("%s %s holds %s, which no shell expanded here: write the path in full", flag, p, v))
 	}
 	return nil
 }

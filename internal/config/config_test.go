@@ -412,6 +412,32 @@ func TestResolveInnerVariable(t *testing.T) {
 	}
 }
 
+// TestUnexpanded: what a shell would have expanded in a path, at its start
+// or further on, and what it would not have (a $ before a digit or inside a
+// name).
+func TestUnexpanded(t *testing.T) {
+	for _, tc := range []struct{ p, want string }{
+		{"~", "~"},
+		{"~/m.prom", "~"},
+		{"$HOME/m.prom", "$HOME"},
+		{"${HOME}/m.prom", "${HOME}"},
+		{"${HOME", "${HOME"},
+		{"/var/lib/node_exporter/${JOB}.prom", "${JOB}"},
+		{"/data/$USER/m.prom", "$USER"},
+		{"out/$_x/m.prom", "$_x"},
+		{"/var/lib/m.prom", ""},
+		{"m.prom", ""},
+		{"~user/m.prom", ""},
+		{"/data/price$5/m.prom", ""},
+		{"/data/a$b/m.prom", ""},
+		{"$5/m.prom", ""},
+	} {
+		if got := Unexpanded(tc.p); got != tc.want {
+			t.Errorf("Unexpanded(%q) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
 // TestResolveInvisible: a value holding what cannot be seen or is not
 // UTF-8 is refused, naming the key, where it came from and the byte; an
 // engine key's from its file line. Secrets stay masked.

@@ -22,6 +22,26 @@ func variableIn(v string) string {
 	return m[1] + m[2]
 }
 
+// leadingVariable is a shell variable opening a path ($HOME/x, ${HOME}/x).
+var leadingVariable = regexp.MustCompile(`^(\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*)`)
+
+// Unexpanded is what a shell would have expanded in the path p, had one
+// been given it: a leading ~, or the first shell variable, at its start or
+// further on ("" for none). A flag reaches the tool as written from a
+// scheduler's or a unit file's arguments, where no shell runs.
+func Unexpanded(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		return "~"
+	}
+	if v := leadingVariable.FindString(p); v != "" {
+		return v
+	}
+	if innerVariable.MatchString(p) {
+		return variableIn(p)
+	}
+	return ""
+}
+
 // quoted says whether v is wrapped in one kind of quote.
 func quoted(v string) bool {
 	return len(v) >= 2 && strings.ContainsRune(`"'`, rune(v[0])) && v[len(v)-1] == v[0]
