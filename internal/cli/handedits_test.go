@@ -280,18 +280,27 @@ func TestPointerLost(t *testing.T) {
 	}
 }
 
+// publishedInTemp publishes the fixture's 2026-03-02 as job into dir/wh,
+// dir a new temporary directory, and returns the fixture, dir and wh.
+func publishedInTemp(t *testing.T, job string) (publishtest.Fixture, string, string) {
+	t.Helper()
+	fx := publishtest.LoadFixture(t, "")
+	dir := t.TempDir()
+	wh := filepath.Join(dir, "wh")
+	var errb strings.Builder
+	if code := cli.Main(context.Background(), fx.Args(wh, job, "2026-03-02"), io.Discard, &errb); code != 0 {
+		t.Fatalf("publish: exit %d\n%s", code, errb.String())
+	}
+	return fx, dir, wh
+}
+
 // TestPathFlagsWhiteSpace: a path flag with white space at an end (a
 // variable's newline) names another file or directory than the one meant:
 // refused (exit 2) by the readers' --warehouse, the sinks and report --out,
 // where it wrote "engagement.prom " that no textfile collector reads.
 func TestPathFlagsWhiteSpace(t *testing.T) {
-	fx := publishtest.LoadFixture(t, "")
-	dir := t.TempDir()
-	wh := filepath.Join(dir, "wh")
+	fx, dir, wh := publishedInTemp(t, "ws-1")
 	var errb strings.Builder
-	if code := cli.Main(context.Background(), fx.Args(wh, "ws-1", "2026-03-02"), io.Discard, &errb); code != 0 {
-		t.Fatalf("publish: exit %d\n%s", code, errb.String())
-	}
 	for _, args := range [][]string{
 		{"status", "--warehouse", wh + "\n"},
 		{"read", "course_day", "--warehouse", wh + " "},
@@ -318,13 +327,8 @@ func TestPathFlagsWhiteSpace(t *testing.T) {
 // It is refused (exit 2) before the run, naming the flag and the variable:
 // nothing is published and nothing written beside.
 func TestSinkPathsUnexpanded(t *testing.T) {
-	fx := publishtest.LoadFixture(t, "")
-	dir := t.TempDir()
-	wh := filepath.Join(dir, "wh")
+	fx, dir, wh := publishedInTemp(t, "sv-1")
 	var errb strings.Builder
-	if code := cli.Main(context.Background(), fx.Args(wh, "sv-1", "2026-03-02"), io.Discard, &errb); code != 0 {
-		t.Fatalf("publish: exit %d\n%s", code, errb.String())
-	}
 	t.Chdir(dir)
 	for i, tc := range []struct {
 		flag, path, names string
