@@ -226,22 +226,17 @@ func (e *Engine) readers(ctx context.Context, n int) []*sql.Conn {
 // localSets are the engine's SET statements (set) of the settings its
 // connection keeps as its own, by name.
 func (e *Engine) localSets(ctx context.Context) ([]string, error) {
-	rows, err := e.conn.QueryContext(ctx, "SELECT name FROM duckdb_settings() WHERE scope = 'LOCAL' ORDER BY name")
+	names, err := e.strings(ctx, "SELECT name FROM duckdb_settings() WHERE scope = 'LOCAL' ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
+	for _, k := range names {
 		if q, ok := e.sets[strings.ToLower(k)]; ok {
 			out = append(out, q)
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // hasPrefix matches DuckDB type families: TIMESTAMP also accepts
